@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Regenerates everything derived from the API types in pkg/apis:
+#   - deepcopy and register code next to the types,
+#   - the typed clientset, listers and informers in pkg/generated,
+#   - the CRDs in deploy/crd (and Porch's Repository CRD in hack/crd, for
+#     local clusters and tests; Porch installs the real one).
+# Works offline once the Go modules are in the module cache.
+set -o errexit
+set -o nounset
+set -o pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+cd "${ROOT}"
+
+MODULE="$(go list -m)"
+CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
+CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+
+# shellcheck source=/dev/null
+source "${CODEGEN_PKG}/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/apis"
+
+kube::codegen::gen_register \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/apis"
+
+kube::codegen::gen_client \
+    --with-watch \
+    --output-dir "${ROOT}/pkg/generated" \
+    --output-pkg "${MODULE}/pkg/generated" \
+    --plural-exceptions "PackageRevisionResources:PackageRevisionResources" \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/apis"
+
+echo "Generating CRDs with controller-gen ${CONTROLLER_GEN_VERSION}"
+crd_tmp="$(mktemp -d)"
+trap 'rm -rf "${crd_tmp}"' EXIT
+go run "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION}" \
+    crd:crdVersions=v1 \
+    paths="./pkg/apis/config/..." \
+    output:crd:dir="${crd_tmp}"
+mkdir -p deploy/crd hack/crd
+rm -f deploy/crd/*.yaml hack/crd/*.yaml
+mv "${crd_tmp}/config.porch.kpt.dev_repositories.yaml" hack/crd/
+mv "${crd_tmp}"/*.yaml deploy/crd/

@@ -1,0 +1,218 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Finalizer is kept on every PackageVariant until its downstream package
+// revisions have been deleted or orphaned as its deletion policy says.
+const Finalizer = "config.porch.kpt.dev/packagevariants"
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=packagevariants,scope=Namespaced,categories=porch
+// +kubebuilder:printcolumn:name="Upstream Repo",type=string,JSONPath=`.spec.upstream.repo`,priority=1
+// +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.spec.upstream.package`
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.upstream.revision`,priority=1
+// +kubebuilder:printcolumn:name="Downstream Repo",type=string,JSONPath=`.spec.downstream.repo`
+// +kubebuilder:printcolumn:name="Downstream",type=string,JSONPath=`.spec.downstream.package`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PackageVariant keeps one downstream package a customised copy of one
+// upstream package. The controller creates Draft PackageRevisions of the
+// downstream package (clone, edit or upgrade), applies the variant's
+// mutations, and leaves proposing and approving them to people or other
+// automation.
+type PackageVariant struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec says which package to copy where, and how to customise it.
+	// +optional
+	Spec PackageVariantSpec `json:"spec,omitempty"`
+	// Status reports whether the downstream is up to date.
+	// +optional
+	Status PackageVariantStatus `json:"status,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// PackageVariantList is a list of PackageVariants.
+type PackageVariantList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []PackageVariant `json:"items"`
+}
+
+// AdoptionPolicy says whether a variant takes over an existing downstream
+// package revision it did not create.
+type AdoptionPolicy string
+
+// DeletionPolicy says what happens to the downstream package revisions when
+// the variant is deleted.
+type DeletionPolicy string
+
+// UpgradePolicy says whether the controller makes upgrade drafts by itself.
+type UpgradePolicy string
+
+// Policy values.
+const (
+	// AdoptionPolicyAdoptExisting takes ownership of an existing downstream
+	// package revision not controlled by anything else.
+	AdoptionPolicyAdoptExisting AdoptionPolicy = "adoptExisting"
+	// AdoptionPolicyAdoptNone (the default) ignores downstream package
+	// revisions the variant did not create.
+	AdoptionPolicyAdoptNone AdoptionPolicy = "adoptNone"
+
+	// DeletionPolicyDelete (the default) deletes Draft and Proposed
+	// downstream revisions and proposes deletion of Published ones.
+	DeletionPolicyDelete DeletionPolicy = "delete"
+	// DeletionPolicyOrphan only removes the variant's owner reference.
+	DeletionPolicyOrphan DeletionPolicy = "orphan"
+
+	// UpgradePolicyAutomatic (the default) makes an upgrade draft as soon as
+	// the selected upstream revision changes.
+	UpgradePolicyAutomatic UpgradePolicy = "Automatic"
+	// UpgradePolicyManual never makes an upgrade draft by itself; it reports
+	// the available upgrade in the UpgradeAvailable condition.
+	UpgradePolicyManual UpgradePolicy = "Manual"
+)
+
+// PackageVariantSpec is the desired state of a PackageVariant.
+type PackageVariantSpec struct {
+	// Upstream is the package to copy. It must be Published.
+	// +optional
+	Upstream *Upstream `json:"upstream,omitempty"`
+	// Downstream is the repository and package name of the copy.
+	// +optional
+	Downstream *Downstream `json:"downstream,omitempty"`
+
+	// AdoptionPolicy is adoptNone (default) or adoptExisting.
+	// +optional
+	AdoptionPolicy AdoptionPolicy `json:"adoptionPolicy,omitempty"`
+	// DeletionPolicy is delete (default) or orphan.
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// UpgradePolicy is Automatic (default) or Manual. With Manual the
+	// controller never makes an upgrade draft by itself and sets the
+	// UpgradeAvailable condition instead.
+	// +optional
+	UpgradePolicy UpgradePolicy `json:"upgradePolicy,omitempty"`
+
+	// Labels are set on a downstream PackageRevision when the controller
+	// creates or adopts it, never afterwards.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are set on a downstream PackageRevision when the
+	// controller creates or adopts it, never afterwards.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// PackageContext adds keys to, or removes keys from, the data of the
+	// package's kptfile.kpt.dev ConfigMap (package-context.yaml).
+	// +optional
+	PackageContext *PackageContext `json:"packageContext,omitempty"`
+	// Pipeline lists KRM functions prepended to the downstream Kptfile's
+	// pipeline, named PackageVariant.<variant>.<function name>.<position>.
+	// +optional
+	Pipeline *kptfilev1.Pipeline `json:"pipeline,omitempty"`
+	// Injectors select in-cluster objects, in the variant's namespace, whose
+	// data (ConfigMaps) or spec (other kinds) is copied into the package's
+	// injection points. They are tried in order; the first match wins.
+	// +optional
+	Injectors []InjectionSelector `json:"injectors,omitempty"`
+}
+
+// Upstream selects the upstream package revision. With neither revision nor
+// workspaceName the latest Published revision is used and followed as new
+// revisions are published.
+type Upstream struct {
+	// Repo is the name of the upstream Repository, in the variant's namespace.
+	// +optional
+	Repo string `json:"repo,omitempty"`
+	// Package is the upstream package name.
+	// +optional
+	Package string `json:"package,omitempty"`
+	// Revision selects Published revision N of the package.
+	// +optional
+	Revision int `json:"revision,omitempty"`
+	// WorkspaceName selects the revision with this workspace name; when
+	// revision is also set, both must name the same revision.
+	// +optional
+	WorkspaceName string `json:"workspaceName,omitempty"`
+}
+
+// Downstream names the repository and package the variant writes.
+type Downstream struct {
+	// Repo is the name of the downstream Repository, in the variant's namespace.
+	// +optional
+	Repo string `json:"repo,omitempty"`
+	// Package is the downstream package name.
+	// +optional
+	Package string `json:"package,omitempty"`
+}
+
+// PackageContext lists keys to set in, and remove from, the data of the
+// package's kptfile.kpt.dev ConfigMap. The keys name and package-path are
+// reserved.
+type PackageContext struct {
+	// Data is set in the ConfigMap's data, overwriting existing values.
+	// +optional
+	Data map[string]string `json:"data,omitempty"`
+	// RemoveKeys are removed from the ConfigMap's data.
+	// +optional
+	RemoveKeys []string `json:"removeKeys,omitempty"`
+}
+
+// InjectionSelector selects an in-cluster object to inject. Every field that
+// is set must match the in-cluster object; the group, version and kind, when
+// set, must also match the in-package injection point.
+type InjectionSelector struct {
+	// Group of the in-cluster object ("" for the core group).
+	// +optional
+	Group *string `json:"group,omitempty"`
+	// Version of the in-cluster object.
+	// +optional
+	Version *string `json:"version,omitempty"`
+	// Kind of the in-cluster object.
+	// +optional
+	Kind *string `json:"kind,omitempty"`
+	// Name of the in-cluster object, in the variant's namespace. Required.
+	// +optional
+	Name string `json:"name"`
+}
+
+// PackageVariantStatus is the observed state of a PackageVariant.
+type PackageVariantStatus struct {
+	// Conditions: Stalled (True when a person must act, for example on an
+	// invalid spec or a missing upstream) and Ready (True when the
+	// downstream is up to date).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// DownstreamTargets are the Draft and Proposed downstream revisions the
+	// variant controls, or its latest Published one when there are none.
+	// +optional
+	DownstreamTargets []DownstreamTarget `json:"downstreamTargets,omitempty"`
+}
+
+// DownstreamTarget is a downstream PackageRevision and its render outcome.
+type DownstreamTarget struct {
+	// Name of the PackageRevision.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// RenderStatus is the outcome of the last render of the revision's
+	// pipeline after the controller wrote it.
+	// +optional
+	RenderStatus porchv1alpha1.RenderStatus `json:"renderStatus,omitempty"`
+}

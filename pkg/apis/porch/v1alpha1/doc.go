@@ -1,0 +1,9 @@
+// Package v1alpha1 holds client-side Go types for Porch's porch.kpt.dev/v1alpha1
+// API: PackageRevision and PackageRevisionResources. Porch serves these from
+// its aggregated API server; they are never CRDs. The types are written from
+// Porch's published schema to be wire compatible (same group, version, kind,
+// JSON field names and value types).
+//
+// +k8s:deepcopy-gen=package
+// +groupName=porch.kpt.dev
+package v1alpha1
