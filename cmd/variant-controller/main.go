@@ -1,0 +1,333 @@
+// Command variant-controller runs the PackageVariant and PackageVariantSet
+// controllers against a Kubernetes API server with Porch installed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/scheme"
+	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // could not run or stopped abnormally
+	exitUsage = 2 // bad flags or environment
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	klog.Flush()
+	os.Exit(code)
+}
+
+// controllerRunner is what both controllers offer the manager.
+type controllerRunner interface {
+	Run(ctx context.Context, workers int) error
+	HasSynced() bool
+}
+
+// run is the whole program; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	var o options
+	fs := pflag.NewFlagSet("variant-controller", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.addFlags(fs)
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	// Only the verbosity flags: the log-file flags make no sense in a pod.
+	for _, name := range []string{"v", "vmodule"} {
+		fs.AddGoFlag(klogFlags.Lookup(name))
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "variant-controller runs the PackageVariant and PackageVariantSet controllers for Porch.\n\nUsage:\n  variant-controller [flags]\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "variant-controller: %v\nRun 'variant-controller --help' for the flags.\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "variant-controller: unexpected arguments %q; it takes flags only\n", fs.Args())
+		return exitUsage
+	}
+	enabled, err := enabledReconcilers(o.reconcilers, fs.Changed("reconcilers"), getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "variant-controller: %v\n", err)
+		return exitUsage
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "variant-controller: %v\n", err)
+		return exitUsage
+	}
+	if o.leaderElect && o.leaderNamespace == "" {
+		if o.leaderNamespace = podNamespace(); o.leaderNamespace == "" {
+			fmt.Fprintln(stderr, "variant-controller: --leader-election-namespace is required outside a pod (or pass --leader-elect=false)")
+			return exitUsage
+		}
+	}
+
+	logger := klog.FromContext(ctx).WithName("variant-controller")
+	ctx = klog.NewContext(ctx, logger)
+	if err := runManager(ctx, &o, enabled); err != nil {
+		fmt.Fprintf(stderr, "variant-controller: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func restConfig(o *options) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		if o.kubeconfig == "" {
+			return nil, fmt.Errorf("load in-cluster configuration (outside a cluster, pass --kubeconfig): %w", err)
+		}
+		return nil, fmt.Errorf("load kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	cfg.QPS = o.qps
+	cfg.Burst = o.burst
+	cfg.UserAgent = "variant-controller"
+	return cfg, nil
+}
+
+// runManager builds the clients, informers and controllers, then runs the
+// controllers (under leader election when enabled) until ctx is cancelled.
+func runManager(ctx context.Context, o *options, enabled []string) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := restConfig(o)
+	if err != nil {
+		return err
+	}
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create Porch and config clients: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create Kubernetes client: %w", err)
+	}
+
+	m := metrics.New()
+	m.RegisterClientMetrics()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "variant-controller"})
+
+	factory := informers.NewSharedInformerFactoryWithOptions(client, o.resyncPeriod, informers.WithNamespace(o.namespace))
+	controllers, checks, err := buildControllers(ctx, client, factory, recorder, m, enabled)
+	if err != nil {
+		return err
+	}
+
+	var watchdog *leaderelection.HealthzAdaptor
+	if o.leaderElect {
+		watchdog = leaderelection.NewLeaderHealthzAdaptor(o.renewDeadline / 2)
+	}
+	if o.healthAddr != "" {
+		var alive func(*http.Request) error
+		if watchdog != nil {
+			alive = watchdog.Check
+		}
+		if err := serve(ctx, "health probes", o.healthAddr, healthMux(alive, checks)); err != nil {
+			return err
+		}
+	}
+	if o.metricsAddr != "" {
+		if err := serve(ctx, "metrics", o.metricsAddr, metricsMux(m.Registry)); err != nil {
+			return err
+		}
+	}
+
+	// Informers start before (and whatever the outcome of) leader election,
+	// so a standby replica is ready and takes over with a warm cache.
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	runAll := func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, c := range controllers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.Run(ctx, o.workers); err != nil {
+					logger.Error(err, "Controller stopped")
+				}
+			}()
+		}
+		wg.Wait()
+	}
+
+	if !o.leaderElect {
+		logger.Info("Running without leader election", "reconcilers", enabled)
+		return waitWithGrace(ctx, o.shutdownDeadline, runAll)
+	}
+
+	id, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("get hostname for the leader election identity: %w", err)
+	}
+	id = id + "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.leaderNamespace, o.leaderID,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
+	if err != nil {
+		return fmt.Errorf("create leader election lock: %w", err)
+	}
+
+	// The elector gets its own context, cancelled only once the controllers
+	// have stopped: releasing the Lease while a sync is still writing would
+	// let a new leader act on the same objects at the same time.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+	var mu sync.Mutex
+	leading := false
+	lostLeadership := false
+	context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !leading {
+			stopElector()
+		}
+	})
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   o.leaseDuration,
+		RenewDeadline:   o.renewDeadline,
+		RetryPeriod:     o.retryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.leaderID,
+		WatchDog:        watchdog,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaderCtx context.Context) {
+				mu.Lock()
+				if ctx.Err() != nil {
+					mu.Unlock()
+					stopElector()
+					return
+				}
+				leading = true
+				mu.Unlock()
+				logger.Info("Became leader; starting controllers", "identity", id, "reconcilers", enabled)
+				runCtx, cancel := context.WithCancel(leaderCtx)
+				defer cancel()
+				stopOnSignal := context.AfterFunc(ctx, cancel)
+				defer stopOnSignal()
+				if err := waitWithGrace(runCtx, o.shutdownDeadline, runAll); err != nil {
+					logger.Error(err, "Controllers did not stop in time")
+				}
+				if ctx.Err() == nil {
+					mu.Lock()
+					lostLeadership = true
+					mu.Unlock()
+				}
+				stopElector()
+			},
+			OnStoppedLeading: func() {
+				logger.Info("Not leading any more", "identity", id)
+			},
+			OnNewLeader: func(identity string) {
+				if identity != id {
+					logger.Info("Another replica leads", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("configure leader election: %w", err)
+	}
+	logger.Info("Waiting for leadership", "lease", o.leaderNamespace+"/"+o.leaderID, "identity", id)
+	elector.Run(electorCtx)
+	mu.Lock()
+	defer mu.Unlock()
+	if lostLeadership {
+		return errors.New("lost the leader election Lease; exiting so that a fresh process can compete again")
+	}
+	return nil
+}
+
+// waitWithGrace runs fn(ctx) and returns when it has returned, or when ctx
+// has been cancelled for longer than grace.
+func waitWithGrace(ctx context.Context, grace time.Duration, fn func(context.Context)) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(grace):
+		return fmt.Errorf("syncs still running %s after shutdown began; exiting anyway", grace)
+	}
+}
+
+// buildControllers creates the enabled controllers and their readiness checks.
+func buildControllers(ctx context.Context, client versioned.Interface, factory informers.SharedInformerFactory,
+	recorder record.EventRecorder, m *metrics.Metrics, enabled []string) ([]controllerRunner, []readyCheck, error) {
+	var controllers []controllerRunner
+	var checks []readyCheck
+	for _, name := range enabled {
+		var c controllerRunner
+		var err error
+		switch name {
+		case packagevariant.ControllerName:
+			c, err = packagevariant.New(ctx, client,
+				factory.Config().V1alpha1().PackageVariants(),
+				factory.Porch().V1alpha1().PackageRevisions(),
+				recorder, m)
+		case packagevariantset.ControllerName:
+			c, err = packagevariantset.New(ctx, client,
+				factory.Config().V1alpha2().PackageVariantSets(),
+				factory.Config().V1alpha1().PackageVariants(),
+				factory.Config().V1alpha1().Repositories(),
+				factory.Porch().V1alpha1().PackageRevisions(),
+				recorder, m)
+		default:
+			return nil, nil, fmt.Errorf("unknown reconciler %q", name)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("create %s controller: %w", name, err)
+		}
+		controllers = append(controllers, c)
+		checks = append(checks, readyCheck{name: name, ready: c.HasSynced})
+	}
+	return controllers, checks, nil
+}

@@ -1,0 +1,204 @@
+// Package packagevariant is the PackageVariant controller: it keeps each
+// variant's downstream package a customised copy of its upstream package by
+// creating and updating Draft PackageRevisions through Porch.
+package packagevariant
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
+	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	configinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
+	porchinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/porch/v1alpha1"
+	configlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha1"
+	porchlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/porch/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics, events and the
+// --reconcilers flag.
+const ControllerName = "packagevariants"
+
+// Index names on the PackageVariant informer.
+const (
+	// ByUpstreamIndex keys a variant by "<namespace>/<upstream repo>/<upstream package>".
+	ByUpstreamIndex = "byUpstream"
+	// ByDownstreamIndex keys a variant by "<namespace>/<downstream repo>/<downstream package>".
+	ByDownstreamIndex = "byDownstream"
+)
+
+// Controller is the PackageVariant controller.
+type Controller struct {
+	client versioned.Interface
+
+	pvLister  configlisters.PackageVariantLister
+	pvIndexer cache.Indexer
+	prLister  porchlisters.PackageRevisionLister
+
+	cachesSynced []cache.InformerSynced
+
+	queue    workloop.Queue
+	recorder record.EventRecorder
+	metrics  *metrics.Metrics
+
+	// syncHandler reconciles one variant; a field so tests can replace it.
+	syncHandler func(ctx context.Context, key cache.ObjectName) error
+}
+
+// New wires a Controller to its informers. Event handlers are registered
+// here, so events queue up from the moment the informers start, whether or
+// not Run has been called (a standby replica keeps a warm queue).
+func New(ctx context.Context, client versioned.Interface,
+	pvInformer configinformers.PackageVariantInformer,
+	prInformer porchinformers.PackageRevisionInformer,
+	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
+	logger := klog.FromContext(ctx)
+	c := &Controller{
+		client:    client,
+		pvLister:  pvInformer.Lister(),
+		pvIndexer: pvInformer.Informer().GetIndexer(),
+		prLister:  prInformer.Lister(),
+		queue:     workloop.NewQueue(ControllerName, m),
+		recorder:  recorder,
+		metrics:   m,
+	}
+	c.syncHandler = c.sync
+
+	if err := pvInformer.Informer().AddIndexers(cache.Indexers{
+		ByUpstreamIndex:   upstreamIndexFunc,
+		ByDownstreamIndex: downstreamIndexFunc,
+	}); err != nil {
+		return nil, fmt.Errorf("add PackageVariant indexers: %w", err)
+	}
+
+	pvReg, err := pvInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueVariant,
+		UpdateFunc: func(_, newObj interface{}) { c.enqueueVariant(newObj) },
+		DeleteFunc: c.enqueueVariant,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch PackageVariants: %w", err)
+	}
+	prReg, err := prInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { c.handlePackageRevision(logger, obj) },
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			c.handlePackageRevision(logger, oldObj)
+			c.handlePackageRevision(logger, newObj)
+		},
+		DeleteFunc: func(obj interface{}) { c.handlePackageRevision(logger, obj) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch PackageRevisions: %w", err)
+	}
+	c.cachesSynced = []cache.InformerSynced{pvReg.HasSynced, prReg.HasSynced}
+	return c, nil
+}
+
+// HasSynced reports whether the informers feeding this controller have
+// delivered their initial lists.
+func (c *Controller) HasSynced() bool {
+	for _, synced := range c.cachesSynced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run waits for the caches, then syncs variants on the given number of
+// workers until ctx is cancelled; syncs in progress are allowed to finish.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSync(ControllerName, ctx.Done(), c.cachesSynced...) {
+		c.queue.ShutDown()
+		return fmt.Errorf("%s: informer caches did not sync before shutdown", ControllerName)
+	}
+	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics}
+	loop.Run(ctx, workers)
+	return nil
+}
+
+func (c *Controller) enqueueVariant(obj interface{}) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("enqueue PackageVariant: %w", err))
+		return
+	}
+	c.queue.Add(key)
+}
+
+// handlePackageRevision enqueues only the variants a PackageRevision event
+// can concern: the variant controlling it, the variants whose upstream is its
+// package, and the variants whose downstream is its package (adoption and
+// conflicts). Never every variant of the namespace.
+func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) {
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pr, ok = tomb.Obj.(*porchv1alpha1.PackageRevision); !ok {
+			return
+		}
+	}
+	keys := map[cache.ObjectName]struct{}{}
+	if ref := metav1.GetControllerOf(pr); ref != nil && isPackageVariantRef(ref) {
+		if pv, err := c.pvLister.PackageVariants(pr.Namespace).Get(ref.Name); err == nil && pv.UID == ref.UID {
+			keys[cache.MetaObjectToName(pv)] = struct{}{}
+		}
+	}
+	pkgKey := packageIndexKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+	for _, index := range []string{ByUpstreamIndex, ByDownstreamIndex} {
+		objs, err := c.pvIndexer.ByIndex(index, pkgKey)
+		if err != nil {
+			logger.Error(err, "Looking up PackageVariants by index", "index", index)
+			continue
+		}
+		for _, o := range objs {
+			if m, err := meta.Accessor(o); err == nil {
+				keys[cache.MetaObjectToName(m)] = struct{}{}
+			}
+		}
+	}
+	for key := range keys {
+		logger.V(4).Info("PackageRevision event", "packageRevision", klog.KObj(pr), "packageVariant", key.String())
+		c.queue.Add(key)
+	}
+}
+
+func isPackageVariantRef(ref *metav1.OwnerReference) bool {
+	return ref.Kind == "PackageVariant" && ref.APIVersion == configv1alpha1.SchemeGroupVersion.String()
+}
+
+func packageIndexKey(namespace, repo, pkg string) string {
+	return namespace + "/" + repo + "/" + pkg
+}
+
+func upstreamIndexFunc(obj interface{}) ([]string, error) {
+	pv, ok := obj.(*configv1alpha1.PackageVariant)
+	if !ok || pv.Spec.Upstream == nil {
+		return nil, nil
+	}
+	return []string{packageIndexKey(pv.Namespace, pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}, nil
+}
+
+func downstreamIndexFunc(obj interface{}) ([]string, error) {
+	pv, ok := obj.(*configv1alpha1.PackageVariant)
+	if !ok || pv.Spec.Downstream == nil {
+		return nil, nil
+	}
+	return []string{packageIndexKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
+}

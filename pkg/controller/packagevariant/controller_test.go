@@ -1,0 +1,252 @@
+package packagevariant
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2/ktesting"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+)
+
+var alwaysReady = func() bool { return true }
+
+// fixture follows kubernetes/sample-controller: objects are loaded both into
+// the fake clientset and into the informer indexers, the caches report
+// synced, and the sync handler is called directly.
+type fixture struct {
+	t       *testing.T
+	client  *fake.Clientset
+	pvs     []*configv1alpha1.PackageVariant
+	revs    []*porchv1alpha1.PackageRevision
+	objects []runtime.Object
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t}
+}
+
+func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
+	f.client = fake.NewSimpleClientset(f.objects...)
+	factory := informers.NewSharedInformerFactory(f.client, 0)
+	c, err := New(ctx, f.client,
+		factory.Config().V1alpha1().PackageVariants(),
+		factory.Porch().V1alpha1().PackageRevisions(),
+		record.NewFakeRecorder(10), nil)
+	if err != nil {
+		f.t.Fatalf("New: %v", err)
+	}
+	c.cachesSynced = []cache.InformerSynced{alwaysReady}
+	for _, pv := range f.pvs {
+		if err := factory.Config().V1alpha1().PackageVariants().Informer().GetIndexer().Add(pv); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, pr := range f.revs {
+		if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(pr); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return c, factory
+}
+
+// writeActions drops the list and watch calls the informers make.
+func writeActions(actions []core.Action) []core.Action {
+	var out []core.Action
+	for _, a := range actions {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func variant(ns, name string, uid types.UID, upstream, downstream [2]string) *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:   &configv1alpha1.Upstream{Repo: upstream[0], Package: upstream[1]},
+			Downstream: &configv1alpha1.Downstream{Repo: downstream[0], Package: downstream[1]},
+		},
+	}
+}
+
+func revision(ns, repo, pkg, ws string, owner *configv1alpha1.PackageVariant) *porchv1alpha1.PackageRevision {
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo + "." + pkg + "." + ws},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			RepositoryName: repo, PackageName: pkg, WorkspaceName: porchv1alpha1.WorkspaceName(ws),
+			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
+		},
+	}
+	if owner != nil {
+		isController := true
+		pr.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: "PackageVariant",
+			Name: owner.Name, UID: owner.UID, Controller: &isController,
+		}}
+	}
+	return pr
+}
+
+func TestSyncMakesNoWritesForAKnownVariant(t *testing.T) {
+	cases := map[string]struct {
+		key cache.ObjectName
+	}{
+		"existing variant": {key: cache.ObjectName{Namespace: "ns", Name: "pv"}},
+		"deleted variant":  {key: cache.ObjectName{Namespace: "ns", Name: "gone"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+			f.pvs = append(f.pvs, pv)
+			f.objects = append(f.objects, pv)
+			c, _ := f.newController(ctx)
+			if err := c.syncHandler(ctx, tc.key); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if got := writeActions(f.client.Actions()); len(got) != 0 {
+				t.Errorf("sync made API calls: %v", got)
+			}
+		})
+	}
+}
+
+// TestPackageRevisionEventsReachOnlyConcernedVariants proves the mapping
+// from a PackageRevision event to variant keys: the controlling variant (by
+// name and UID), variants with that upstream, variants with that
+// downstream, and nobody else.
+func TestPackageRevisionEventsReachOnlyConcernedVariants(t *testing.T) {
+	owner := variant("ns", "owner", "uid-owner", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	follower := variant("ns", "follower", "uid-f", [2]string{"blueprints", "app"}, [2]string{"deploy-2", "app"})
+	otherNS := variant("other", "follower", "uid-o", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	unrelated := variant("ns", "unrelated", "uid-u", [2]string{"blueprints", "db"}, [2]string{"deploy", "db"})
+	stale := owner.DeepCopy()
+	stale.UID = "uid-of-a-deleted-variant"
+
+	cases := map[string]struct {
+		pr   *porchv1alpha1.PackageRevision
+		want []string
+	}{
+		"upstream revision wakes every variant following it in its namespace": {
+			pr:   revision("ns", "blueprints", "app", "v2", nil),
+			want: []string{"ns/follower", "ns/owner"},
+		},
+		"downstream revision wakes its controller and the variants targeting it": {
+			pr:   revision("ns", "deploy", "app", "packagevariant-1", owner),
+			want: []string{"ns/owner"},
+		},
+		"owner reference with another UID is ignored": {
+			pr:   revision("ns", "deploy-3", "app", "packagevariant-1", stale),
+			want: nil,
+		},
+		"unrelated package wakes nobody": {
+			pr:   revision("ns", "blueprints", "web", "v1", nil),
+			want: nil,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			logger, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			f.pvs = []*configv1alpha1.PackageVariant{owner, follower, otherNS, unrelated}
+			c, _ := f.newController(ctx)
+			c.handlePackageRevision(logger, tc.pr)
+			c.handlePackageRevision(logger, cache.DeletedFinalStateUnknown{Key: "x", Obj: tc.pr})
+			if diff := cmp.Diff(tc.want, drain(c)); diff != "" {
+				t.Errorf("queued keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func drain(c *Controller) []string {
+	var keys []string
+	for c.queue.Len() > 0 {
+		k, _ := c.queue.Get()
+		keys = append(keys, k.String())
+		c.queue.Done(k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TestEventsReachTheSyncHandler runs the real informers on the fake
+// clientset and the real worker loop: an event for each watched kind must
+// arrive at the sync handler.
+func TestEventsReachTheSyncHandler(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f := newFixture(t)
+	c, factory := f.newController(ctx)
+	c.cachesSynced = nil // wait for the real informers
+	synced := make(chan cache.ObjectName, 100)
+	c.syncHandler = func(_ context.Context, key cache.ObjectName) error {
+		synced <- key
+		return nil
+	}
+	factory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx, 2)
+	}()
+
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	if _, err := f.client.ConfigV1alpha1().PackageVariants("ns").Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, synced, "ns/pv", "PackageVariant created")
+
+	// The informer must have the variant before a revision event can map to it.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, err := c.pvLister.PackageVariants("ns").Get("pv")
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("variant never reached the cache: %v", err)
+	}
+	pr := revision("ns", "deploy", "app", "packagevariant-1", pv)
+	if _, err := f.client.PorchV1alpha1().PackageRevisions("ns").Create(ctx, pr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKey(t, synced, "ns/pv", "owned PackageRevision created")
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the context was cancelled")
+	}
+}
+
+func waitForKey(t *testing.T, ch <-chan cache.ObjectName, want, what string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case k := <-ch:
+			if k.String() == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s: sync handler never saw %s", what, want)
+		}
+	}
+}

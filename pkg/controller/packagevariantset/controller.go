@@ -1,0 +1,259 @@
+// Package packagevariantset is the PackageVariantSet controller: it fans one
+// upstream package out to many downstream packages by generating one
+// PackageVariant per target.
+package packagevariantset
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
+	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	configv1alpha1informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
+	configv1alpha2informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha2"
+	porchinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/porch/v1alpha1"
+	configv1alpha1listers "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha1"
+	configv1alpha2listers "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha2"
+)
+
+// ControllerName names the controller in logs, metrics, events and the
+// --reconcilers flag.
+const ControllerName = "packagevariantsets"
+
+// Index names on the PackageVariantSet informer.
+const (
+	// ByUpstreamIndex keys a set by "<namespace>/<upstream repo>/<upstream package>".
+	ByUpstreamIndex = "byUpstream"
+	// ByRepositoryIndex keys a set by "<namespace>/<repository name>" for
+	// every repository it lists by name, and by "<namespace>/*" when any
+	// Repository may matter to it (a repositorySelector or a repoExpr).
+	ByRepositoryIndex = "byRepository"
+)
+
+const anyRepository = "*"
+
+// Controller is the PackageVariantSet controller.
+type Controller struct {
+	client versioned.Interface
+
+	pvsLister   configv1alpha2listers.PackageVariantSetLister
+	pvsIndexer  cache.Indexer
+	pvLister    configv1alpha1listers.PackageVariantLister
+	repoLister  configv1alpha1listers.RepositoryLister
+	cacheSynced []cache.InformerSynced
+
+	queue    workloop.Queue
+	recorder record.EventRecorder
+	metrics  *metrics.Metrics
+
+	// syncHandler reconciles one set; a field so tests can replace it.
+	syncHandler func(ctx context.Context, key cache.ObjectName) error
+}
+
+// New wires a Controller to its informers.
+func New(ctx context.Context, client versioned.Interface,
+	pvsInformer configv1alpha2informers.PackageVariantSetInformer,
+	pvInformer configv1alpha1informers.PackageVariantInformer,
+	repoInformer configv1alpha1informers.RepositoryInformer,
+	prInformer porchinformers.PackageRevisionInformer,
+	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
+	logger := klog.FromContext(ctx)
+	c := &Controller{
+		client:     client,
+		pvsLister:  pvsInformer.Lister(),
+		pvsIndexer: pvsInformer.Informer().GetIndexer(),
+		pvLister:   pvInformer.Lister(),
+		repoLister: repoInformer.Lister(),
+		queue:      workloop.NewQueue(ControllerName, m),
+		recorder:   recorder,
+		metrics:    m,
+	}
+	c.syncHandler = c.sync
+
+	if err := pvsInformer.Informer().AddIndexers(cache.Indexers{
+		ByUpstreamIndex:   upstreamIndexFunc,
+		ByRepositoryIndex: repositoryIndexFunc,
+	}); err != nil {
+		return nil, fmt.Errorf("add PackageVariantSet indexers: %w", err)
+	}
+
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		what     string
+		handle   func(obj interface{})
+	}{
+		{pvsInformer.Informer(), "PackageVariantSets", c.enqueueSet},
+		{pvInformer.Informer(), "PackageVariants", func(obj interface{}) { c.handleVariant(logger, obj) }},
+		{repoInformer.Informer(), "Repositories", func(obj interface{}) { c.handleRepository(logger, obj) }},
+		{prInformer.Informer(), "PackageRevisions", func(obj interface{}) { c.handlePackageRevision(logger, obj) }},
+	}
+	for _, h := range handlers {
+		handle := h.handle
+		reg, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: handle,
+			UpdateFunc: func(oldObj, newObj interface{}) {
+				handle(oldObj)
+				handle(newObj)
+			},
+			DeleteFunc: handle,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: %w", h.what, err)
+		}
+		c.cacheSynced = append(c.cacheSynced, reg.HasSynced)
+	}
+	return c, nil
+}
+
+// HasSynced reports whether the informers feeding this controller have
+// delivered their initial lists.
+func (c *Controller) HasSynced() bool {
+	for _, synced := range c.cacheSynced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// Run waits for the caches, then syncs sets on the given number of workers
+// until ctx is cancelled; syncs in progress are allowed to finish.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSync(ControllerName, ctx.Done(), c.cacheSynced...) {
+		c.queue.ShutDown()
+		return fmt.Errorf("%s: informer caches did not sync before shutdown", ControllerName)
+	}
+	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics}
+	loop.Run(ctx, workers)
+	return nil
+}
+
+func (c *Controller) enqueueSet(obj interface{}) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("enqueue PackageVariantSet: %w", err))
+		return
+	}
+	c.queue.Add(key)
+}
+
+// handleVariant enqueues the set that controls a PackageVariant, checked by
+// UID so a variant of a deleted and re-created set of the same name does not
+// wake the new one.
+func (c *Controller) handleVariant(logger klog.Logger, obj interface{}) {
+	m := objectMeta(obj)
+	if m == nil {
+		return
+	}
+	ref := metav1.GetControllerOfNoCopy(m)
+	if ref == nil || ref.Kind != "PackageVariantSet" || ref.APIVersion != configv1alpha2.SchemeGroupVersion.String() {
+		return
+	}
+	pvs, err := c.pvsLister.PackageVariantSets(m.GetNamespace()).Get(ref.Name)
+	if err != nil || pvs.UID != ref.UID {
+		return
+	}
+	logger.V(4).Info("PackageVariant event", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
+	c.queue.Add(cache.MetaObjectToName(pvs))
+}
+
+// handleRepository enqueues the sets that name the Repository, and those
+// that select Repositories by label or compute their names.
+func (c *Controller) handleRepository(logger klog.Logger, obj interface{}) {
+	m := objectMeta(obj)
+	if m == nil {
+		return
+	}
+	c.enqueueByIndex(logger, ByRepositoryIndex, m.GetNamespace()+"/"+m.GetName(), m.GetNamespace()+"/"+anyRepository)
+}
+
+// handlePackageRevision enqueues the sets whose upstream is the revision's package.
+func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return
+	}
+	c.enqueueByIndex(logger, ByUpstreamIndex, pr.Namespace+"/"+pr.Spec.RepositoryName+"/"+pr.Spec.PackageName)
+}
+
+func (c *Controller) enqueueByIndex(logger klog.Logger, index string, values ...string) {
+	for _, v := range values {
+		objs, err := c.pvsIndexer.ByIndex(index, v)
+		if err != nil {
+			logger.Error(err, "Looking up PackageVariantSets by index", "index", index)
+			continue
+		}
+		for _, o := range objs {
+			if m, err := meta.Accessor(o); err == nil {
+				c.queue.Add(cache.MetaObjectToName(m))
+			}
+		}
+	}
+}
+
+func objectMeta(obj interface{}) metav1.Object {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+func upstreamIndexFunc(obj interface{}) ([]string, error) {
+	pvs, ok := obj.(*configv1alpha2.PackageVariantSet)
+	if !ok || pvs.Spec.Upstream == nil {
+		return nil, nil
+	}
+	return []string{pvs.Namespace + "/" + pvs.Spec.Upstream.Repo + "/" + pvs.Spec.Upstream.Package}, nil
+}
+
+func repositoryIndexFunc(obj interface{}) ([]string, error) {
+	pvs, ok := obj.(*configv1alpha2.PackageVariantSet)
+	if !ok {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	var keys []string
+	add := func(name string) {
+		if k := pvs.Namespace + "/" + name; !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, t := range pvs.Spec.Targets {
+		for _, r := range t.Repositories {
+			add(r.Name)
+		}
+		if t.RepositorySelector != nil || t.ObjectSelector != nil {
+			add(anyRepository)
+		}
+		if d := t.Template; d != nil && d.Downstream != nil {
+			if d.Downstream.RepoExpr != nil {
+				add(anyRepository)
+			}
+			if d.Downstream.Repo != nil {
+				add(*d.Downstream.Repo)
+			}
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,114 @@
+// Package workloop runs a controller's sync handler over the keys of a
+// typed, rate-limited workqueue, with the retry and shutdown rules both
+// controllers share.
+package workloop
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+)
+
+// MaxRetries is how many times a key is retried after errors before it is
+// dropped until its next event or resync. With the default controller rate
+// limiter (5ms doubling per failure, capped at 1000s) the retries are spaced
+// 5ms, 10ms, 20ms ... 82s apart: about 2m45s of retrying in all.
+const MaxRetries = 15
+
+// Queue is the workqueue type both controllers use: keys are namespace/name.
+type Queue = workqueue.TypedRateLimitingInterface[cache.ObjectName]
+
+// NewQueue makes a rate-limited queue with the default controller rate
+// limiter, reporting its metrics under name.
+func NewQueue(name string, m *metrics.Metrics) Queue {
+	cfg := workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}
+	if m != nil {
+		cfg.MetricsProvider = m.QueueMetricsProvider()
+	}
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](), cfg)
+}
+
+// Loop runs Sync for the keys of Queue on a number of workers.
+type Loop struct {
+	// Name of the controller, for logs and metrics.
+	Name string
+	// Queue holds the keys to sync.
+	Queue Queue
+	// Sync reconciles one key. It returns nil when done, an error to retry
+	// with backoff. A Conflict error is retried without being logged as an
+	// error: it only means the cache was behind.
+	Sync func(ctx context.Context, key cache.ObjectName) error
+	// Metrics, when set, records each sync.
+	Metrics *metrics.Metrics
+}
+
+// Run starts workers and blocks until ctx is cancelled. Then it stops
+// handing out keys, lets the syncs in progress finish (they run on a context
+// that is not cancelled with ctx, so a half-done write is not cut off), shuts
+// the queue down and returns.
+func (l *Loop) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", l.Name)
+	logger.Info("Starting workers", "count", workers)
+
+	syncCtx := klog.NewContext(context.WithoutCancel(ctx), logger)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l.processNext(ctx, syncCtx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	logger.Info("Stopping workers; waiting for syncs in progress")
+	// ShutDown wakes the workers blocked in Get; processNext sees ctx is
+	// done and returns the key unprocessed.
+	l.Queue.ShutDown()
+	wg.Wait()
+	logger.Info("Workers stopped")
+}
+
+func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
+	key, shutdown := l.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.Queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+
+	start := time.Now()
+	err := l.Sync(syncCtx, key)
+	logger := klog.FromContext(syncCtx).WithValues("key", key.String())
+	result := metrics.ResultSuccess
+	switch {
+	case err == nil:
+		l.Queue.Forget(key)
+	case apierrors.IsConflict(err):
+		result = metrics.ResultConflict
+		logger.V(2).Info("Conflict; requeueing", "err", err)
+		l.Queue.AddRateLimited(key)
+	case l.Queue.NumRequeues(key) < MaxRetries:
+		result = metrics.ResultError
+		logger.V(2).Info("Sync failed; retrying", "err", err, "retries", l.Queue.NumRequeues(key))
+		l.Queue.AddRateLimited(key)
+	default:
+		result = metrics.ResultError
+		logger.Error(err, "Sync failed too often; dropping the key until its next event or resync", "retries", MaxRetries)
+		l.Queue.Forget(key)
+	}
+	l.Metrics.ObserveSync(l.Name, result, time.Since(start))
+	return true
+}
