@@ -1,0 +1,38 @@
+# Run `make help` for the targets.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := bin
+BINARIES := variant-controller
+GO_PACKAGES := ./...
+
+.PHONY: all build test generate verify verify-codegen verify-gofmt vet help
+
+all: build
+
+help: ## Show the targets.
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+build: ## Build the binaries into bin/.
+	@mkdir -p $(BIN)
+	@for b in $(BINARIES); do \
+		echo "go build -o $(BIN)/$$b ./cmd/$$b"; \
+		CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/$$b ./cmd/$$b || exit 1; \
+	done
+
+test: ## Run every test with the race detector.
+	$(GO) test -race $(GO_PACKAGES)
+
+generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
+	hack/update-codegen.sh
+
+verify: verify-codegen verify-gofmt vet ## Generated code current, gofmt clean, go vet clean.
+
+verify-codegen:
+	hack/verify-codegen.sh
+
+verify-gofmt:
+	@out="$$(gofmt -l $$(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt: these files need 'gofmt -w':"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(GO_PACKAGES)
