@@ -192,6 +192,11 @@ type InjectionSelector struct {
 
 // PackageVariantStatus is the observed state of a PackageVariant.
 type PackageVariantStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec the
+	// controller last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// Conditions: Stalled (True when a person must act, for example on an
 	// invalid spec or a missing upstream) and Ready (True when the
 	// downstream is up to date).
@@ -204,6 +209,50 @@ type PackageVariantStatus struct {
 	// variant controls, or its latest Published one when there are none.
 	// +optional
 	DownstreamTargets []DownstreamTarget `json:"downstreamTargets,omitempty"`
+
+	// Applied records what the controller last wrote into a downstream
+	// package. It lets an up-to-date variant be recognised without reading
+	// the package from Porch, and tells a draft the controller made and
+	// nobody edited from one a person changed. Additive; not in the
+	// reference controller.
+	// +optional
+	Applied *AppliedState `json:"applied,omitempty"`
+}
+
+// AppliedState is the controller's record of its last write to a
+// downstream package.
+type AppliedState struct {
+	// Downstream is the name of the PackageRevision written.
+	// +optional
+	Downstream string `json:"downstream,omitempty"`
+	// Upstream is the name of the upstream PackageRevision it was based on.
+	// +optional
+	Upstream string `json:"upstream,omitempty"`
+	// InputsDigest is a SHA-256 over everything the mutations depend on: the
+	// upstream, the variant's package context, pipeline and injectors, and
+	// the content of the injected in-cluster objects.
+	// +optional
+	InputsDigest string `json:"inputsDigest,omitempty"`
+	// ResourcesDigest is a SHA-256 over the package files as Porch stored
+	// them after the controller's write. A draft whose files no longer match
+	// was edited by someone else and is never replaced.
+	// +optional
+	ResourcesDigest string `json:"resourcesDigest,omitempty"`
+	// Injected are the in-cluster objects the package's injection points
+	// were matched against (whether found or not); the controller watches
+	// them and reconciles the variant when one changes.
+	// +optional
+	Injected []InjectedObject `json:"injected,omitempty"`
+}
+
+// InjectedObject names an in-cluster object in the variant's namespace.
+type InjectedObject struct {
+	// APIVersion of the object, "group/version" or "v1".
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object.
+	Kind string `json:"kind"`
+	// Name of the object.
+	Name string `json:"name"`
 }
 
 // DownstreamTarget is a downstream PackageRevision and its render outcome.

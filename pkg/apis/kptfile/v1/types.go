@@ -257,6 +257,10 @@ type Condition struct {
 // a package's pipeline.
 type ResultList struct {
 	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata; Porch always sends it (often only
+	// creationTimestamp: null).
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// ExitCode is 0 when every function succeeded.
 	// +optional
 	ExitCode int `json:"exitCode"`
