@@ -1,0 +1,561 @@
+package packagevariantset
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+)
+
+var alwaysReady = func() bool { return true }
+
+// fixture follows kubernetes/sample-controller: objects are loaded both into
+// the fake clientset and into the informer indexers, the caches report
+// synced, and the handlers and the sync handler are called directly.
+type fixture struct {
+	t        *testing.T
+	client   *fake.Clientset
+	sets     []*configv1alpha2.PackageVariantSet
+	variants []*configv1alpha1.PackageVariant
+	repos    []*configv1alpha1.Repository
+	objects  []runtime.Object
+}
+
+func newFixture(t *testing.T) *fixture {
+	return &fixture{t: t}
+}
+
+// newInformerController builds the controller on a fresh fake clientset and
+// informer factory and leaves the informers and their sync checks untouched.
+func (f *fixture) newInformerController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
+	f.client = fake.NewSimpleClientset(f.objects...)
+	factory := informers.NewSharedInformerFactory(f.client, 0)
+	c, err := New(ctx, f.client,
+		factory.Config().V1alpha2().PackageVariantSets(),
+		factory.Config().V1alpha1().PackageVariants(),
+		factory.Config().V1alpha1().Repositories(),
+		factory.Porch().V1alpha1().PackageRevisions(),
+		record.NewFakeRecorder(10), nil)
+	if err != nil {
+		f.t.Fatalf("New: %v", err)
+	}
+	return c, factory
+}
+
+// newController builds the controller with the fixture's objects preloaded
+// into the informer indexers and the caches reporting synced.
+func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
+	c, factory := f.newInformerController(ctx)
+	c.cacheSynced = []cache.InformerSynced{alwaysReady}
+	for _, s := range f.sets {
+		if err := factory.Config().V1alpha2().PackageVariantSets().Informer().GetIndexer().Add(s); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, pv := range f.variants {
+		if err := factory.Config().V1alpha1().PackageVariants().Informer().GetIndexer().Add(pv); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for _, r := range f.repos {
+		if err := factory.Config().V1alpha1().Repositories().Informer().GetIndexer().Add(r); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return c, factory
+}
+
+// writeActions drops the list and watch calls the informers make.
+func writeActions(actions []core.Action) []core.Action {
+	var out []core.Action
+	for _, a := range actions {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func set(ns, name string, uid types.UID, upstream [2]string, targets ...configv1alpha2.Target) *configv1alpha2.PackageVariantSet {
+	s := &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid},
+		Spec:       configv1alpha2.PackageVariantSetSpec{Targets: targets},
+	}
+	if upstream != [2]string{} {
+		s.Spec.Upstream = &configv1alpha1.Upstream{Repo: upstream[0], Package: upstream[1]}
+	}
+	return s
+}
+
+func byName(repos ...string) configv1alpha2.Target {
+	var t configv1alpha2.Target
+	for _, r := range repos {
+		t.Repositories = append(t.Repositories, configv1alpha2.RepositoryTarget{Name: r})
+	}
+	return t
+}
+
+func bySelector(labels map[string]string) configv1alpha2.Target {
+	return configv1alpha2.Target{RepositorySelector: &configv1alpha2.RepositorySelector{
+		LabelSelector: metav1.LabelSelector{MatchLabels: labels},
+	}}
+}
+
+func byObjects(kind string) configv1alpha2.Target {
+	return configv1alpha2.Target{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: kind}}
+}
+
+func withTemplate(t configv1alpha2.Target, d configv1alpha2.DownstreamTemplate) configv1alpha2.Target {
+	t.Template = &configv1alpha2.PackageVariantTemplate{Downstream: &d}
+	return t
+}
+
+// variantOf is a PackageVariant whose controller owner reference points at
+// a PackageVariantSet with the given name and UID.
+func variantOf(ns, name, setName string, setUID types.UID) *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID("pv-" + name),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: configv1alpha2.SchemeGroupVersion.String(), Kind: "PackageVariantSet",
+				Name: setName, UID: setUID, Controller: ptr(true),
+			}},
+		},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:   &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Downstream: &configv1alpha1.Downstream{Repo: "edge-1", Package: "app"},
+		},
+	}
+}
+
+func repository(ns, name string, labels map[string]string) *configv1alpha1.Repository {
+	return &configv1alpha1.Repository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+}
+
+func revision(ns, repo, pkg, ws string) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo + "." + pkg + "." + ws},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			RepositoryName: repo, PackageName: pkg, WorkspaceName: porchv1alpha1.WorkspaceName(ws),
+			Lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished,
+		},
+	}
+}
+
+func tombstone(t *testing.T, obj interface{}) cache.DeletedFinalStateUnknown {
+	t.Helper()
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
+}
+
+func drain(c *Controller) []string {
+	var keys []string
+	for c.queue.Len() > 0 {
+		k, _ := c.queue.Get()
+		keys = append(keys, k.String())
+		c.queue.Done(k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func TestIndexFuncs(t *testing.T) {
+	cases := map[string]struct {
+		obj          interface{}
+		wantUpstream []string
+		wantRepos    []string
+	}{
+		"not a PackageVariantSet": {
+			obj: repository("ns", "edge-1", nil),
+		},
+		"no upstream and no targets": {
+			obj: set("ns", "empty", "u", [2]string{}),
+		},
+		"upstream only": {
+			obj:          set("ns", "s", "u", [2]string{"blueprints", "app"}),
+			wantUpstream: []string{"ns/blueprints/app"},
+		},
+		"repositories by name, deduplicated across targets": {
+			obj:          set("ns", "s", "u", [2]string{"blueprints", "app"}, byName("edge-1", "edge-2"), byName("edge-2", "edge-3")),
+			wantUpstream: []string{"ns/blueprints/app"},
+			wantRepos:    []string{"ns/edge-1", "ns/edge-2", "ns/edge-3"},
+		},
+		"repository selector matters for any repository": {
+			obj:          set("ns", "s", "u", [2]string{"blueprints", "app"}, bySelector(map[string]string{"env": "prod"})),
+			wantUpstream: []string{"ns/blueprints/app"},
+			wantRepos:    []string{"ns/*"},
+		},
+		"object selector matters for any repository": {
+			obj:       set("ns", "s", "u", [2]string{}, byObjects("ConfigMap")),
+			wantRepos: []string{"ns/*"},
+		},
+		"repoExpr matters for any repository": {
+			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("'edge-' + target.name")})),
+			wantRepos: []string{"ns/edge-1", "ns/*"},
+		},
+		"fixed downstream repo in the template": {
+			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{Repo: ptr("mirror")})),
+			wantRepos: []string{"ns/edge-1", "ns/mirror"},
+		},
+		"template with only a package override adds nothing": {
+			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{Package: ptr("renamed")})),
+			wantRepos: []string{"ns/edge-1"},
+		},
+		"wildcard added once for many selecting targets": {
+			obj: set("other", "s", "u", [2]string{"bp", "db"},
+				bySelector(nil), byObjects("Namespace"), withTemplate(bySelector(nil), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("x")})),
+			wantUpstream: []string{"other/bp/db"},
+			wantRepos:    []string{"other/*"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gotUp, err := upstreamIndexFunc(tc.obj)
+			if err != nil {
+				t.Fatalf("upstreamIndexFunc: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantUpstream, gotUp); diff != "" {
+				t.Errorf("upstream index keys (-want +got):\n%s", diff)
+			}
+			gotRepos, err := repositoryIndexFunc(tc.obj)
+			if err != nil {
+				t.Fatalf("repositoryIndexFunc: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantRepos, gotRepos); diff != "" {
+				t.Errorf("repository index keys (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEventsReachOnlyConcernedSets proves the mapping from an event of each
+// watched kind to set keys, for the object itself and for the tombstone a
+// missed delete leaves behind.
+func TestEventsReachOnlyConcernedSets(t *testing.T) {
+	byNameSet := set("ns", "by-name", "uid-by-name", [2]string{"blueprints", "app"}, byName("edge-1", "edge-2"))
+	sets := []*configv1alpha2.PackageVariantSet{
+		byNameSet,
+		set("ns", "by-selector", "uid-by-selector", [2]string{"blueprints", "app"}, bySelector(map[string]string{"env": "prod"})),
+		set("ns", "by-expr", "uid-by-expr", [2]string{"blueprints", "db"},
+			withTemplate(bySelector(nil), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("'edge-' + repository.name")})),
+		set("ns", "names-core", "uid-names-core", [2]string{"blueprints", "web"}, byName("core")),
+		set("ns", "no-upstream", "uid-no-upstream", [2]string{}, byName("core")),
+		set("other", "by-name", "uid-other-by-name", [2]string{"blueprints", "app"}, byName("edge-1")),
+		set("other", "by-selector", "uid-other-by-selector", [2]string{"blueprints", "app"}, bySelector(nil)),
+	}
+
+	notController := variantOf("ns", "pv-not-controller", "by-name", "uid-by-name")
+	notController.OwnerReferences[0].Controller = nil
+	oldVersion := variantOf("ns", "pv-old-version", "by-name", "uid-by-name")
+	oldVersion.OwnerReferences[0].APIVersion = "config.porch.kpt.dev/v1alpha1"
+	otherKind := variantOf("ns", "pv-other-kind", "by-name", "uid-by-name")
+	otherKind.OwnerReferences[0].Kind = "PackageVariant"
+
+	type handler func(c *Controller, logger klog.Logger, obj interface{})
+	enqueueSet := func(c *Controller, _ klog.Logger, obj interface{}) { c.enqueueSet(obj) }
+	handleVariant := func(c *Controller, l klog.Logger, obj interface{}) { c.handleVariant(l, obj) }
+	handleRepository := func(c *Controller, l klog.Logger, obj interface{}) { c.handleRepository(l, obj) }
+	handlePackageRevision := func(c *Controller, l klog.Logger, obj interface{}) { c.handlePackageRevision(l, obj) }
+
+	cases := map[string]struct {
+		handle handler
+		obj    interface{}
+		want   []string
+	}{
+		"set event enqueues the set": {
+			handle: enqueueSet, obj: byNameSet, want: []string{"ns/by-name"},
+		},
+		"set that is not in the cache yet is still enqueued": {
+			handle: enqueueSet, obj: set("ns", "new", "uid-new", [2]string{}), want: []string{"ns/new"},
+		},
+
+		"variant controlled by a set enqueues it": {
+			handle: handleVariant, obj: variantOf("ns", "pv", "by-name", "uid-by-name"), want: []string{"ns/by-name"},
+		},
+		"variant of a deleted and re-created set (other UID) enqueues nothing": {
+			handle: handleVariant, obj: variantOf("ns", "pv", "by-name", "uid-of-a-deleted-set"),
+		},
+		"variant whose set is not in the cache enqueues nothing": {
+			handle: handleVariant, obj: variantOf("ns", "pv", "gone", "uid-gone"),
+		},
+		"variant in another namespace does not reach a same-named set": {
+			handle: handleVariant, obj: variantOf("other", "pv", "by-name", "uid-by-name"),
+		},
+		"variant with a non-controller owner reference enqueues nothing": {
+			handle: handleVariant, obj: notController,
+		},
+		"variant owned by another API version enqueues nothing": {
+			handle: handleVariant, obj: oldVersion,
+		},
+		"variant owned by another kind enqueues nothing": {
+			handle: handleVariant, obj: otherKind,
+		},
+		"variant without owner enqueues nothing": {
+			handle: handleVariant, obj: &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lonely"}},
+		},
+
+		"repository named by a set reaches it and the selecting sets": {
+			handle: handleRepository, obj: repository("ns", "edge-1", map[string]string{"env": "prod"}),
+			want: []string{"ns/by-expr", "ns/by-name", "ns/by-selector"},
+		},
+		"repository named by no set reaches only the selecting sets": {
+			handle: handleRepository, obj: repository("ns", "fresh", map[string]string{"env": "dev"}),
+			want: []string{"ns/by-expr", "ns/by-selector"},
+		},
+		"repository named by other sets reaches them, not sets naming other repos": {
+			handle: handleRepository, obj: repository("ns", "core", nil),
+			want: []string{"ns/by-expr", "ns/by-selector", "ns/names-core", "ns/no-upstream"},
+		},
+		"repository in another namespace reaches only that namespace": {
+			handle: handleRepository, obj: repository("other", "edge-2", nil),
+			want: []string{"other/by-selector"},
+		},
+		"repository in a namespace without sets reaches nobody": {
+			handle: handleRepository, obj: repository("empty", "edge-1", nil),
+		},
+
+		"upstream revision reaches the sets following that package": {
+			handle: handlePackageRevision, obj: revision("ns", "blueprints", "app", "v1"),
+			want: []string{"ns/by-name", "ns/by-selector"},
+		},
+		"upstream revision of another package reaches its followers only": {
+			handle: handlePackageRevision, obj: revision("ns", "blueprints", "db", "v2"),
+			want: []string{"ns/by-expr"},
+		},
+		"same package in another namespace reaches that namespace only": {
+			handle: handlePackageRevision, obj: revision("other", "blueprints", "app", "v1"),
+			want: []string{"other/by-name", "other/by-selector"},
+		},
+		"same package name in another repository reaches nobody": {
+			handle: handlePackageRevision, obj: revision("ns", "edge-1", "app", "packagevariant-1"),
+		},
+		"unrelated package reaches nobody": {
+			handle: handlePackageRevision, obj: revision("ns", "blueprints", "cache", "v1"),
+		},
+		"revision handler ignores other kinds": {
+			handle: handlePackageRevision, obj: repository("ns", "blueprints", nil),
+		},
+	}
+	for name, tc := range cases {
+		for _, form := range []string{"object", "tombstone"} {
+			t.Run(name+"/"+form, func(t *testing.T) {
+				logger, ctx := ktesting.NewTestContext(t)
+				f := newFixture(t)
+				f.sets = sets
+				c, _ := f.newController(ctx)
+				obj := tc.obj
+				if form == "tombstone" {
+					obj = tombstone(t, obj)
+				}
+				tc.handle(c, logger, obj)
+				if diff := cmp.Diff(tc.want, drain(c)); diff != "" {
+					t.Errorf("queued keys (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func TestSyncMakesNoWrites(t *testing.T) {
+	cases := map[string]struct {
+		key cache.ObjectName
+	}{
+		"existing set": {key: cache.ObjectName{Namespace: "ns", Name: "s"}},
+		"deleted set":  {key: cache.ObjectName{Namespace: "ns", Name: "gone"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
+			f.sets = append(f.sets, s)
+			f.objects = append(f.objects, s)
+			c, _ := f.newController(ctx)
+			if err := c.syncHandler(ctx, tc.key); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if got := writeActions(f.client.Actions()); len(got) != 0 {
+				t.Errorf("sync made API calls: %v", got)
+			}
+		})
+	}
+}
+
+func TestRunFailsWhenCachesNeverSync(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	f := newFixture(t)
+	c, _ := f.newController(ctx)
+	c.cacheSynced = []cache.InformerSynced{func() bool { return false }}
+	cancel()
+	if err := c.Run(ctx, 1); err == nil {
+		t.Fatal("Run returned no error although the caches never synced")
+	}
+	if !c.queue.ShuttingDown() {
+		t.Error("Run left the queue running")
+	}
+}
+
+// TestEventsReachTheSyncHandler runs the real informers on the fake
+// clientset and the real worker loop: an event of each watched kind must
+// arrive at the sync handler of the set it concerns. Each step targets sets
+// no earlier step can still have queued, so a step only passes by its own
+// event.
+func TestEventsReachTheSyncHandler(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f := newFixture(t)
+	c, factory := f.newInformerController(ctx)
+	if c.HasSynced() {
+		t.Fatal("HasSynced is true before the informers started")
+	}
+	synced := make(chan cache.ObjectName, 1000)
+	c.syncHandler = func(_ context.Context, key cache.ObjectName) error {
+		synced <- key
+		return nil
+	}
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.Run(ctx, 2); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("cache for %v never synced", typ)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return c.HasSynced(), nil
+	}); err != nil {
+		t.Fatalf("event handlers never synced: %v", err)
+	}
+
+	client := f.client.ConfigV1alpha2()
+	// (a) PackageVariantSet added.
+	sets := []*configv1alpha2.PackageVariantSet{
+		set("ns", "by-name", "uid-by-name", [2]string{"blueprints", "alpha"}, byName("edge-1")),
+		set("ns", "by-selector", "uid-by-selector", [2]string{"blueprints", "beta"}, bySelector(map[string]string{"env": "prod"})),
+		set("ns", "by-expr", "uid-by-expr", [2]string{"blueprints", "gamma"},
+			withTemplate(byObjects("ConfigMap"), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("target.name")})),
+		set("ns", "follower", "uid-follower", [2]string{"blueprints", "app"}, byName("core")),
+		set("ns", "owner", "uid-owner", [2]string{"blueprints", "delta"}, byName("core")),
+		set("ns", "edited", "uid-edited", [2]string{"blueprints", "epsilon"}, byName("core")),
+		set("ns", "adopter", "uid-adopter", [2]string{"blueprints", "zeta"}, byName("core")),
+	}
+	var keys []string
+	for _, s := range sets {
+		if _, err := client.PackageVariantSets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, s.Namespace+"/"+s.Name)
+	}
+	waitForKeys(t, synced, "PackageVariantSets created", keys...)
+
+	// (c) Repository created, then relabelled.
+	repo := repository("ns", "edge-1", map[string]string{"env": "dev"})
+	if _, err := f.client.ConfigV1alpha1().Repositories("ns").Create(ctx, repo, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, synced, "Repository created", "ns/by-name", "ns/by-selector", "ns/by-expr")
+	repo.Labels = map[string]string{"env": "prod"}
+	if _, err := f.client.ConfigV1alpha1().Repositories("ns").Update(ctx, repo, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, synced, "Repository relabelled", "ns/by-name", "ns/by-selector", "ns/by-expr")
+
+	// (d) PackageRevision of the upstream package.
+	pr := revision("ns", "blueprints", "app", "v1")
+	if _, err := f.client.PorchV1alpha1().PackageRevisions("ns").Create(ctx, pr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, synced, "upstream PackageRevision created", "ns/follower")
+
+	// (b) PackageVariant controlled by a set.
+	pv := variantOf("ns", "owner-edge-1", "owner", "uid-owner")
+	if _, err := f.client.ConfigV1alpha1().PackageVariants("ns").Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, synced, "owned PackageVariant created", "ns/owner")
+
+	// (b) PackageVariant handed over to another set: the update reaches
+	// both the old and the new controller.
+	pv.OwnerReferences[0].Name, pv.OwnerReferences[0].UID = "adopter", "uid-adopter"
+	if _, err := f.client.ConfigV1alpha1().PackageVariants("ns").Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, synced, "PackageVariant changed controller", "ns/owner", "ns/adopter")
+
+	// (a) PackageVariantSet updated.
+	edited := sets[5].DeepCopy()
+	edited.Spec.Targets = append(edited.Spec.Targets, byName("edge-1"))
+	if _, err := client.PackageVariantSets("ns").Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitForKeys(t, synced, "PackageVariantSet updated", "ns/edited")
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the context was cancelled")
+	}
+}
+
+// waitForKeys reads synced keys until every wanted key has been seen,
+// ignoring others, and fails after a timeout.
+func waitForKeys(t *testing.T, ch <-chan cache.ObjectName, what string, want ...string) {
+	t.Helper()
+	missing := map[string]bool{}
+	for _, k := range want {
+		missing[k] = true
+	}
+	timeout := time.After(10 * time.Second)
+	for len(missing) > 0 {
+		select {
+		case k := <-ch:
+			delete(missing, k.String())
+		case <-timeout:
+			t.Fatalf("%s: sync handler never saw %v", what, sortedKeys(missing))
+		}
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
