@@ -18,9 +18,12 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -148,7 +151,19 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "variant-controller"})
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, o.resyncPeriod, informers.WithNamespace(o.namespace))
-	controllers, checks, err := buildControllers(ctx, client, factory, recorder, m, enabled)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("create dynamic client for config injection: %w", err)
+	}
+	injection := packagevariant.InjectionOptions{
+		Dynamic: dyn,
+		// Discovery is cached and refreshed when an injection point names a
+		// kind it does not know (a CRD installed later).
+		Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
+		Namespace:    o.namespace,
+		ResyncPeriod: o.resyncPeriod,
+	}
+	controllers, checks, err := buildControllers(ctx, client, factory, injection, recorder, m, enabled)
 	if err != nil {
 		return err
 	}
@@ -301,7 +316,7 @@ func waitWithGrace(ctx context.Context, grace time.Duration, fn func(context.Con
 
 // buildControllers creates the enabled controllers and their readiness checks.
 func buildControllers(ctx context.Context, client versioned.Interface, factory informers.SharedInformerFactory,
-	recorder record.EventRecorder, m *metrics.Metrics, enabled []string) ([]controllerRunner, []readyCheck, error) {
+	injection packagevariant.InjectionOptions, recorder record.EventRecorder, m *metrics.Metrics, enabled []string) ([]controllerRunner, []readyCheck, error) {
 	var controllers []controllerRunner
 	var checks []readyCheck
 	for _, name := range enabled {
@@ -312,7 +327,7 @@ func buildControllers(ctx context.Context, client versioned.Interface, factory i
 			c, err = packagevariant.New(ctx, client,
 				factory.Config().V1alpha1().PackageVariants(),
 				factory.Porch().V1alpha1().PackageRevisions(),
-				recorder, m)
+				injection, recorder, m)
 		case packagevariantset.ControllerName:
 			c, err = packagevariantset.New(ctx, client,
 				factory.Config().V1alpha2().PackageVariantSets(),

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -37,6 +38,15 @@ const (
 	ByDownstreamIndex = "byDownstream"
 )
 
+// Index names on the PackageRevision informer.
+const (
+	// ByPackageIndex keys a revision by "<namespace>/<repository>/<package>".
+	ByPackageIndex = "pvByPackage"
+	// ByOwnerIndex keys a revision by the UID of every PackageVariant owner
+	// reference it carries.
+	ByOwnerIndex = "pvByOwner"
+)
+
 // Controller is the PackageVariant controller.
 type Controller struct {
 	client versioned.Interface
@@ -44,6 +54,10 @@ type Controller struct {
 	pvLister  configlisters.PackageVariantLister
 	pvIndexer cache.Indexer
 	prLister  porchlisters.PackageRevisionLister
+	prIndexer cache.Indexer
+
+	injection    *injectionWatcher
+	expectations *expectations
 
 	cachesSynced []cache.InformerSynced
 
@@ -61,24 +75,35 @@ type Controller struct {
 func New(ctx context.Context, client versioned.Interface,
 	pvInformer configinformers.PackageVariantInformer,
 	prInformer porchinformers.PackageRevisionInformer,
+	injection InjectionOptions,
 	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client:    client,
-		pvLister:  pvInformer.Lister(),
-		pvIndexer: pvInformer.Informer().GetIndexer(),
-		prLister:  prInformer.Lister(),
-		queue:     workloop.NewQueue(ControllerName, m),
-		recorder:  recorder,
-		metrics:   m,
+		client:       client,
+		pvLister:     pvInformer.Lister(),
+		pvIndexer:    pvInformer.Informer().GetIndexer(),
+		prLister:     prInformer.Lister(),
+		prIndexer:    prInformer.Informer().GetIndexer(),
+		expectations: newExpectations(),
+		queue:        workloop.NewQueue(ControllerName, m),
+		recorder:     recorder,
+		metrics:      m,
 	}
 	c.syncHandler = c.sync
+	c.injection = newInjectionWatcher(ctx, injection, c.handleInjectedObject)
 
 	if err := pvInformer.Informer().AddIndexers(cache.Indexers{
 		ByUpstreamIndex:   upstreamIndexFunc,
 		ByDownstreamIndex: downstreamIndexFunc,
+		ByInjectedIndex:   injectedIndexFunc,
 	}); err != nil {
 		return nil, fmt.Errorf("add PackageVariant indexers: %w", err)
+	}
+	if err := prInformer.Informer().AddIndexers(cache.Indexers{
+		ByPackageIndex: packageRevisionPackageIndexFunc,
+		ByOwnerIndex:   packageRevisionOwnerIndexFunc,
+	}); err != nil {
+		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
 	pvReg, err := pvInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -156,6 +181,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 	}
 	keys := map[cache.ObjectName]struct{}{}
 	if ref := metav1.GetControllerOf(pr); ref != nil && isPackageVariantRef(ref) {
+		c.expectations.observe(ref.UID, pr.Name)
 		if pv, err := c.pvLister.PackageVariants(pr.Namespace).Get(ref.Name); err == nil && pv.UID == ref.UID {
 			keys[cache.MetaObjectToName(pv)] = struct{}{}
 		}
@@ -201,4 +227,41 @@ func downstreamIndexFunc(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	return []string{packageIndexKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
+}
+
+// handleInjectedObject enqueues the variants whose downstream package was
+// matched against the in-cluster object that changed.
+func (c *Controller) handleInjectedObject(gk schema.GroupKind, namespace, name string) {
+	objs, err := c.pvIndexer.ByIndex(ByInjectedIndex, injectedIndexKey(namespace, gk.Group, gk.Kind, name))
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("look up variants injecting %s %s/%s: %w", gk, namespace, name, err))
+		return
+	}
+	for _, o := range objs {
+		if m, err := meta.Accessor(o); err == nil {
+			c.queue.Add(cache.MetaObjectToName(m))
+		}
+	}
+}
+
+func packageRevisionPackageIndexFunc(obj interface{}) ([]string, error) {
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return nil, nil
+	}
+	return []string{packageIndexKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)}, nil
+}
+
+func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return nil, nil
+	}
+	var uids []string
+	for i := range pr.OwnerReferences {
+		if isPackageVariantRef(&pr.OwnerReferences[i]) {
+			uids = append(uids, string(pr.OwnerReferences[i].UID))
+		}
+	}
+	return uids, nil
 }

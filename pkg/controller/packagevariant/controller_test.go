@@ -45,7 +45,7 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	c, err := New(ctx, f.client,
 		factory.Config().V1alpha1().PackageVariants(),
 		factory.Porch().V1alpha1().PackageRevisions(),
-		record.NewFakeRecorder(10), nil)
+		InjectionOptions{}, record.NewFakeRecorder(10), nil)
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}
@@ -103,12 +103,21 @@ func revision(ns, repo, pkg, ws string, owner *configv1alpha1.PackageVariant) *p
 	return pr
 }
 
-func TestSyncMakesNoWritesForAKnownVariant(t *testing.T) {
+func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 	cases := map[string]struct {
-		key cache.ObjectName
+		reason string
+		key    cache.ObjectName
+		want   []string
 	}{
-		"existing variant": {key: cache.ObjectName{Namespace: "ns", Name: "pv"}},
-		"deleted variant":  {key: cache.ObjectName{Namespace: "ns", Name: "gone"}},
+		"deleted variant": {
+			reason: "a variant that is gone costs nothing",
+			key:    cache.ObjectName{Namespace: "ns", Name: "gone"},
+		},
+		"new variant without upstream": {
+			reason: "the finalizer is added and the missing upstream reported, once",
+			key:    cache.ObjectName{Namespace: "ns", Name: "pv"},
+			want:   []string{"update packagevariants", "update packagevariants/status"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -121,17 +130,21 @@ func TestSyncMakesNoWritesForAKnownVariant(t *testing.T) {
 			if err := c.syncHandler(ctx, tc.key); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if got := writeActions(f.client.Actions()); len(got) != 0 {
-				t.Errorf("sync made API calls: %v", got)
+			var got []string
+			for _, a := range writeActions(f.client.Actions()) {
+				r := a.GetResource().Resource
+				if a.GetSubresource() != "" {
+					r += "/" + a.GetSubresource()
+				}
+				got = append(got, a.GetVerb()+" "+r)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: API writes (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
 }
 
-// TestPackageRevisionEventsReachOnlyConcernedVariants proves the mapping
-// from a PackageRevision event to variant keys: the controlling variant (by
-// name and UID), variants with that upstream, variants with that
-// downstream, and nobody else.
 func TestPackageRevisionEventsReachOnlyConcernedVariants(t *testing.T) {
 	owner := variant("ns", "owner", "uid-owner", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
 	follower := variant("ns", "follower", "uid-f", [2]string{"blueprints", "app"}, [2]string{"deploy-2", "app"})

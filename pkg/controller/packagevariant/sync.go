@@ -2,18 +2,29 @@ package packagevariant
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
-// sync reconciles one PackageVariant. This first version only resolves the
-// variant from the cache; draft management arrives with the PackageVariant
-// loop issue.
+// sync reconciles one PackageVariant. Contract: NotFound -> nil; an invalid
+// spec or a problem only a person can fix -> conditions, nil; Conflict ->
+// silent requeue; other errors -> returned for a rate-limited retry. A
+// variant that is already up to date costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("packageVariant", key.String())
+	ctx = klog.NewContext(ctx, logger)
 	pv, err := c.pvLister.PackageVariants(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("PackageVariant is gone")
@@ -22,6 +33,421 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get PackageVariant %s: %w", key, err)
 	}
-	logger.V(4).Info("Synced PackageVariant", "generation", pv.Generation)
+	if pv.DeletionTimestamp != nil {
+		return c.cleanup(ctx, pv)
+	}
+	if !hasFinalizer(pv) {
+		if pv, err = c.addFinalizer(ctx, pv); err != nil {
+			return err
+		}
+	}
+	desired := pv.DeepCopy()
+	syncErr := c.reconcile(ctx, desired)
+	if errors.Is(syncErr, errDraftPending) {
+		syncErr = nil
+	}
+	if err := c.writeStatus(ctx, pv, desired); err != nil {
+		if syncErr == nil {
+			return err
+		}
+		logger.V(2).Info("Could not write status", "err", err)
+	}
+	return syncErr
+}
+
+// reconcile brings the downstream up to date and records the outcome in
+// pv.Status (pv is the caller's copy).
+func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	if errs := validate(pv); len(errs) > 0 {
+		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionConflict)
+		setInvalid(pv, strings.Join(errs, "; "), "invalid packagevariant object: fix the problems the Stalled condition lists")
+		return nil
+	}
+
+	if winner := c.downstreamWinner(pv); winner != nil && winner.UID != pv.UID {
+		msg := fmt.Sprintf("downstream package %s is managed by PackageVariant %s/%s; this variant writes nothing until that one is deleted or this one targets another downstream",
+			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), winner.Namespace, winner.Name)
+		if cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict); cond == nil || cond.Status != metav1.ConditionTrue {
+			// An event only when the conflict starts.
+			c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", msg)
+		}
+		setCondition(pv, ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg)
+		setCondition(pv, ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg)
+		setNotReady(pv, ReasonConflict, msg)
+		return nil
+	}
+	meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionConflict)
+
+	up := pv.Spec.Upstream
+	upRevs := c.packageRevisions(pv.Namespace, up.Repo, up.Package)
+	upstream, err := resolveUpstream(up, upRevs)
+	if err != nil {
+		setInvalid(pv, err.Error(), err.Error())
+		return nil
+	}
+	setValid(pv)
+
+	// Revisions the variant owns in another package: left over from an
+	// earlier spec.downstream; the deletion policy applies to them.
+	for _, pr := range c.ownedRevisions(pv) {
+		if pr.Spec.RepositoryName != pv.Spec.Downstream.Repo || pr.Spec.PackageName != pv.Spec.Downstream.Package {
+			if err := c.release(ctx, pv, pr, "no longer the variant's downstream"); err != nil {
+				return err
+			}
+		}
+	}
+
+	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
+		klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
+		return nil
+	}
+
+	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
+	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+	if err := c.adopt(ctx, st); err != nil {
+		return err
+	}
+	st.classify()
+
+	err = c.ensureDownstream(ctx, st)
+	var merr *mutationError
+	if errors.As(err, &merr) {
+		setNotReady(pv, ReasonError, merr.Error()+"; fix the upstream package or the variant")
+		err = nil
+	}
+	setTargets(pv, st.targets(), st.rendered)
+	return err
+}
+
+// state is what one sync knows about a variant's packages.
+type state struct {
+	pv       *configv1alpha1.PackageVariant
+	upstream *porchv1alpha1.PackageRevision
+	upRevs   []*porchv1alpha1.PackageRevision
+	dsRevs   []*porchv1alpha1.PackageRevision
+
+	// The variant's own revisions of the downstream package.
+	drafts, proposed []*porchv1alpha1.PackageRevision
+	published        *porchv1alpha1.PackageRevision // latest
+	deletionProposed *porchv1alpha1.PackageRevision // latest
+	// Revisions of the package the variant does not own (placeholder excluded).
+	foreign []*porchv1alpha1.PackageRevision
+
+	created  *porchv1alpha1.PackageRevision
+	rendered map[string]porchv1alpha1.RenderStatus
+}
+
+func (st *state) classify() {
+	st.drafts, st.proposed, st.published, st.deletionProposed, st.foreign = nil, nil, nil, nil, nil
+	for _, pr := range st.dsRevs {
+		if isPlaceholder(pr) {
+			continue
+		}
+		if controllerUID(pr) != st.pv.UID {
+			st.foreign = append(st.foreign, pr)
+			continue
+		}
+		switch pr.Spec.Lifecycle {
+		case porchv1alpha1.PackageRevisionLifecycleDraft, "":
+			st.drafts = append(st.drafts, pr)
+		case porchv1alpha1.PackageRevisionLifecycleProposed:
+			st.proposed = append(st.proposed, pr)
+		case porchv1alpha1.PackageRevisionLifecyclePublished:
+			if st.published == nil || pr.Spec.Revision > st.published.Spec.Revision {
+				st.published = pr
+			}
+		case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
+			if st.deletionProposed == nil || pr.Spec.Revision > st.deletionProposed.Spec.Revision {
+				st.deletionProposed = pr
+			}
+		}
+	}
+	sort.Slice(st.drafts, func(i, j int) bool { return st.drafts[i].Name < st.drafts[j].Name })
+}
+
+func (st *state) targets() []*porchv1alpha1.PackageRevision {
+	out := append([]*porchv1alpha1.PackageRevision{}, st.drafts...)
+	out = append(out, st.proposed...)
+	if st.created != nil {
+		out = append(out, st.created)
+	}
+	if len(out) == 0 && st.published != nil {
+		out = append(out, st.published)
+	}
+	return out
+}
+
+// needsUpgrade reports whether a downstream revision is based on another
+// upstream revision than the one selected. A revision whose lock does not
+// say (adopted, made by init) is taken as up to date, as the reference does.
+func needsUpgrade(pr, upstream *porchv1alpha1.PackageRevision) bool {
+	if lock := pr.Status.UpstreamLock; lock != nil && lock.Git != nil && strings.HasPrefix(lock.Git.Ref, "drafts/") {
+		return true
+	}
+	rev, ok := lockedUpstreamRevision(pr)
+	return ok && rev != upstream.Spec.Revision
+}
+
+// holdUpgrade applies spec.upgradePolicy: Manual while the variant follows
+// the latest upstream revision. It reports UpgradeAvailable and returns the
+// upstream revision the downstream stays on; nil when there is nothing to
+// hold (an explicit revision or workspace is itself the manual decision).
+func (c *Controller) holdUpgrade(st *state, current *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	pv := st.pv
+	floating := pv.Spec.Upstream.Revision == 0 && pv.Spec.Upstream.WorkspaceName == ""
+	if !manualUpgrades(pv) || !floating || current == nil || !needsUpgrade(current, st.upstream) {
+		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
+		return nil
+	}
+	rev, ok := lockedUpstreamRevision(current)
+	if !ok {
+		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
+		return nil
+	}
+	setCondition(pv, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision,
+		fmt.Sprintf("upstream %s revision %d (%s) is available; %s is based on revision %d. spec.upgradePolicy is Manual: set spec.upstream.revision to %d (or the policy to Automatic) to get an upgrade draft",
+			describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), st.upstream.Spec.Revision, st.upstream.Name, current.Name, rev, st.upstream.Spec.Revision))
+	return upstreamRevisionByNumber(st.upRevs, rev)
+}
+
+// ensureDownstream decides, from the variant's revisions of the downstream
+// package, whether to create a clone, edit or upgrade draft, update a
+// draft, wait for approval, or do nothing.
+func (c *Controller) ensureDownstream(ctx context.Context, st *state) error {
+	pv := st.pv
+	switch {
+	case len(st.drafts) > 0:
+		return c.ensureDrafts(ctx, st)
+	case len(st.proposed) > 0:
+		return c.ensureProposed(ctx, st)
+	case st.published != nil:
+		return c.ensurePublished(ctx, st, st.published)
+	case st.deletionProposed != nil:
+		// Its deletion was proposed earlier (the variant once targeted
+		// another package), but it is the downstream again: take it back.
+		upd := st.deletionProposed.DeepCopy()
+		upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
+		restored, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+		if err != nil {
+			return fmt.Errorf("restore %s from DeletionProposed: %w", upd.Name, err)
+		}
+		st.published = restored
+		return c.ensurePublished(ctx, st, restored)
+	}
+	meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
+	if len(st.foreign) > 0 {
+		names := make([]string, 0, len(st.foreign))
+		for _, pr := range st.foreign {
+			names = append(names, pr.Name)
+		}
+		hint := "set spec.adoptionPolicy: adoptExisting to take it over, or choose another spec.downstream"
+		if adoptionPolicy(pv) == configv1alpha1.AdoptionPolicyAdoptExisting {
+			hint = "its revisions are controlled by another owner and cannot be adopted; remove that owner reference or choose another spec.downstream"
+		}
+		setNotReady(pv, ReasonError, fmt.Sprintf("downstream package %s already exists (%s) and is not managed by this variant; %s",
+			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), firstN(names, 3), hint))
+		return nil
+	}
+	draft, err := c.createDraft(ctx, pv, st.dsRevs, cloneTask(st.upstream), "clone of "+st.upstream.Name)
+	if err != nil {
+		return err
+	}
+	st.created = draft
+	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
+		return err
+	}
+	setReady(pv, readyMessage)
 	return nil
+}
+
+// ensureDrafts keeps the variant's open drafts current. A draft based on an
+// old upstream is replaced only when nobody edited it since the controller
+// wrote it (Porch cannot upgrade a draft in place); an edited one is kept.
+func (c *Controller) ensureDrafts(ctx context.Context, st *state) error {
+	pv := st.pv
+	for _, d := range st.drafts {
+		base := st.upstream
+		if held := c.holdUpgrade(st, d); held != nil {
+			base = held
+		} else if needsUpgrade(d, st.upstream) {
+			replaced, err := c.replaceDraft(ctx, st, d)
+			if err != nil || replaced {
+				return err
+			}
+			setNotReady(pv, ReasonDraftEdited, fmt.Sprintf(
+				"upstream moved to %s (revision %d) but draft %s was changed since the controller last wrote it, so it is kept as it is: publish it (an upgrade draft follows) or delete it (a new draft is made from the new upstream)",
+				st.upstream.Name, st.upstream.Spec.Revision, d.Name))
+			return nil
+		}
+		if c.upToDate(pv, d, base) {
+			continue
+		}
+		if _, err := c.applyTo(ctx, pv, d, base, true, st.rendered); err != nil {
+			return err
+		}
+	}
+	setReady(pv, readyMessage)
+	return nil
+}
+
+// replaceDraft deletes a stale draft the controller made and nobody edited,
+// and makes a fresh one from the new upstream: an upgrade of the latest
+// published revision, or a clone when nothing was published yet.
+func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) (bool, error) {
+	pv := st.pv
+	a := pv.Status.Applied
+	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
+		return false, nil
+	}
+	prr, err := c.client.PorchV1alpha1().PackageRevisionResources(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("get resources of %s: %w", d.Name, err)
+	}
+	if resourcesDigest(prr.Spec.Resources) != a.ResourcesDigest {
+		return false, nil
+	}
+	if err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Delete(ctx, d.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID, ResourceVersion: &d.ResourceVersion}}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("delete stale draft %s: %w", d.Name, err)
+	}
+	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
+	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Replaced",
+		"Draft %s was based on an old upstream and unedited; replacing it with a draft from %s", d.Name, st.upstream.Name)
+	pv.Status.Applied = nil
+	var remaining []*porchv1alpha1.PackageRevision
+	for _, pr := range st.drafts {
+		if pr.Name != d.Name {
+			remaining = append(remaining, pr)
+		}
+	}
+	st.drafts = remaining
+	// Workspace numbers keep counting past the deleted draft.
+	if st.published != nil {
+		return true, c.createUpgrade(ctx, st, st.published)
+	}
+	if len(st.proposed) > 0 || len(st.foreign) > 0 || len(st.drafts) > 0 {
+		// Porch clones only a package that does not exist yet.
+		return true, nil
+	}
+	draft, err := c.createDraft(ctx, pv, st.dsRevs, cloneTask(st.upstream), "clone of "+st.upstream.Name+", replacing "+d.Name)
+	if err != nil {
+		return true, err
+	}
+	st.created = draft
+	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
+		return true, err
+	}
+	setReady(pv, readyMessage)
+	return true, nil
+}
+
+// createUpgrade makes an upgrade draft of a published downstream revision
+// to the selected upstream (three-way resource-merge in Porch), then
+// applies the variant to it.
+func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv1alpha1.PackageRevision) error {
+	pv := st.pv
+	oldRev, ok := lockedUpstreamRevision(local)
+	var oldUpstream *porchv1alpha1.PackageRevision
+	if ok {
+		oldUpstream = upstreamRevisionByNumber(st.upRevs, oldRev)
+	}
+	if oldUpstream == nil {
+		setNotReady(pv, ReasonError, fmt.Sprintf("cannot upgrade %s to %s: the upstream revision it is based on (%s) is not a published revision of %s any more, so Porch cannot merge; make the change by hand",
+			local.Name, st.upstream.Name, lockRef(local), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)))
+		return nil
+	}
+	draft, err := c.createDraft(ctx, pv, st.dsRevs, upgradeTask(oldUpstream, st.upstream, local),
+		fmt.Sprintf("upgrade of %s from upstream revision %d to %d", local.Name, oldUpstream.Spec.Revision, st.upstream.Spec.Revision))
+	if err != nil {
+		return err
+	}
+	st.created = draft
+	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
+		return err
+	}
+	setReady(pv, readyMessage)
+	return nil
+}
+
+func lockRef(pr *porchv1alpha1.PackageRevision) string {
+	if l := pr.Status.UpstreamLock; l != nil && l.Git != nil {
+		return l.Git.Ref
+	}
+	return "unknown"
+}
+
+// ensurePublished handles a downstream whose latest revision is Published:
+// an upgrade draft when the upstream moved, an edit draft when the variant's
+// mutations would change the package, nothing otherwise.
+func (c *Controller) ensurePublished(ctx context.Context, st *state, pub *porchv1alpha1.PackageRevision) error {
+	pv := st.pv
+	base := st.upstream
+	if held := c.holdUpgrade(st, pub); held != nil {
+		base = held
+	} else if needsUpgrade(pub, st.upstream) {
+		return c.createUpgrade(ctx, st, pub)
+	}
+	if c.upToDate(pv, pub, base) {
+		setReady(pv, readyMessage)
+		return nil
+	}
+	changed, err := c.applyTo(ctx, pv, pub, base, false, st.rendered)
+	if err != nil {
+		return err
+	}
+	if changed {
+		draft, err := c.createDraft(ctx, pv, st.dsRevs, editTask(pub), "edit of "+pub.Name+" to apply the variant's changes")
+		if err != nil {
+			return err
+		}
+		st.created = draft
+		if _, err := c.applyTo(ctx, pv, draft, base, true, st.rendered); err != nil {
+			return err
+		}
+	}
+	setReady(pv, readyMessage)
+	return nil
+}
+
+// ensureProposed: Porch refuses changes to a Proposed revision, so the
+// variant reports that it waits for the approval instead of failing (the
+// reference errors for ever) or making another draft.
+func (c *Controller) ensureProposed(ctx context.Context, st *state) error {
+	pv := st.pv
+	p := st.proposed[0]
+	base := st.upstream
+	if held := c.holdUpgrade(st, p); held != nil {
+		base = held
+	} else if needsUpgrade(p, st.upstream) {
+		setNotReady(pv, ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the upgrade to %s follows in a new draft once it is published (or set back to Draft)", p.Name, st.upstream.Name))
+		return nil
+	}
+	if !c.upToDate(pv, p, base) {
+		changed, err := c.applyTo(ctx, pv, p, base, false, st.rendered)
+		if err != nil {
+			return err
+		}
+		if changed {
+			setNotReady(pv, ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the variant's changes follow in a new draft once it is published (or set back to Draft)", p.Name))
+			return nil
+		}
+	}
+	setReady(pv, fmt.Sprintf("%s; %s is Proposed and waiting for approval", readyMessage, p.Name))
+	return nil
+}
+
+// packageRevisions lists the revisions of one package from the cache.
+func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alpha1.PackageRevision {
+	objs, err := c.prIndexer.ByIndex(ByPackageIndex, packageIndexKey(namespace, repo, pkg))
+	if err != nil {
+		return nil
+	}
+	out := make([]*porchv1alpha1.PackageRevision, 0, len(objs))
+	for _, o := range objs {
+		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok {
+			out = append(out, pr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

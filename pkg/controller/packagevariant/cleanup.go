@@ -1,0 +1,151 @@
+package packagevariant
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+func hasFinalizer(pv *configv1alpha1.PackageVariant) bool {
+	for _, f := range pv.Finalizers {
+		if f == configv1alpha1.Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// addFinalizer makes sure the variant cannot disappear before its
+// downstream revisions were deleted or orphaned.
+func (c *Controller) addFinalizer(ctx context.Context, pv *configv1alpha1.PackageVariant) (*configv1alpha1.PackageVariant, error) {
+	pv = pv.DeepCopy()
+	pv.Finalizers = append(pv.Finalizers, configv1alpha1.Finalizer)
+	updated, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).Update(ctx, pv, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("add finalizer to PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
+	}
+	return updated, nil
+}
+
+// release applies the deletion policy to one revision the variant owns:
+//   - delete: Drafts and Proposed revisions are deleted; a Published one is
+//     moved to DeletionProposed (Porch does not delete published packages
+//     directly) and released, so that a person approves the deletion;
+//   - orphan: only the variant's owner reference is removed.
+func (c *Controller) release(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision, why string) error {
+	logger := klog.FromContext(ctx)
+	prs := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace)
+	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete {
+		switch pr.Spec.Lifecycle {
+		case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
+			err := prs.Delete(ctx, pr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pr.UID}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s: %w", pr.Name, err)
+			}
+			logger.Info("Deleted downstream revision", "packageRevision", klog.KObj(pr), "lifecycle", pr.Spec.Lifecycle, "why", why)
+			c.recorder.Eventf(pv, corev1.EventTypeNormal, "Deleted", "Deleted %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
+			return nil
+		case porchv1alpha1.PackageRevisionLifecyclePublished:
+			upd := pr.DeepCopy()
+			upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+			upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
+			if _, err := prs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("propose deletion of %s: %w", pr.Name, err)
+			}
+			logger.Info("Proposed deletion of published downstream revision", "packageRevision", klog.KObj(pr), "why", why)
+			c.recorder.Eventf(pv, corev1.EventTypeNormal, "DeletionProposed",
+				"Proposed deletion of published %s (%s); approve the deletion in Porch to remove it", pr.Name, why)
+			return nil
+		}
+	}
+	// orphan, or a DeletionProposed revision: keep it, let go of it.
+	upd := pr.DeepCopy()
+	upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
+	if _, err := prs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("orphan %s: %w", pr.Name, err)
+	}
+	logger.Info("Orphaned downstream revision", "packageRevision", klog.KObj(pr), "why", why)
+	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Orphaned", "Released %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
+	return nil
+}
+
+// cleanup runs while the variant is being deleted: every revision it owns
+// goes through the deletion policy, and only when all of them succeeded is
+// the finalizer removed. The reference controller drops the finalizer even
+// after a failure, leaving packages behind.
+func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	if !hasFinalizer(pv) {
+		return nil
+	}
+	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
+		return fmt.Errorf("waiting for draft %s to appear in the cache before cleaning up", name)
+	}
+	var failed []string
+	var firstErr error
+	for _, pr := range c.ownedRevisions(pv) {
+		if err := c.release(ctx, pv, pr, "PackageVariant "+pv.Name+" is being deleted"); err != nil {
+			failed = append(failed, pr.Name)
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if firstErr != nil {
+		upd := pv.DeepCopy()
+		setNotReady(upd, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
+			firstN(failed, 3), firstErr))
+		if err := c.writeStatus(ctx, pv, upd); err != nil {
+			klog.FromContext(ctx).V(2).Info("Could not report cleanup failure", "err", err)
+		}
+		return fmt.Errorf("clean up downstream revisions of %s/%s: %w", pv.Namespace, pv.Name, firstErr)
+	}
+	upd := pv.DeepCopy()
+	var kept []string
+	for _, f := range upd.Finalizers {
+		if f != configv1alpha1.Finalizer {
+			kept = append(kept, f)
+		}
+	}
+	upd.Finalizers = kept
+	if _, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
+	}
+	c.expectations.forget(pv.UID)
+	klog.FromContext(ctx).V(2).Info("Cleaned up; finalizer removed", "policy", deletionPolicy(pv))
+	return nil
+}
+
+// ownedRevisions are the revisions carrying an owner reference to the
+// variant (by UID), from the cache.
+func (c *Controller) ownedRevisions(pv *configv1alpha1.PackageVariant) []*porchv1alpha1.PackageRevision {
+	objs, err := c.prIndexer.ByIndex(ByOwnerIndex, string(pv.UID))
+	if err != nil {
+		return nil
+	}
+	var out []*porchv1alpha1.PackageRevision
+	for _, o := range objs {
+		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok && pr.Namespace == pv.Namespace {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+func (c *Controller) inCache(namespace string) func(string) bool {
+	return func(name string) bool {
+		_, err := c.prLister.PackageRevisions(namespace).Get(name)
+		return err == nil
+	}
+}
+
+func describePackage(repo, pkg string) string {
+	return strings.Join([]string{repo, pkg}, "/")
+}

@@ -1,0 +1,253 @@
+package packagevariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/mutate"
+)
+
+// workspacePrefix starts the workspace name of every draft a variant makes.
+const workspacePrefix = "packagevariant-"
+
+// errDraftPending means a draft was just created (or already existed) and
+// the informer cache must show it before the variant does anything more.
+var errDraftPending = errors.New("draft created; waiting for it to appear in the cache")
+
+// packageRevisionName is Porch's own name for a revision:
+// <repository>.<package path with "/" as ".">.<workspace>. Sending the same
+// name makes a retried create fail with AlreadyExists instead of making a
+// second draft.
+func packageRevisionName(repo, pkg, workspace string) string {
+	return repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + workspace
+}
+
+// nextWorkspace is packagevariant-<N>, N one more than the highest N among
+// the package's revisions, as the reference controller numbers them.
+func nextWorkspace(revs []*porchv1alpha1.PackageRevision) string {
+	highest := 0
+	for _, pr := range revs {
+		ws := string(pr.Spec.WorkspaceName)
+		if !strings.HasPrefix(ws, workspacePrefix) {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(ws, workspacePrefix)); err == nil && n > highest {
+			highest = n
+		}
+	}
+	return workspacePrefix + strconv.Itoa(highest+1)
+}
+
+func ownerReference(pv *configv1alpha1.PackageVariant) metav1.OwnerReference {
+	isController := true
+	return metav1.OwnerReference{
+		APIVersion: configv1alpha1.SchemeGroupVersion.String(),
+		Kind:       "PackageVariant",
+		Name:       pv.Name,
+		UID:        pv.UID,
+		Controller: &isController,
+	}
+}
+
+// controllerUID returns the UID of the controller owner of a revision, or "".
+func controllerUID(pr *porchv1alpha1.PackageRevision) types.UID {
+	if ref := metav1.GetControllerOf(pr); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
+func hasOwner(pr *porchv1alpha1.PackageRevision, uid types.UID) bool {
+	for _, ref := range pr.OwnerReferences {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range refs {
+		if ref.UID != uid {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+// createDraft asks Porch for a new Draft of the downstream package made by
+// task. It returns errDraftPending when the draft already existed, so the
+// caller waits for the cache instead of guessing.
+func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.PackageRevision, task porchv1alpha1.Task, why string) (*porchv1alpha1.PackageRevision, error) {
+	ds := pv.Spec.Downstream
+	ws := nextWorkspace(revs)
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            packageRevisionName(ds.Repo, ds.Package, ws),
+			Namespace:       pv.Namespace,
+			OwnerReferences: []metav1.OwnerReference{ownerReference(pv)},
+			Labels:          copyMap(pv.Spec.Labels),
+			Annotations:     copyMap(pv.Spec.Annotations),
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    ds.Package,
+			RepositoryName: ds.Repo,
+			WorkspaceName:  porchv1alpha1.WorkspaceName(ws),
+			Lifecycle:      porchv1alpha1.PackageRevisionLifecycleDraft,
+			Tasks:          []porchv1alpha1.Task{task},
+		},
+	}
+	created, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Create(ctx, pr, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A retry after a lost response, or a cache that lags: the draft is
+		// there. Wait until the cache shows it rather than make another.
+		c.expectations.expect(pv.UID, pr.Name)
+		return nil, errDraftPending
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
+	}
+	c.expectations.expect(pv.UID, created.Name)
+	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
+	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
+	return created, nil
+}
+
+func cloneTask(upstream *porchv1alpha1.PackageRevision) porchv1alpha1.Task {
+	return porchv1alpha1.Task{
+		Type: porchv1alpha1.TaskTypeClone,
+		Clone: &porchv1alpha1.PackageCloneTaskSpec{
+			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: upstream.Name}},
+		},
+	}
+}
+
+func editTask(source *porchv1alpha1.PackageRevision) porchv1alpha1.Task {
+	return porchv1alpha1.Task{
+		Type: porchv1alpha1.TaskTypeEdit,
+		Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: source.Name}},
+	}
+}
+
+func upgradeTask(oldUpstream, newUpstream, local *porchv1alpha1.PackageRevision) porchv1alpha1.Task {
+	return porchv1alpha1.Task{
+		Type: porchv1alpha1.TaskTypeUpgrade,
+		Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
+			OldUpstream:             porchv1alpha1.PackageRevisionRef{Name: oldUpstream.Name},
+			NewUpstream:             porchv1alpha1.PackageRevisionRef{Name: newUpstream.Name},
+			LocalPackageRevisionRef: porchv1alpha1.PackageRevisionRef{Name: local.Name},
+			Strategy:                porchv1alpha1.ResourceMerge,
+		},
+	}
+}
+
+// mutationInput is what the variant asks of its downstream package.
+func mutationInput(pv *configv1alpha1.PackageVariant) mutate.Input {
+	return mutate.Input{
+		VariantName:    pv.Name,
+		PackageContext: pv.Spec.PackageContext,
+		Pipeline:       pv.Spec.Pipeline,
+		Injectors:      pv.Spec.Injectors,
+	}
+}
+
+func (c *Controller) objectGetter(namespace string) mutate.ObjectGetter {
+	return func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
+		return c.injection.get(gvk, namespace, name)
+	}
+}
+
+func injectedObjects(cands []mutate.Candidate) []configv1alpha1.InjectedObject {
+	var out []configv1alpha1.InjectedObject
+	for _, cand := range cands {
+		out = append(out, configv1alpha1.InjectedObject{
+			APIVersion: cand.GVK.GroupVersion().String(),
+			Kind:       cand.GVK.Kind,
+			Name:       cand.Name,
+		})
+	}
+	return out
+}
+
+// mutationError is a problem of the package or the variant that applying
+// the mutations revealed (a missing package context, a bad injection
+// point); retrying does not help, a change does.
+type mutationError struct{ err error }
+
+func (e *mutationError) Error() string { return e.err.Error() }
+func (e *mutationError) Unwrap() error { return e.err }
+
+// upToDate reports whether the variant's last write went to pr and nothing
+// it depends on has changed since: then nothing needs reading or writing.
+func (c *Controller) upToDate(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	a := pv.Status.Applied
+	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
+		a.InputsDigest != "" && a.InputsDigest == c.inputsDigest(pv, upstream.Name, a.Injected)
+}
+
+// applyTo reads a revision's files, applies the variant's mutations and,
+// when write is true and something changed, stores them (Porch renders the
+// pipeline and returns the outcome). It records what it wrote in
+// pv.Status.Applied. It returns whether the files needed a change.
+func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, write bool, rendered map[string]porchv1alpha1.RenderStatus) (bool, error) {
+	prrs := c.client.PorchV1alpha1().PackageRevisionResources(pr.Namespace)
+	prr, err := prrs.Get(ctx, pr.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("get resources of %s: %w", pr.Name, err)
+	}
+	if prr.Spec.Resources == nil {
+		return false, &mutationError{fmt.Errorf("package revision %s has no resources", pr.Name)}
+	}
+	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(pv.Namespace))
+	if err != nil {
+		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
+	}
+	files := prr.Spec.Resources
+	if res.Changed && write {
+		prr = prr.DeepCopy()
+		prr.Spec.Resources = res.Files
+		updated, err := prrs.Update(ctx, prr, metav1.UpdateOptions{})
+		if err != nil {
+			return true, fmt.Errorf("update resources of %s: %w", pr.Name, err)
+		}
+		files = updated.Spec.Resources
+		rendered[pr.Name] = updated.Status.RenderStatus
+		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
+	}
+	if res.Changed && !write {
+		return true, nil
+	}
+	injected := injectedObjects(res.Candidates)
+	pv.Status.Applied = &configv1alpha1.AppliedState{
+		Downstream:      pr.Name,
+		Upstream:        upstream.Name,
+		InputsDigest:    c.inputsDigest(pv, upstream.Name, injected),
+		ResourcesDigest: resourcesDigest(files),
+		Injected:        injected,
+	}
+	return res.Changed, nil
+}

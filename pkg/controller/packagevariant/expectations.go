@@ -1,0 +1,74 @@
+package packagevariant
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// expectationTimeout is how long a variant waits for a draft it created to
+// appear in the informer cache before it trusts the cache again. Long
+// enough for any sane watch delay; short enough that a draft deleted before
+// it was ever seen does not stall the variant for long.
+const expectationTimeout = 2 * time.Minute
+
+// expectations remember the drafts a variant created that the informer
+// cache has not shown yet. While one is pending the variant creates nothing
+// else: with a lagging cache the reference controller makes a second
+// packagevariant-N draft for the same change.
+type expectations struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	pending map[types.UID]expectation
+}
+
+type expectation struct {
+	name string
+	at   time.Time
+}
+
+func newExpectations() *expectations {
+	return &expectations{now: time.Now, pending: map[types.UID]expectation{}}
+}
+
+// expect records that variant uid created the PackageRevision name.
+func (e *expectations) expect(uid types.UID, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending[uid] = expectation{name: name, at: e.now()}
+}
+
+// observe is called for every PackageRevision the cache shows; it settles
+// the expectation of the variant that created it.
+func (e *expectations) observe(uid types.UID, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.pending[uid]; ok && exp.name == name {
+		delete(e.pending, uid)
+	}
+}
+
+// waitingFor returns the name of a draft variant uid created that the cache
+// does not show yet, or "" when there is none (or it is overdue). inCache
+// checks the cache, in case the observation raced with the expectation.
+func (e *expectations) waitingFor(uid types.UID, inCache func(name string) bool) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.pending[uid]
+	if !ok {
+		return ""
+	}
+	if inCache(exp.name) || e.now().Sub(exp.at) > expectationTimeout {
+		delete(e.pending, uid)
+		return ""
+	}
+	return exp.name
+}
+
+// forget drops the expectation of a variant that is gone.
+func (e *expectations) forget(uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.pending, uid)
+}

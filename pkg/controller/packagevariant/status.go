@@ -1,0 +1,139 @@
+package packagevariant
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Condition types set on a PackageVariant.
+const (
+	// ConditionStalled is True when only a person can unblock the variant.
+	ConditionStalled = "Stalled"
+	// ConditionReady is True when the downstream is up to date.
+	ConditionReady = "Ready"
+	// ConditionConflict is True while another variant manages the same
+	// downstream package; this one then writes nothing.
+	ConditionConflict = "Conflict"
+	// ConditionUpgradeAvailable is True when spec.upgradePolicy is Manual
+	// and a newer upstream revision exists than the downstream is based on.
+	ConditionUpgradeAvailable = "UpgradeAvailable"
+)
+
+// Condition reasons. The first four are the reference controller's.
+const (
+	ReasonValidationError    = "ValidationError"
+	ReasonValid              = "Valid"
+	ReasonError              = "Error"
+	ReasonNoErrors           = "NoErrors"
+	ReasonConflict           = "Conflict"
+	ReasonWaitingForApproval = "WaitingForApproval"
+	ReasonDraftEdited        = "DraftEdited"
+	ReasonNewRevision        = "NewUpstreamRevision"
+	ReasonDeleting           = "Deleting"
+)
+
+const readyMessage = "successfully ensured downstream package variant"
+
+func setCondition(pv *configv1alpha1.PackageVariant, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{
+		Type:               condType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: pv.Generation,
+	})
+}
+
+// setInvalid reports a problem only a change of the variant (or of its
+// upstream) can fix, with the reference controller's reasons.
+func setInvalid(pv *configv1alpha1.PackageVariant, stalledMessage, readyMessage string) {
+	setCondition(pv, ConditionStalled, metav1.ConditionTrue, ReasonValidationError, stalledMessage)
+	setCondition(pv, ConditionReady, metav1.ConditionFalse, ReasonError, readyMessage)
+}
+
+func setValid(pv *configv1alpha1.PackageVariant) {
+	setCondition(pv, ConditionStalled, metav1.ConditionFalse, ReasonValid, "all validation checks passed")
+}
+
+func setNotReady(pv *configv1alpha1.PackageVariant, reason, message string) {
+	setCondition(pv, ConditionReady, metav1.ConditionFalse, reason, message)
+}
+
+func setReady(pv *configv1alpha1.PackageVariant, message string) {
+	setCondition(pv, ConditionReady, metav1.ConditionTrue, ReasonNoErrors, message)
+}
+
+// setTargets lists the downstream revisions the variant controls: its
+// Drafts and Proposed ones, else its latest Published one. Render outcomes
+// already recorded for a revision are kept.
+func setTargets(pv *configv1alpha1.PackageVariant, targets []*porchv1alpha1.PackageRevision, rendered map[string]porchv1alpha1.RenderStatus) {
+	names := make([]string, 0, len(targets))
+	for _, t := range targets {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	previous := map[string]porchv1alpha1.RenderStatus{}
+	for _, t := range pv.Status.DownstreamTargets {
+		previous[t.Name] = t.RenderStatus
+	}
+	var out []configv1alpha1.DownstreamTarget
+	for _, n := range names {
+		rs, ok := rendered[n]
+		if !ok {
+			rs = previous[n]
+		}
+		out = append(out, configv1alpha1.DownstreamTarget{Name: n, RenderStatus: rs})
+	}
+	pv.Status.DownstreamTargets = out
+}
+
+// writeStatus writes the status when it differs from what the cache holds;
+// an unchanged status costs no API call.
+func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.PackageVariant) error {
+	pv.Status.ObservedGeneration = pv.Generation
+	if equality.Semantic.DeepEqual(old.Status, pv.Status) {
+		return nil
+	}
+	if _, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update status of PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
+	}
+	return nil
+}
+
+// firstN formats a sorted list for a condition message: "a, b, c and 4 more".
+func firstN(items []string, n int) string {
+	sort.Strings(items)
+	if len(items) <= n {
+		return joinAnd(items)
+	}
+	return fmt.Sprintf("%s and %d more", joinComma(items[:n]), len(items)-n)
+}
+
+func joinComma(items []string) string {
+	out := ""
+	for i, s := range items {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}
+
+func joinAnd(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return joinComma(items[:len(items)-1]) + " and " + items[len(items)-1]
+}

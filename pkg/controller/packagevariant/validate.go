@@ -1,0 +1,101 @@
+package packagevariant
+
+import (
+	"fmt"
+	"strings"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/mutate"
+)
+
+// validate returns every problem of a variant's spec, in the reference
+// controller's words where it has them, so a person sees all of them at
+// once. Defaults are not written back: an empty policy means the default.
+func validate(pv *configv1alpha1.PackageVariant) []string {
+	var errs []string
+	if up := pv.Spec.Upstream; up == nil {
+		errs = append(errs, "missing required field spec.upstream")
+	} else {
+		if up.Repo == "" {
+			errs = append(errs, "missing required field spec.upstream.repo")
+		}
+		if up.Package == "" {
+			errs = append(errs, "missing required field spec.upstream.package")
+		}
+		if up.Revision < 0 {
+			errs = append(errs, fmt.Sprintf("spec.upstream.revision %d is invalid: give a published revision number (1 or more), or leave it out to follow the latest published revision; the placeholder revision -1 cannot be cloned", up.Revision))
+		}
+		if up.WorkspaceName == "main" {
+			errs = append(errs, `spec.upstream.workspaceName "main" is the placeholder revision that tracks a branch and cannot be cloned; name the workspace of a published revision, or leave it out to follow the latest published revision`)
+		}
+	}
+	if ds := pv.Spec.Downstream; ds == nil {
+		errs = append(errs, "missing required field spec.downstream")
+	} else {
+		if ds.Repo == "" {
+			errs = append(errs, "missing required field spec.downstream.repo")
+		}
+		if ds.Package == "" {
+			errs = append(errs, "missing required field spec.downstream.package")
+		}
+	}
+	switch pv.Spec.AdoptionPolicy {
+	case "", configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting:
+	default:
+		errs = append(errs, fmt.Sprintf("spec.adoptionPolicy field can only be %q or %q",
+			configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting))
+	}
+	switch pv.Spec.DeletionPolicy {
+	case "", configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan:
+	default:
+		errs = append(errs, fmt.Sprintf("spec.deletionPolicy can only be %q or %q",
+			configv1alpha1.DeletionPolicyOrphan, configv1alpha1.DeletionPolicyDelete))
+	}
+	switch pv.Spec.UpgradePolicy {
+	case "", configv1alpha1.UpgradePolicyAutomatic, configv1alpha1.UpgradePolicyManual:
+	default:
+		errs = append(errs, fmt.Sprintf("spec.upgradePolicy can only be %q or %q",
+			configv1alpha1.UpgradePolicyAutomatic, configv1alpha1.UpgradePolicyManual))
+	}
+	errs = append(errs, mutate.ValidatePackageContext(pv.Spec.PackageContext)...)
+	for i, inj := range pv.Spec.Injectors {
+		if strings.TrimSpace(inj.Name) == "" {
+			errs = append(errs, fmt.Sprintf("spec.injectors[%d].name must not be empty", i))
+		}
+	}
+	if p := pv.Spec.Pipeline; p != nil {
+		for i, fn := range p.Mutators {
+			if fn.Image == "" && fn.Exec == "" {
+				errs = append(errs, fmt.Sprintf("spec.pipeline.mutators[%d]: image or exec is required", i))
+			}
+		}
+		for i, fn := range p.Validators {
+			if fn.Image == "" && fn.Exec == "" {
+				errs = append(errs, fmt.Sprintf("spec.pipeline.validators[%d]: image or exec is required", i))
+			}
+		}
+	}
+	return errs
+}
+
+// adoptionPolicy is the effective adoption policy (default adoptNone).
+func adoptionPolicy(pv *configv1alpha1.PackageVariant) configv1alpha1.AdoptionPolicy {
+	if pv.Spec.AdoptionPolicy == "" {
+		return configv1alpha1.AdoptionPolicyAdoptNone
+	}
+	return pv.Spec.AdoptionPolicy
+}
+
+// deletionPolicy is the effective deletion policy (default delete).
+func deletionPolicy(pv *configv1alpha1.PackageVariant) configv1alpha1.DeletionPolicy {
+	if pv.Spec.DeletionPolicy == "" {
+		return configv1alpha1.DeletionPolicyDelete
+	}
+	return pv.Spec.DeletionPolicy
+}
+
+// manualUpgrades reports whether the variant follows the latest upstream
+// revision without upgrading to it by itself.
+func manualUpgrades(pv *configv1alpha1.PackageVariant) bool {
+	return pv.Spec.UpgradePolicy == configv1alpha1.UpgradePolicyManual
+}

@@ -1,0 +1,463 @@
+package mutate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+)
+
+// In-package annotations of config injection (Porch wire contract).
+const (
+	// ConfigInjectionAnnotation marks an injection point; its value is
+	// "required" or "optional".
+	ConfigInjectionAnnotation = "kpt.dev/config-injection"
+	// InjectedResourceAnnotation records the name of the in-cluster object
+	// injected into the resource, so a person can see where its content came
+	// from. (The design document calls it kpt.dev/injected-resource-name; the
+	// deployed reference writes this one.)
+	InjectedResourceAnnotation = "kpt.dev/injected-resource"
+)
+
+// Condition reasons of the injection conditions, as the reference writes
+// them, so that tooling written against it keeps working.
+const (
+	// ReasonConfigInjected means an in-cluster object was injected.
+	ReasonConfigInjected = "ConfigInjected"
+	// ReasonNoResourceSelected means nothing was injected; the message says why.
+	ReasonNoResourceSelected = "NoResourceSelected"
+)
+
+const (
+	injectionRequired = "required"
+	injectionOptional = "optional"
+)
+
+// maxListed bounds the names listed in a condition message.
+const maxListed = 3
+
+// point is an injection point with the node it came from.
+type point struct {
+	InjectionPoint
+	obj object
+}
+
+// ConditionType is the Kptfile condition type of the injection point of the
+// given kind and in-package name. Kind and name identify a point because the
+// package author controls both.
+func ConditionType(kind, name string) string {
+	return strings.Join([]string{"config", "injection", kind, name}, ".")
+}
+
+// FindInjectionPoints lists the injection points of a package, sorted by
+// ConditionType. The controller uses it to know which kinds to watch. An
+// invalid annotation value, or two points with the same condition type, is
+// an error: the package author must fix the package, and guessing would
+// inject into the wrong resource.
+func FindInjectionPoints(files map[string]string) ([]InjectionPoint, error) {
+	p, err := parsePackage(files)
+	if err != nil {
+		return nil, err
+	}
+	points, err := findInjectionPoints(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []InjectionPoint
+	for _, pt := range points {
+		out = append(out, pt.InjectionPoint)
+	}
+	return out, nil
+}
+
+func findInjectionPoints(p *pkgFiles) ([]point, error) {
+	var points []point
+	var problems []string
+	for _, o := range p.allObjects() {
+		ann := o.annotation(ConfigInjectionAnnotation)
+		if ann == nil {
+			continue
+		}
+		value, isScalar := scalarValue(ann)
+		if !isScalar || (value != injectionRequired && value != injectionOptional) {
+			shown := fmt.Sprintf("%q", value)
+			if !isScalar {
+				shown = kindName(ann)
+			}
+			problems = append(problems, fmt.Sprintf("%s has invalid %q annotation value %s (want %q or %q)",
+				o.describe(), ConfigInjectionAnnotation, shown, injectionRequired, injectionOptional))
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(o.apiVersion())
+		switch {
+		case o.apiVersion() == "" || o.kind() == "" || o.name() == "":
+			problems = append(problems, fmt.Sprintf("%s is annotated %q but lacks apiVersion, kind or metadata.name",
+				o.describe(), ConfigInjectionAnnotation))
+			continue
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s is annotated %q but has an invalid apiVersion: %v",
+				o.describe(), ConfigInjectionAnnotation, err))
+			continue
+		}
+		points = append(points, point{
+			InjectionPoint: InjectionPoint{
+				File:          o.file,
+				GVK:           gv.WithKind(o.kind()),
+				Name:          o.name(),
+				Required:      value == injectionRequired,
+				ConditionType: ConditionType(o.kind(), o.name()),
+			},
+			obj: o,
+		})
+	}
+	// Stable: points come in path and document order, so the first of two
+	// ambiguous points is the same every time.
+	sort.SliceStable(points, func(i, j int) bool { return points[i].ConditionType < points[j].ConditionType })
+	for i := 0; i < len(points); {
+		j := i + 1
+		for j < len(points) && points[j].ConditionType == points[i].ConditionType {
+			j++
+		}
+		if j-i > 1 {
+			var where []string
+			for _, pt := range points[i:j] {
+				where = append(where, fmt.Sprintf("%s (%s)", pt.File, pt.GVK.GroupVersion().String()))
+			}
+			problems = append(problems, fmt.Sprintf("ambiguous injection condition type %q: %s; give the resources distinct kinds or names",
+				points[i].ConditionType, strings.Join(where, ", ")))
+		}
+		i = j
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("invalid injection points: %s", strings.Join(problems, "; "))
+	}
+	return points, nil
+}
+
+// selects reports whether an injector applies to an injection point: every
+// group, version and kind the injector sets must be the point's.
+func selects(inj configv1alpha1.InjectionSelector, gvk schema.GroupVersionKind) bool {
+	return (inj.Group == nil || *inj.Group == gvk.Group) &&
+		(inj.Version == nil || *inj.Version == gvk.Version) &&
+		(inj.Kind == nil || *inj.Kind == gvk.Kind)
+}
+
+// injectAll injects into every point and records the outcome in the
+// Kptfile's conditions and readiness gates.
+func injectAll(p *pkgFiles, points []point, injectors []configv1alpha1.InjectionSelector, get ObjectGetter) ([]Injected, []Candidate, error) {
+	if len(points) == 0 {
+		return nil, nil, nil
+	}
+	kf, found, err := p.kptfile()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !found {
+		return nil, nil, fmt.Errorf("%s not found at the package root; it is needed to record the conditions of the injection points (%s)",
+			kptfileName, listFirst(pointTypes(points)))
+	}
+	var outcomes []Injected
+	var candidates []Candidate
+	var conds []condition
+	for _, pt := range points {
+		out, asked, err := inject(pt, injectors, get)
+		if err != nil {
+			return nil, nil, err
+		}
+		candidates = append(candidates, asked...)
+		outcomes = append(outcomes, out)
+		c := condition{typ: pt.ConditionType, status: "False", reason: ReasonNoResourceSelected, message: out.Message}
+		if out.Source != "" {
+			c.status, c.reason = "True", ReasonConfigInjected
+		}
+		conds = append(conds, c)
+	}
+	if err := setConditions(kf, conds); err != nil {
+		return nil, nil, err
+	}
+	var gates []string
+	for _, pt := range points {
+		if pt.Required {
+			gates = append(gates, pt.ConditionType)
+		}
+	}
+	if err := addReadinessGates(kf, gates); err != nil {
+		return nil, nil, err
+	}
+	return outcomes, sortCandidates(candidates), nil
+}
+
+// inject tries the injectors in order for one point. The first in-cluster
+// object found wins. A lookup error stops the search: trying the next
+// injector could inject a different object than a working lookup would, and
+// the result would flap with the error.
+func inject(pt point, injectors []configv1alpha1.InjectionSelector, get ObjectGetter) (Injected, []Candidate, error) {
+	out := Injected{Point: pt.InjectionPoint}
+	if len(injectors) == 0 {
+		out.Message = "no injectors defined"
+		return out, nil, nil
+	}
+	var asked []Candidate
+	var tried []string
+	for _, inj := range injectors {
+		if !selects(inj, pt.GVK) || inj.Name == "" {
+			continue
+		}
+		asked = append(asked, Candidate{GVK: pt.GVK, Name: inj.Name})
+		obj, found, err := lookup(get, pt.GVK, inj.Name)
+		if err != nil {
+			out.Message = fmt.Sprintf("could not look up %s %q: %v", pt.GVK.Kind, inj.Name, err)
+			return out, asked, nil
+		}
+		if !found {
+			tried = append(tried, fmt.Sprintf("%q", inj.Name))
+			continue
+		}
+		msg, err := injectObject(pt, inj.Name, obj)
+		if err != nil {
+			return out, asked, err
+		}
+		if msg != "" {
+			out.Message = msg
+			return out, asked, nil
+		}
+		out.Source = inj.Name
+		out.Message = fmt.Sprintf("injected resource %q from cluster", inj.Name)
+		return out, asked, nil
+	}
+	if len(tried) == 0 {
+		out.Message = fmt.Sprintf("no resource matched any injection selector for this injection point: no injector selects %s %s",
+			pt.GVK.GroupVersion().String(), pt.GVK.Kind)
+		return out, asked, nil
+	}
+	out.Message = fmt.Sprintf("no resource matched any injection selector for this injection point: no %s %s named %s in the variant's namespace",
+		pt.GVK.GroupVersion().String(), pt.GVK.Kind, listFirst(tried))
+	return out, asked, nil
+}
+
+// lookup calls the getter; a getter that panics is a bug in the caller, but
+// it must not take down the whole mutation with a half-edited package.
+func lookup(get ObjectGetter, gvk schema.GroupVersionKind, name string) (obj map[string]interface{}, found bool, err error) {
+	if get == nil {
+		return nil, false, fmt.Errorf("no object getter configured")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			obj, found, err = nil, false, fmt.Errorf("object getter panicked: %v", r)
+		}
+	}()
+	return get(gvk, name)
+}
+
+// injectObject copies data (ConfigMaps) or spec (other kinds) of an
+// in-cluster object into the point and sets the injected-resource
+// annotation. A non-empty message means the object could not be injected
+// (the condition says why); err is for an in-package resource that cannot
+// be edited.
+func injectObject(pt point, name string, obj map[string]interface{}) (string, error) {
+	fieldName := "spec"
+	var value interface{}
+	if pt.GVK.Group == "" && pt.GVK.Kind == "ConfigMap" {
+		fieldName = "data"
+		value = obj["data"]
+		if value == nil {
+			// A ConfigMap without data injects empty data: the package
+			// must not keep defaults the cluster does not have.
+			value = map[string]interface{}{}
+		}
+	} else {
+		v, ok := obj["spec"]
+		if !ok {
+			return fmt.Sprintf("field %q not found in resource %q", "spec", name), nil
+		}
+		value = v
+	}
+
+	m := pt.obj.node
+	changed := false
+	if cur := field(m, fieldName); cur == nil || !semanticEqual(cur, value) {
+		n, err := toNode(value)
+		if err != nil {
+			return fmt.Sprintf("cannot copy %s of resource %q: %v", fieldName, name, err), nil
+		}
+		setField(m, fieldName, n, nil)
+		changed = true
+	}
+	md, err := ownMapping(m, "metadata", true, []string{"apiVersion", "kind", "metadata"})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", pt.obj.describe(), err)
+	}
+	ann, err := ownMapping(md, "annotations", true, nil)
+	if err != nil {
+		return "", fmt.Errorf("%s: metadata.%w", pt.obj.describe(), err)
+	}
+	if setString(ann, InjectedResourceAnnotation, name, nil) {
+		changed = true
+	}
+	if changed {
+		pt.obj.seg.dirty = true
+	}
+	return "", nil
+}
+
+// condition is one Kptfile status condition this package writes.
+type condition struct {
+	typ, status, reason, message string
+}
+
+var conditionOrder = []string{"type", "status", "reason", "message"}
+
+// setConditions writes the injection conditions into the Kptfile's
+// status.conditions. Conditions of other types stay where they are; ours are
+// updated in place (keeping their position and comments), and new ones are
+// appended sorted by type, so the list is stable across reconciles.
+func setConditions(kf object, conds []condition) error {
+	if len(conds) == 0 {
+		return nil
+	}
+	status, err := ownMapping(kf.node, "status", true, kptfileOrder)
+	if err != nil {
+		return fmt.Errorf("%s: %w", kf.describe(), err)
+	}
+	list, err := ownSequence(status, "conditions", true, nil)
+	if err != nil {
+		return fmt.Errorf("%s: status.%w", kf.describe(), err)
+	}
+	want := map[string]condition{}
+	for _, c := range conds {
+		want[c.typ] = c
+	}
+	changed := false
+	seen := map[string]bool{}
+	content := list.Content[:0:0]
+	for _, item := range list.Content {
+		m := resolve(item)
+		typ, _ := scalarValue(field(m, "type"))
+		c, ours := want[typ]
+		if m == nil || m.Kind != yaml.MappingNode || !ours {
+			content = append(content, item)
+			continue
+		}
+		if seen[typ] {
+			// A second condition of one of our types would contradict the
+			// first; Porch mirrors only one.
+			changed = true
+			continue
+		}
+		seen[typ] = true
+		if item.Kind == yaml.AliasNode {
+			m = deepCopy(m)
+			item = m
+			changed = true
+		}
+		if setString(m, "status", c.status, conditionOrder) {
+			changed = true
+		}
+		if setString(m, "reason", c.reason, conditionOrder) {
+			changed = true
+		}
+		if setString(m, "message", c.message, conditionOrder) {
+			changed = true
+		}
+		content = append(content, item)
+	}
+	sorted := append([]condition(nil), conds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].typ < sorted[j].typ })
+	for _, c := range sorted {
+		if seen[c.typ] {
+			continue
+		}
+		m := newMap()
+		setString(m, "type", c.typ, conditionOrder)
+		setString(m, "status", c.status, conditionOrder)
+		setString(m, "reason", c.reason, conditionOrder)
+		setString(m, "message", c.message, conditionOrder)
+		content = append(content, m)
+		changed = true
+	}
+	if changed {
+		list.Content = content
+		kf.seg.dirty = true
+	}
+	return nil
+}
+
+// addReadinessGates adds a gate for each required injection point to the
+// Kptfile's info.readinessGates. Gates are never removed: people and other
+// automation may have added gates for optional points, and a point that went
+// away should still be looked at by a person. When a gate is added the list
+// is rewritten sorted by conditionType without duplicates (reusing the
+// existing entries), as the reference does; a list that needs no new gate is
+// left as it is.
+func addReadinessGates(kf object, types []string) error {
+	if len(types) == 0 {
+		return nil
+	}
+	info, err := ownMapping(kf.node, "info", true, kptfileOrder)
+	if err != nil {
+		return fmt.Errorf("%s: %w", kf.describe(), err)
+	}
+	list, err := ownSequence(info, "readinessGates", true, nil)
+	if err != nil {
+		return fmt.Errorf("%s: info.%w", kf.describe(), err)
+	}
+	byType := map[string]*yaml.Node{}
+	var untyped []*yaml.Node
+	for _, item := range list.Content {
+		typ, ok := scalarValue(field(resolve(item), "conditionType"))
+		if !ok {
+			untyped = append(untyped, item)
+			continue
+		}
+		if _, dup := byType[typ]; !dup {
+			byType[typ] = item
+		}
+	}
+	missing := false
+	for _, t := range types {
+		if _, ok := byType[t]; !ok {
+			missing = true
+			n := newMap()
+			setString(n, "conditionType", t, nil)
+			byType[t] = n
+		}
+	}
+	if !missing {
+		return nil
+	}
+	all := make([]string, 0, len(byType))
+	for t := range byType {
+		all = append(all, t)
+	}
+	sort.Strings(all)
+	content := make([]*yaml.Node, 0, len(all)+len(untyped))
+	for _, t := range all {
+		content = append(content, byType[t])
+	}
+	// Entries without a conditionType are not ours to judge; keep them.
+	content = append(content, untyped...)
+	list.Content = content
+	kf.seg.dirty = true
+	return nil
+}
+
+func pointTypes(points []point) []string {
+	var ts []string
+	for _, p := range points {
+		ts = append(ts, p.ConditionType)
+	}
+	return ts
+}
+
+// listFirst joins the first few items and counts the rest, so messages stay
+// short and deterministic.
+func listFirst(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxListed], ", "), len(items)-maxListed)
+}

@@ -1,0 +1,505 @@
+package mutate
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+)
+
+func TestFindInjectionPoints(t *testing.T) {
+	cases := map[string]struct {
+		files   map[string]string
+		want    []InjectionPoint
+		wantErr string
+	}{
+		"points in every YAML file, sorted by condition type": {
+			files: map[string]string{
+				"Kptfile":        kptfileWith(""),
+				"region.yaml":    testRegionConfigMap,
+				"sub/more.yml":   testEndpoints + "---\n" + testDeployment,
+				"notes.txt":      "kpt.dev/config-injection: required",
+				"deployment.yml": testDeployment,
+			},
+			want: []InjectionPoint{
+				{File: "region.yaml", GVK: configMapGVK, Name: "region", Required: true, ConditionType: "config.injection.ConfigMap.region"},
+				{File: "sub/more.yml", GVK: endpointsGVK, Name: "endpoints", ConditionType: "config.injection.Endpoints.endpoints"},
+			},
+		},
+		"no points": {
+			files: map[string]string{"Kptfile": kptfileWith(""), "deployment.yaml": testDeployment},
+		},
+		"invalid annotation value": {
+			files: map[string]string{
+				"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    kpt.dev/config-injection: mandatory\n",
+				"b.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n  annotations:\n    kpt.dev/config-injection: [required]\n",
+			},
+			wantErr: `invalid injection points: a.yaml: ConfigMap/cm has invalid "kpt.dev/config-injection" annotation value "mandatory" (want "required" or "optional"); ` +
+				`b.yaml: ConfigMap/cm2 has invalid "kpt.dev/config-injection" annotation value a list (want "required" or "optional")`,
+		},
+		"ambiguous condition types": {
+			files: map[string]string{
+				"a.yaml": testRegionConfigMap,
+				"b.yaml": "apiVersion: example.com/v1\nkind: ConfigMap\nmetadata:\n  name: region\n  annotations:\n    kpt.dev/config-injection: optional\n",
+			},
+			wantErr: `invalid injection points: ambiguous injection condition type "config.injection.ConfigMap.region": a.yaml (v1), b.yaml (example.com/v1); give the resources distinct kinds or names`,
+		},
+		"annotated object without a kind": {
+			files:   map[string]string{"a.yaml": "apiVersion: v1\nmetadata:\n  name: x\n  annotations:\n    kpt.dev/config-injection: optional\n"},
+			wantErr: `invalid injection points: a.yaml: /x is annotated "kpt.dev/config-injection" but lacks apiVersion, kind or metadata.name`,
+		},
+		"malformed YAML": {
+			files:   map[string]string{"a.yaml": "metadata: {"},
+			wantErr: "a.yaml: malformed YAML: yaml: line 1: did not find expected node content",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := FindInjectionPoints(tc.files)
+			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("points (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApplyConfigInjection(t *testing.T) {
+	usWestEndpoints := map[string]interface{}{"spec": map[string]interface{}{"url": "https://us-west.example.com"}}
+	cases := map[string]struct {
+		files       map[string]string
+		injectors   []configv1alpha1.InjectionSelector
+		cluster     cluster
+		get         ObjectGetter // overrides cluster
+		want        map[string]string
+		wantSources []string // Injected[].Source, in point order
+		wantCands   []Candidate
+		wantErr     string
+	}{
+		"ConfigMap data replaced, comments elsewhere kept, stale annotation left": {
+			files: map[string]string{
+				"Kptfile": kptfileWith(""),
+				"region.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: region # the in-package name
+  annotations:
+    kpt.dev/config-injection: optional
+    kpt.dev/injected-resource-name: old
+data:
+  region: default
+  extra: dropped
+`,
+			},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "us-east"}},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`status:
+  conditions:
+  - type: config.injection.ConfigMap.region
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "us-east" from cluster
+`),
+				"region.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: region # the in-package name
+  annotations:
+    kpt.dev/config-injection: optional
+    kpt.dev/injected-resource-name: old
+    kpt.dev/injected-resource: us-east
+data:
+  region: us-east-1
+  zone: b
+`,
+			},
+			wantSources: []string{"us-east"},
+			wantCands:   []Candidate{{GVK: configMapGVK, Name: "us-east"}},
+		},
+		"in-cluster ConfigMap without data injects empty data": {
+			files:     map[string]string{"Kptfile": kptfileWith(""), "region.yaml": testRegionConfigMap},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "empty"}},
+			cluster:   cluster{clusterKey(configMapGVK, "empty"): {"metadata": map[string]interface{}{"name": "empty"}}},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`info:
+  readinessGates:
+  - conditionType: config.injection.ConfigMap.region
+status:
+  conditions:
+  - type: config.injection.ConfigMap.region
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "empty" from cluster
+`),
+				"region.yaml": `# region settings, injected per cluster
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: region
+  annotations:
+    kpt.dev/config-injection: required
+    kpt.dev/injected-resource: empty
+data: {}
+`,
+			},
+			wantSources: []string{"empty"},
+			wantCands:   []Candidate{{GVK: configMapGVK, Name: "empty"}},
+		},
+		"custom kind: spec replaced": {
+			files:     map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "us-west"}},
+			cluster:   cluster{clusterKey(endpointsGVK, "us-west"): usWestEndpoints},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`status:
+  conditions:
+  - type: config.injection.Endpoints.endpoints
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "us-west" from cluster
+`),
+				"endpoints.yaml": `apiVersion: example.com/v1
+kind: Endpoints
+metadata:
+  name: endpoints
+  annotations:
+    kpt.dev/config-injection: optional
+    kpt.dev/injected-resource: us-west
+spec:
+  url: https://us-west.example.com
+`,
+			},
+			wantSources: []string{"us-west"},
+			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "us-west"}},
+		},
+		"injectors with GVK fields only apply to matching points; first found wins": {
+			files: map[string]string{
+				"Kptfile":        kptfileWith(""),
+				"region.yaml":    testRegionConfigMap,
+				"endpoints.yaml": testEndpoints,
+			},
+			injectors: []configv1alpha1.InjectionSelector{
+				{Kind: ptr("Endpoints"), Name: "us-west"},
+				{Group: ptr("other.example.com"), Name: "us-east"},
+				{Version: ptr("v2"), Name: "us-east"},
+				{Group: ptr(""), Version: ptr("v1"), Kind: ptr("ConfigMap"), Name: "missing"},
+				{Name: "us-east"},
+				{Name: "never-asked"},
+			},
+			cluster: cluster{
+				clusterKey(endpointsGVK, "us-west"): usWestEndpoints,
+				clusterKey(configMapGVK, "us-east"): testCluster()[clusterKey(configMapGVK, "us-east")],
+			},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`info:
+  readinessGates:
+  - conditionType: config.injection.ConfigMap.region
+status:
+  conditions:
+  - type: config.injection.ConfigMap.region
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "us-east" from cluster
+  - type: config.injection.Endpoints.endpoints
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "us-west" from cluster
+`),
+				"region.yaml": `# region settings, injected per cluster
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: region
+  annotations:
+    kpt.dev/config-injection: required
+    kpt.dev/injected-resource: us-east
+data:
+  region: us-east-1
+  zone: b
+`,
+				"endpoints.yaml": `apiVersion: example.com/v1
+kind: Endpoints
+metadata:
+  name: endpoints
+  annotations:
+    kpt.dev/config-injection: optional
+    kpt.dev/injected-resource: us-west
+spec:
+  url: https://us-west.example.com
+`,
+			},
+			wantSources: []string{"us-east", "us-west"},
+			wantCands: []Candidate{
+				{GVK: configMapGVK, Name: "missing"},
+				{GVK: configMapGVK, Name: "us-east"},
+				{GVK: endpointsGVK, Name: "us-west"},
+			},
+		},
+		"nothing found: False conditions, required gate still added, package untouched": {
+			files: map[string]string{
+				"Kptfile":        kptfileWith(""),
+				"region.yaml":    testRegionConfigMap,
+				"endpoints.yaml": testEndpoints,
+			},
+			injectors: []configv1alpha1.InjectionSelector{
+				{Kind: ptr("ConfigMap"), Name: "a"}, {Kind: ptr("ConfigMap"), Name: "b"},
+				{Kind: ptr("ConfigMap"), Name: "c"}, {Kind: ptr("ConfigMap"), Name: "d"},
+				{Kind: ptr("ConfigMap"), Name: "e"},
+			},
+			cluster: cluster{},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`info:
+  readinessGates:
+  - conditionType: config.injection.ConfigMap.region
+status:
+  conditions:
+  - type: config.injection.ConfigMap.region
+    status: "False"
+    reason: NoResourceSelected
+    message: 'no resource matched any injection selector for this injection point: no v1 ConfigMap named "a", "b", "c" and 2 more in the variant''s namespace'
+  - type: config.injection.Endpoints.endpoints
+    status: "False"
+    reason: NoResourceSelected
+    message: 'no resource matched any injection selector for this injection point: no injector selects example.com/v1 Endpoints'
+`),
+			},
+			wantSources: []string{"", ""},
+			wantCands: []Candidate{
+				{GVK: configMapGVK, Name: "a"}, {GVK: configMapGVK, Name: "b"}, {GVK: configMapGVK, Name: "c"},
+				{GVK: configMapGVK, Name: "d"}, {GVK: configMapGVK, Name: "e"},
+			},
+		},
+		"no injectors": {
+			files: map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`status:
+  conditions:
+  - type: config.injection.Endpoints.endpoints
+    status: "False"
+    reason: NoResourceSelected
+    message: no injectors defined
+`),
+			},
+			wantSources: []string{""},
+		},
+		"getter error recorded in the condition and stops the search": {
+			files:     map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "broken"}, {Name: "us-west"}},
+			get: func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
+				if name == "broken" {
+					return nil, false, errors.New(`no matches for kind "Endpoints" in version "example.com/v1"`)
+				}
+				return usWestEndpoints, true, nil
+			},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`status:
+  conditions:
+  - type: config.injection.Endpoints.endpoints
+    status: "False"
+    reason: NoResourceSelected
+    message: 'could not look up Endpoints "broken": no matches for kind "Endpoints" in version "example.com/v1"'
+`),
+			},
+			wantSources: []string{""},
+			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "broken"}},
+		},
+		"in-cluster object without spec": {
+			files:     map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "bare"}},
+			cluster:   cluster{clusterKey(endpointsGVK, "bare"): {"metadata": map[string]interface{}{"name": "bare"}}},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`status:
+  conditions:
+  - type: config.injection.Endpoints.endpoints
+    status: "False"
+    reason: NoResourceSelected
+    message: field "spec" not found in resource "bare"
+`),
+			},
+			wantSources: []string{""},
+			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "bare"}},
+		},
+		"existing conditions and gates kept; ours updated in place; gates sorted, never removed": {
+			files: map[string]string{
+				"Kptfile": kptfileWith(`info:
+  readinessGates:
+  - conditionType: zz.manual # added by a person
+  - conditionType: config.injection.Endpoints.endpoints
+  - conditionType: config.injection.ConfigMap.removed
+  - conditionType: zz.manual
+status:
+  conditions:
+  - type: Rendered # from the last render
+    status: "True"
+  - type: config.injection.ConfigMap.region
+    status: "False"
+    reason: NoResourceSelected
+    message: old
+  - type: config.injection.ConfigMap.removed
+    status: "True"
+    reason: ConfigInjected
+  - type: config.injection.ConfigMap.region
+    status: "False"
+`),
+				"region.yaml":    testRegionConfigMap,
+				"endpoints.yaml": testEndpoints,
+			},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "us-east"}},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`info:
+  readinessGates:
+  - conditionType: config.injection.ConfigMap.region
+  - conditionType: config.injection.ConfigMap.removed
+  - conditionType: config.injection.Endpoints.endpoints
+  - conditionType: zz.manual # added by a person
+status:
+  conditions:
+  - type: Rendered # from the last render
+    status: "True"
+  - type: config.injection.ConfigMap.region
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "us-east" from cluster
+  - type: config.injection.ConfigMap.removed
+    status: "True"
+    reason: ConfigInjected
+  - type: config.injection.Endpoints.endpoints
+    status: "True"
+    reason: ConfigInjected
+    message: injected resource "us-east" from cluster
+`),
+				"region.yaml": `# region settings, injected per cluster
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: region
+  annotations:
+    kpt.dev/config-injection: required
+    kpt.dev/injected-resource: us-east
+data:
+  region: us-east-1
+  zone: b
+`,
+				"endpoints.yaml": `apiVersion: example.com/v1
+kind: Endpoints
+metadata:
+  name: endpoints
+  annotations:
+    kpt.dev/config-injection: optional
+    kpt.dev/injected-resource: us-east
+spec:
+  ports:
+  - 80
+  - 443
+  url: https://us-east.example.com
+`,
+			},
+			wantSources: []string{"us-east", "us-east"},
+			wantCands:   []Candidate{{GVK: configMapGVK, Name: "us-east"}, {GVK: endpointsGVK, Name: "us-east"}},
+		},
+		"required gate already there: gates left as they are": {
+			files: map[string]string{
+				"Kptfile":     kptfileWith("info:\n  readinessGates:\n  - conditionType: b\n  - conditionType: config.injection.ConfigMap.region\n"),
+				"region.yaml": testRegionConfigMap,
+			},
+			cluster: cluster{},
+			want: map[string]string{
+				"Kptfile": kptfileWith(`info:
+  readinessGates:
+  - conditionType: b
+  - conditionType: config.injection.ConfigMap.region
+status:
+  conditions:
+  - type: config.injection.ConfigMap.region
+    status: "False"
+    reason: NoResourceSelected
+    message: no injectors defined
+`),
+			},
+			wantSources: []string{""},
+		},
+		"no Kptfile": {
+			files:     map[string]string{"region.yaml": testRegionConfigMap},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "us-east"}},
+			wantErr:   "Kptfile not found at the package root; it is needed to record the conditions of the injection points (config.injection.ConfigMap.region)",
+		},
+		"invalid injection point stops everything": {
+			files: map[string]string{
+				"Kptfile": kptfileWith(""),
+				"a.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    kpt.dev/config-injection: \"yes\"\n",
+			},
+			injectors: []configv1alpha1.InjectionSelector{{Name: "us-east"}},
+			wantErr:   `invalid injection points: a.yaml: ConfigMap/cm has invalid "kpt.dev/config-injection" annotation value "yes" (want "required" or "optional")`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			get := tc.get
+			if get == nil {
+				c := tc.cluster
+				if c == nil {
+					c = testCluster()
+				}
+				get = c.get
+			}
+			res, err := Apply(tc.files, Input{VariantName: "pv", Injectors: tc.injectors}, get)
+			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			want := map[string]string{}
+			for k, v := range tc.files {
+				want[k] = v
+			}
+			for k, v := range tc.want {
+				want[k] = v
+			}
+			if diff := cmp.Diff(want, res.Files); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			var sources []string
+			for _, inj := range res.Injected {
+				sources = append(sources, inj.Source)
+			}
+			if diff := cmp.Diff(tc.wantSources, sources); diff != "" {
+				t.Errorf("sources (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantCands, res.Candidates); diff != "" {
+				t.Errorf("candidates (-want +got):\n%s", diff)
+			}
+
+			again, err := Apply(res.Files, Input{VariantName: "pv", Injectors: tc.injectors}, get)
+			if err != nil {
+				t.Fatalf("second Apply: %v", err)
+			}
+			if again.Changed {
+				t.Errorf("second Apply changed the package:\n%s", cmp.Diff(res.Files, again.Files))
+			}
+		})
+	}
+}
+
+func TestApplyConfigInjectionMessagesMatchConditions(t *testing.T) {
+	files := map[string]string{"Kptfile": kptfileWith(""), "region.yaml": testRegionConfigMap, "endpoints.yaml": testEndpoints}
+	res := apply(t, files, Input{Injectors: []configv1alpha1.InjectionSelector{{Kind: ptr("ConfigMap"), Name: "us-east"}}}, nil)
+	want := []Injected{
+		{
+			Point:   InjectionPoint{File: "region.yaml", GVK: configMapGVK, Name: "region", Required: true, ConditionType: "config.injection.ConfigMap.region"},
+			Source:  "us-east",
+			Message: `injected resource "us-east" from cluster`,
+		},
+		{
+			Point:   InjectionPoint{File: "endpoints.yaml", GVK: endpointsGVK, Name: "endpoints", ConditionType: "config.injection.Endpoints.endpoints"},
+			Message: "no resource matched any injection selector for this injection point: no injector selects example.com/v1 Endpoints",
+		},
+	}
+	if diff := cmp.Diff(want, res.Injected); diff != "" {
+		t.Errorf("injected (-want +got):\n%s", diff)
+	}
+}

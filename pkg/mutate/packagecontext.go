@@ -1,0 +1,150 @@
+package mutate
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	apifield "k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+)
+
+// Package context facts from the Porch wire contract.
+const (
+	// PackageContextFile is where Porch writes the package context of a
+	// package cloned into a deployment repository.
+	PackageContextFile = "package-context.yaml"
+	// PackageContextConfigMapName is the name of the package context
+	// ConfigMap; kpt functions read the package name and context from it.
+	PackageContextConfigMapName = "kptfile.kpt.dev"
+)
+
+// reservedContextKeys are set by kpt and Porch themselves (the package name
+// and path); a variant that changed them would break every function that
+// relies on them.
+var reservedContextKeys = []string{"name", "package-path"}
+
+// ValidatePackageContext returns the problems of spec.packageContext, each a
+// message with its field path, so the controller can report them all at
+// once (Stalled, ValidationError) instead of failing on the first when it
+// edits the package. The reserved keys name and package-path may appear
+// neither in data nor in removeKeys.
+func ValidatePackageContext(pc *configv1alpha1.PackageContext) []string {
+	if pc == nil {
+		return nil
+	}
+	var errs apifield.ErrorList
+	base := apifield.NewPath("spec", "packageContext")
+	for _, k := range reservedContextKeys {
+		if _, ok := pc.Data[k]; ok {
+			errs = append(errs, apifield.Forbidden(base.Child("data").Key(k), reservedMessage(k)))
+		}
+	}
+	for i, k := range pc.RemoveKeys {
+		if indexOf(reservedContextKeys, k) >= 0 {
+			errs = append(errs, apifield.Forbidden(base.Child("removeKeys").Index(i), reservedMessage(k)))
+		}
+	}
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	return msgs
+}
+
+func reservedMessage(k string) string {
+	return fmt.Sprintf("must not contain the key %q: it is reserved for kpt and Porch", k)
+}
+
+// applyPackageContext sets spec.packageContext.data in, and removes
+// removeKeys from, the data of the package context ConfigMap.
+func applyPackageContext(p *pkgFiles, pc *configv1alpha1.PackageContext) error {
+	if pc == nil || (len(pc.Data) == 0 && len(pc.RemoveKeys) == 0) {
+		return nil
+	}
+	if problems := ValidatePackageContext(pc); len(problems) > 0 {
+		return fmt.Errorf("invalid package context: %s", strings.Join(problems, "; "))
+	}
+	cm, err := findPackageContext(p)
+	if err != nil {
+		return err
+	}
+
+	data, err := ownMapping(cm.node, "data", len(pc.Data) > 0, []string{"apiVersion", "kind", "metadata", "data"})
+	if err != nil {
+		return fmt.Errorf("%s: %w", cm.describe(), err)
+	}
+	changed := false
+	keys := make([]string, 0, len(pc.Data))
+	for k := range pc.Data {
+		keys = append(keys, k)
+	}
+	// New keys are appended in sorted order so the result does not depend on
+	// map iteration; existing keys keep their place.
+	sort.Strings(keys)
+	for _, k := range keys {
+		if setString(data, k, pc.Data[k], nil) {
+			changed = true
+		}
+	}
+	for _, k := range pc.RemoveKeys {
+		if data != nil && removeField(data, k) {
+			changed = true
+		}
+	}
+	if changed {
+		cm.seg.dirty = true
+	}
+	return nil
+}
+
+// findPackageContext finds the kptfile.kpt.dev ConfigMap of the package: the
+// one in package-context.yaml, else the only one in another file of the
+// package. Files of nested packages (below a directory with its own Kptfile)
+// are not searched: their context belongs to them.
+func findPackageContext(p *pkgFiles) (object, error) {
+	var nested []string
+	for _, name := range p.paths {
+		if path.Base(name) == kptfileName && name != kptfileName {
+			nested = append(nested, path.Dir(name)+"/")
+		}
+	}
+	var found []object
+	for _, o := range p.allObjects() {
+		if o.kind() != "ConfigMap" || o.name() != PackageContextConfigMapName {
+			continue
+		}
+		if inNested(o.file, nested) {
+			continue
+		}
+		if o.file == PackageContextFile {
+			return o, nil
+		}
+		found = append(found, o)
+	}
+	switch len(found) {
+	case 0:
+		return object{}, fmt.Errorf("package context ConfigMap %q not found in %s; the downstream package must be in a deployment repository or contain one",
+			PackageContextConfigMapName, PackageContextFile)
+	case 1:
+		return found[0], nil
+	default:
+		var files []string
+		for _, o := range found {
+			files = append(files, o.file)
+		}
+		return object{}, fmt.Errorf("package context ConfigMap %q is defined more than once (%s) and none is in %s; remove all but one",
+			PackageContextConfigMapName, strings.Join(files, ", "), PackageContextFile)
+	}
+}
+
+func inNested(file string, nested []string) bool {
+	for _, dir := range nested {
+		if strings.HasPrefix(file, dir) {
+			return true
+		}
+	}
+	return false
+}

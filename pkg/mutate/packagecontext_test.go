@@ -1,0 +1,153 @@
+package mutate
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+)
+
+func TestValidatePackageContext(t *testing.T) {
+	cases := map[string]struct {
+		pc   *configv1alpha1.PackageContext
+		want []string
+	}{
+		"nil": {},
+		"ordinary keys": {
+			pc: &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}, RemoveKeys: []string{"old"}},
+		},
+		"reserved keys in data and removeKeys": {
+			pc: &configv1alpha1.PackageContext{
+				Data:       map[string]string{"package-path": "x", "name": "y", "ok": "z"},
+				RemoveKeys: []string{"ok", "name", "package-path"},
+			},
+			want: []string{
+				`spec.packageContext.data[name]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
+				`spec.packageContext.data[package-path]: Forbidden: must not contain the key "package-path": it is reserved for kpt and Porch`,
+				`spec.packageContext.removeKeys[1]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
+				`spec.packageContext.removeKeys[2]: Forbidden: must not contain the key "package-path": it is reserved for kpt and Porch`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ValidatePackageContext(tc.pc)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApplyPackageContext(t *testing.T) {
+	cases := map[string]struct {
+		files   map[string]string
+		pc      *configv1alpha1.PackageContext
+		want    map[string]string // files expected to differ from the input
+		wantErr string
+	}{
+		"existing keys updated in place, new keys appended sorted, comments kept": {
+			files: map[string]string{"package-context.yaml": `# package context
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kptfile.kpt.dev
+data:
+  name: app # set by Porch
+  env: dev # the environment
+  zone: a
+`},
+			pc: &configv1alpha1.PackageContext{Data: map[string]string{"zone": "b", "env": "prod", "count": "3", "beta": "true"}},
+			want: map[string]string{"package-context.yaml": `# package context
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kptfile.kpt.dev
+data:
+  name: app # set by Porch
+  env: prod # the environment
+  zone: b
+  beta: "true"
+  count: "3"
+`},
+		},
+		"removeKeys removed, absent ones ignored": {
+			files: map[string]string{"package-context.yaml": testPackageContext + "  old: x\n  older: y\n"},
+			pc:    &configv1alpha1.PackageContext{RemoveKeys: []string{"old", "never-there", "older"}},
+			want:  map[string]string{"package-context.yaml": testPackageContext},
+		},
+		"data created when the ConfigMap has none": {
+			files: map[string]string{"package-context.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n"},
+			pc:    &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}},
+			want:  map[string]string{"package-context.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\ndata:\n  env: prod\n"},
+		},
+		"values already set: file untouched": {
+			files: map[string]string{"package-context.yaml": "apiVersion:  v1\nkind: ConfigMap\nmetadata: {name: kptfile.kpt.dev}\ndata:\n  env: 'prod'\n"},
+			pc:    &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}, RemoveKeys: []string{"gone"}},
+		},
+		"ConfigMap in another file": {
+			files: map[string]string{"context/ctx.yaml": testPackageContext},
+			pc:    &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}},
+			want:  map[string]string{"context/ctx.yaml": testPackageContext + "  env: prod\n"},
+		},
+		"ConfigMap of a nested package is not ours": {
+			files: map[string]string{
+				"sub/Kptfile":              kptfileWith(""),
+				"sub/package-context.yaml": testPackageContext,
+			},
+			pc:      &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}},
+			wantErr: `package context ConfigMap "kptfile.kpt.dev" not found in package-context.yaml; the downstream package must be in a deployment repository or contain one`,
+		},
+		"missing ConfigMap": {
+			files:   map[string]string{"Kptfile": kptfileWith("")},
+			pc:      &configv1alpha1.PackageContext{RemoveKeys: []string{"x"}},
+			wantErr: `package context ConfigMap "kptfile.kpt.dev" not found in package-context.yaml; the downstream package must be in a deployment repository or contain one`,
+		},
+		"missing ConfigMap is fine when there is nothing to do": {
+			files: map[string]string{"Kptfile": kptfileWith("")},
+			pc:    &configv1alpha1.PackageContext{},
+		},
+		"reserved keys rejected": {
+			files:   map[string]string{"package-context.yaml": testPackageContext},
+			pc:      &configv1alpha1.PackageContext{Data: map[string]string{"name": "other"}},
+			wantErr: `invalid package context: spec.packageContext.data[name]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
+		},
+		"data that is not a map": {
+			files:   map[string]string{"package-context.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\ndata: [a]\n"},
+			pc:      &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}},
+			wantErr: "package-context.yaml: ConfigMap/kptfile.kpt.dev: data is a list, not a map",
+		},
+		"two ConfigMaps outside package-context.yaml": {
+			files: map[string]string{
+				"a.yaml": testPackageContext,
+				"b.yaml": testPackageContext,
+			},
+			pc:      &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}},
+			wantErr: `package context ConfigMap "kptfile.kpt.dev" is defined more than once (a.yaml, b.yaml) and none is in package-context.yaml; remove all but one`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, err := Apply(tc.files, Input{VariantName: "pv", PackageContext: tc.pc}, nil)
+			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			if err != nil {
+				return
+			}
+			want := map[string]string{}
+			for k, v := range tc.files {
+				want[k] = v
+			}
+			for k, v := range tc.want {
+				want[k] = v
+			}
+			if diff := cmp.Diff(want, res.Files); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			if res.Changed != (len(tc.want) > 0) {
+				t.Errorf("Changed = %v, want %v", res.Changed, len(tc.want) > 0)
+			}
+		})
+	}
+}
