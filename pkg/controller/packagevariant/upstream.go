@@ -65,6 +65,11 @@ func resolveUpstream(up *configv1alpha1.Upstream, revs []*porchv1alpha1.PackageR
 		}
 	}
 
+	if len(revs) == 0 {
+		// Whatever revision or workspace was asked for: a misspelt package
+		// or repository is the likelier cause, so say that.
+		return nil, &upstreamError{fmt.Sprintf("could not find %s; check spec.upstream, or wait for the package to be published", where)}
+	}
 	switch {
 	case up.WorkspaceName != "":
 		if byWorkspace == nil {
@@ -95,9 +100,6 @@ func resolveUpstream(up *configv1alpha1.Upstream, revs []*porchv1alpha1.PackageR
 	}
 	if placeholderOnly {
 		return nil, &upstreamError{fmt.Sprintf("%s has only its placeholder revision (main), which cannot be cloned; publish a revision of the upstream package", where)}
-	}
-	if len(revs) == 0 {
-		return nil, &upstreamError{fmt.Sprintf("could not find %s; check spec.upstream, or wait for the package to be published", where)}
 	}
 	return nil, &upstreamError{fmt.Sprintf("%s has no published revision yet; publish one", where)}
 }

@@ -1,0 +1,342 @@
+package packagevariant
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// prWrite is what a test sees of a write to a PackageRevision.
+type prWrite struct {
+	Verb      string
+	Name      string
+	UID       types.UID // delete precondition
+	Lifecycle porchv1alpha1.PackageRevisionLifecycle
+	Owners    []metav1.OwnerReference
+}
+
+func prWrites(t *testing.T, actions []core.Action) []prWrite {
+	t.Helper()
+	var out []prWrite
+	for _, a := range actions {
+		if a.GetResource().Resource != "packagerevisions" {
+			continue
+		}
+		switch a := a.(type) {
+		case core.DeleteAction:
+			w := prWrite{Verb: "delete", Name: a.GetName()}
+			if p := a.GetDeleteOptions().Preconditions; p != nil && p.UID != nil {
+				w.UID = *p.UID
+			}
+			out = append(out, w)
+		case core.UpdateAction:
+			pr := a.GetObject().(*porchv1alpha1.PackageRevision)
+			out = append(out, prWrite{Verb: "update", Name: pr.Name, Lifecycle: pr.Spec.Lifecycle, Owners: pr.OwnerReferences})
+		default:
+			t.Errorf("unexpected PackageRevision call %v", a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// keeper is an owner reference of someone else, which release must keep.
+var keeper = metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-keeper"}
+
+// ownedRev is a revision of deploy/app owned by pv (controller) and keeper.
+func ownedRev(pv *configv1alpha1.PackageVariant, ws string, lifecycle porchv1alpha1.PackageRevisionLifecycle) *porchv1alpha1.PackageRevision {
+	pr := revision("ns", "deploy", "app", ws, pv)
+	pr.UID = types.UID("uid-" + ws)
+	pr.Spec.Lifecycle = lifecycle
+	pr.OwnerReferences = append([]metav1.OwnerReference{keeper}, pr.OwnerReferences...)
+	return pr
+}
+
+func TestRelease(t *testing.T) {
+	const (
+		draft            = porchv1alpha1.PackageRevisionLifecycleDraft
+		proposed         = porchv1alpha1.PackageRevisionLifecycleProposed
+		published        = porchv1alpha1.PackageRevisionLifecyclePublished
+		deletionProposed = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	)
+	keepOnly := []metav1.OwnerReference{keeper}
+	cases := map[string]struct {
+		reason    string
+		policy    configv1alpha1.DeletionPolicy
+		lifecycle porchv1alpha1.PackageRevisionLifecycle
+		want      prWrite
+	}{
+		"DeleteDraft": {
+			reason: "delete policy deletes a Draft, guarded by its UID",
+			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: draft,
+			want: prWrite{Verb: "delete", Name: "deploy.app.ws", UID: "uid-ws"},
+		},
+		"DeleteProposed": {
+			reason: "delete policy deletes a Proposed revision",
+			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: proposed,
+			want: prWrite{Verb: "delete", Name: "deploy.app.ws", UID: "uid-ws"},
+		},
+		"DefaultPolicyIsDelete": {
+			reason: "an empty deletion policy deletes",
+			policy: "", lifecycle: draft,
+			want: prWrite{Verb: "delete", Name: "deploy.app.ws", UID: "uid-ws"},
+		},
+		"DeletePublished": {
+			reason: "delete policy proposes deletion of a Published revision and lets go of it, other owners kept",
+			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: published,
+			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
+		},
+		"DeleteDeletionProposed": {
+			reason: "delete policy only lets go of a revision already proposed for deletion",
+			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: deletionProposed,
+			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
+		},
+		"OrphanDraft": {
+			reason: "orphan policy removes only our owner reference from a Draft",
+			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: draft,
+			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: draft, Owners: keepOnly},
+		},
+		"OrphanProposed": {
+			reason: "orphan policy keeps a Proposed revision as it is",
+			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: proposed,
+			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: proposed, Owners: keepOnly},
+		},
+		"OrphanPublished": {
+			reason: "orphan policy keeps a Published revision Published",
+			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: published,
+			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: published, Owners: keepOnly},
+		},
+		"OrphanDeletionProposed": {
+			reason: "orphan policy keeps a DeletionProposed revision as it is",
+			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: deletionProposed,
+			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+			pv.Spec.DeletionPolicy = tc.policy
+			pr := ownedRev(pv, "ws", tc.lifecycle)
+			f := newFixture(t)
+			f.revs = []*porchv1alpha1.PackageRevision{pr}
+			f.objects = []runtime.Object{pr}
+			c, _ := f.newController(ctx)
+			before := pr.DeepCopy()
+			if err := c.release(ctx, pv, pr, "test"); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if diff := cmp.Diff([]prWrite{tc.want}, prWrites(t, writeActions(f.client.Actions()))); diff != "" {
+				t.Errorf("%s: API writes (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(before, pr); diff != "" {
+				t.Errorf("release modified the cached revision (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReleaseOfVanishedRevision(t *testing.T) {
+	for _, policy := range []configv1alpha1.DeletionPolicy{configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan} {
+		t.Run(string(policy), func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+			pv.Spec.DeletionPolicy = policy
+			f := newFixture(t)
+			c, _ := f.newController(ctx)
+			// Only the cache still has it: NotFound from the API means done.
+			if err := c.release(ctx, pv, ownedRev(pv, "ws", porchv1alpha1.PackageRevisionLifecycleDraft), "test"); err != nil {
+				t.Errorf("release of a revision that is already gone: %v, want nil", err)
+			}
+		})
+	}
+}
+
+// deletingVariant is being deleted and still holds our finalizer and
+// someone else's.
+func deletingVariant() *configv1alpha1.PackageVariant {
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	pv.Generation = 3
+	now := metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	pv.DeletionTimestamp = &now
+	pv.Finalizers = []string{configv1alpha1.Finalizer, "example.com/other"}
+	return pv
+}
+
+func TestCleanup(t *testing.T) {
+	pv := deletingVariant()
+	d1 := ownedRev(pv, "packagevariant-1", porchv1alpha1.PackageRevisionLifecycleDraft)
+	d2 := ownedRev(pv, "packagevariant-2", porchv1alpha1.PackageRevisionLifecycleDraft)
+	p1 := ownedRev(pv, "v1", porchv1alpha1.PackageRevisionLifecyclePublished)
+	elsewhere := revision("ns", "deploy-old", "app", "packagevariant-1", pv) // left over from an earlier downstream
+	elsewhere.UID = "uid-elsewhere"
+	notOurs := revision("ns", "deploy", "app", "hand-made", nil)
+	otherNS := revision("other", "deploy", "app", "packagevariant-1", pv)
+
+	allDone := []prWrite{
+		{Verb: "delete", Name: "deploy-old.app.packagevariant-1", UID: "uid-elsewhere"},
+		{Verb: "delete", Name: "deploy.app.packagevariant-1", UID: "uid-packagevariant-1"},
+		{Verb: "delete", Name: "deploy.app.packagevariant-2", UID: "uid-packagevariant-2"},
+		{Verb: "update", Name: "deploy.app.v1", Lifecycle: porchv1alpha1.PackageRevisionLifecycleDeletionProposed, Owners: []metav1.OwnerReference{keeper}},
+	}
+	type outcome struct {
+		Writes []prWrite
+		// Finalizers written by a variant update; nil when there was none.
+		Finalizers []string
+		Ready      *metav1.Condition
+		Err        string
+	}
+	cases := map[string]struct {
+		reason string
+		pv     *configv1alpha1.PackageVariant
+		failOn string // name of the revision whose delete fails
+		waitOn string // a created draft not yet in the cache
+		want   outcome
+	}{
+		"AllSucceed": {
+			reason: "every owned revision in the namespace goes through the policy, then only our finalizer is removed",
+			pv:     pv,
+			want:   outcome{Writes: allDone, Finalizers: []string{"example.com/other"}},
+		},
+		"OneFails": {
+			reason: "a failed delete keeps the finalizer, returns the error and says so in Ready; the other revisions are still released",
+			pv:     pv,
+			failOn: "deploy.app.packagevariant-2",
+			want: outcome{
+				Writes: allDone,
+				Ready: &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonDeleting, ObservedGeneration: 3,
+					Message: "cleanup of downstream revisions deploy.app.packagevariant-2 failed; the controller keeps retrying and keeps the finalizer until it succeeds: " +
+						"delete deploy.app.packagevariant-2: porch is down"},
+				Err: "clean up downstream revisions of ns/pv: delete deploy.app.packagevariant-2: porch is down",
+			},
+		},
+		"NoFinalizer": {
+			reason: "a variant without our finalizer has nothing left to clean up",
+			pv: func() *configv1alpha1.PackageVariant {
+				pv := deletingVariant()
+				pv.Finalizers = []string{"example.com/other"}
+				return pv
+			}(),
+		},
+		"WaitsForCreatedDraft": {
+			reason: "a draft created but not yet in the cache would escape cleanup, so cleanup waits for it",
+			pv:     pv,
+			waitOn: "deploy.app.packagevariant-3",
+			want:   outcome{Err: "waiting for draft deploy.app.packagevariant-3 to appear in the cache before cleaning up"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			f.pvs = []*configv1alpha1.PackageVariant{tc.pv}
+			f.revs = []*porchv1alpha1.PackageRevision{d1, d2, p1, elsewhere, notOurs, otherNS}
+			f.objects = []runtime.Object{tc.pv}
+			for _, pr := range f.revs {
+				f.objects = append(f.objects, pr)
+			}
+			c, _ := f.newController(ctx)
+			if tc.failOn != "" {
+				f.client.PrependReactor("delete", "packagerevisions", func(a core.Action) (bool, runtime.Object, error) {
+					if a.(core.DeleteAction).GetName() == tc.failOn {
+						return true, nil, errors.New("porch is down")
+					}
+					return false, nil, nil
+				})
+			}
+			if tc.waitOn != "" {
+				c.expectations.expect(tc.pv.UID, tc.waitOn)
+			}
+
+			var got outcome
+			if err := c.syncHandler(ctx, cache.MetaObjectToName(tc.pv)); err != nil {
+				got.Err = err.Error()
+			}
+			actions := writeActions(f.client.Actions())
+			got.Writes = prWrites(t, actions)
+			for _, a := range actions {
+				if a.GetResource().Resource != "packagevariants" {
+					continue
+				}
+				written := a.(core.UpdateAction).GetObject().(*configv1alpha1.PackageVariant)
+				switch a.GetSubresource() {
+				case "":
+					got.Finalizers = written.Finalizers
+					if got.Finalizers == nil {
+						got.Finalizers = []string{}
+					}
+				case "status":
+					got.Ready = meta.FindStatusCondition(written.Status.Conditions, ConditionReady)
+					if got.Ready != nil {
+						got.Ready.LastTransitionTime = metav1.Time{}
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: outcome (-want +got):\n%s", tc.reason, diff)
+			}
+			if tc.want.Finalizers != nil {
+				if last := actions[len(actions)-1]; last.GetResource().Resource != "packagevariants" {
+					t.Errorf("%s: the finalizer must be removed after every revision was released; last call was %v", tc.reason, last)
+				}
+			}
+		})
+	}
+}
+
+// TestCleanupFailureIsReportedOnce checks that a cleanup failing the same
+// way twice writes its status only the first time.
+func TestCleanupFailureIsReportedOnce(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pv := deletingVariant()
+	d1 := ownedRev(pv, "packagevariant-1", porchv1alpha1.PackageRevisionLifecycleDraft)
+	f := newFixture(t)
+	f.revs = []*porchv1alpha1.PackageRevision{d1}
+	f.objects = []runtime.Object{pv, d1}
+	c, _ := f.newController(ctx)
+	f.client.PrependReactor("delete", "packagerevisions", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("porch is down")
+	})
+	if err := c.cleanup(ctx, pv); err == nil {
+		t.Fatal("cleanup: want an error")
+	}
+	var reported *configv1alpha1.PackageVariant
+	for _, a := range writeActions(f.client.Actions()) {
+		if a.GetSubresource() == "status" {
+			reported = a.(core.UpdateAction).GetObject().(*configv1alpha1.PackageVariant)
+		}
+	}
+	if reported == nil {
+		t.Fatal("the first failure must be reported in status")
+	}
+	f.client.ClearActions()
+	if err := c.cleanup(ctx, reported); err == nil {
+		t.Fatal("cleanup: want an error")
+	}
+	var statusWrites []string
+	for _, a := range writeActions(f.client.Actions()) {
+		if a.GetSubresource() == "status" {
+			statusWrites = append(statusWrites, a.GetVerb())
+		}
+	}
+	if len(statusWrites) != 0 {
+		t.Errorf("the same failure again must not rewrite the status, got %d writes", len(statusWrites))
+	}
+	if !strings.Contains(meta.FindStatusCondition(reported.Status.Conditions, ConditionReady).Message, "deploy.app.packagevariant-1") {
+		t.Errorf("the Ready message must name the revision that could not be cleaned up")
+	}
+}

@@ -1,0 +1,276 @@
+package packagevariant
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/klog/v2/ktesting"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+func TestPackageRevisionName(t *testing.T) {
+	cases := map[string]struct {
+		reason              string
+		repo, pkg, ws, want string
+	}{
+		"Flat": {
+			reason: "<repository>.<package>.<workspace>",
+			repo:   "deploy", pkg: "app", ws: "packagevariant-1",
+			want: "deploy.app.packagevariant-1",
+		},
+		"Nested": {
+			reason: "a nested package path has its slashes turned into dots, as Porch names it",
+			repo:   "deploy", pkg: "team/app/base", ws: "packagevariant-12",
+			want: "deploy.team.app.base.packagevariant-12",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, packageRevisionName(tc.repo, tc.pkg, tc.ws)); diff != "" {
+				t.Errorf("%s: packageRevisionName (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNextWorkspace(t *testing.T) {
+	revs := func(workspaces ...string) []*porchv1alpha1.PackageRevision {
+		var out []*porchv1alpha1.PackageRevision
+		for _, ws := range workspaces {
+			out = append(out, revision("ns", "deploy", "app", ws, nil))
+		}
+		return out
+	}
+	cases := map[string]struct {
+		reason string
+		revs   []*porchv1alpha1.PackageRevision
+		want   string
+	}{
+		"NoRevisions": {
+			reason: "the first draft is packagevariant-1",
+			want:   "packagevariant-1",
+		},
+		"MaxPlusOne": {
+			reason: "one more than the highest N, not the count, and not numbered by string order",
+			revs:   revs("packagevariant-2", "packagevariant-10", "packagevariant-9"),
+			want:   "packagevariant-11",
+		},
+		"IgnoresOtherWorkspaces": {
+			reason: "workspaces not made by a variant do not count, however numeric",
+			revs:   revs("main", "v7", "99", "packagevariant-1", "my-packagevariant-50"),
+			want:   "packagevariant-2",
+		},
+		"IgnoresGarbageNumbers": {
+			reason: "a packagevariant- workspace without a number does not count",
+			revs:   revs("packagevariant-", "packagevariant-x", "packagevariant-3a", "packagevariant-3.5", "packagevariant-3"),
+			want:   "packagevariant-4",
+		},
+		"IgnoresNegative": {
+			reason: "a negative number never lowers the next one",
+			revs:   revs("packagevariant--5"),
+			want:   "packagevariant-1",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, nextWorkspace(tc.revs)); diff != "" {
+				t.Errorf("%s: nextWorkspace (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestOwnerReference(t *testing.T) {
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	isController := true
+	want := metav1.OwnerReference{
+		APIVersion: "config.porch.kpt.dev/v1alpha1",
+		Kind:       "PackageVariant",
+		Name:       "pv",
+		UID:        "uid-1",
+		Controller: &isController,
+	}
+	got := ownerReference(pv)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ownerReference (-want +got):\n%s", diff)
+	}
+	if !isPackageVariantRef(&got) {
+		t.Errorf("the owner reference of a variant must be recognised as one by the event handlers and indexes")
+	}
+}
+
+func TestWithoutOwner(t *testing.T) {
+	ref := func(uid types.UID) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "v1", Kind: "X", Name: string(uid), UID: uid}
+	}
+	cases := map[string]struct {
+		reason string
+		refs   []metav1.OwnerReference
+		uid    types.UID
+		want   []metav1.OwnerReference
+	}{
+		"RemovesOnlyThatUID": {
+			reason: "the other owners are kept, in order",
+			refs:   []metav1.OwnerReference{ref("a"), ref("b"), ref("c")},
+			uid:    "b",
+			want:   []metav1.OwnerReference{ref("a"), ref("c")},
+		},
+		"RemovesDuplicates": {
+			reason: "every reference with the UID goes",
+			refs:   []metav1.OwnerReference{ref("b"), ref("a"), ref("b")},
+			uid:    "b",
+			want:   []metav1.OwnerReference{ref("a")},
+		},
+		"NotThere": {
+			reason: "references without the UID are kept as they are",
+			refs:   []metav1.OwnerReference{ref("a")},
+			uid:    "b",
+			want:   []metav1.OwnerReference{ref("a")},
+		},
+		"OnlyOwner": {
+			reason: "removing the only owner leaves none (nil, so the field is omitted)",
+			refs:   []metav1.OwnerReference{ref("b")},
+			uid:    "b",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := append([]metav1.OwnerReference{}, tc.refs...)
+			if diff := cmp.Diff(tc.want, withoutOwner(tc.refs, tc.uid)); diff != "" {
+				t.Errorf("%s: withoutOwner (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(before, tc.refs); diff != "" {
+				t.Errorf("withoutOwner changed its input (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOwnerHelpers(t *testing.T) {
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	owned := revision("ns", "deploy", "app", "packagevariant-1", pv)
+	notOwned := revision("ns", "deploy", "app", "packagevariant-2", nil)
+	coOwned := revision("ns", "deploy", "app", "packagevariant-3", nil)
+	coOwned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "pv", UID: "uid-1"}}
+
+	type result struct {
+		Controller types.UID
+		HasOwner   bool
+	}
+	cases := map[string]struct {
+		reason string
+		pr     *porchv1alpha1.PackageRevision
+		want   result
+	}{
+		"Controlled":    {reason: "the controller's UID is reported", pr: owned, want: result{Controller: "uid-1", HasOwner: true}},
+		"NoOwner":       {reason: "no controller, no owner", pr: notOwned},
+		"NotController": {reason: "an owner that is not the controller is an owner but not the controller", pr: coOwned, want: result{HasOwner: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := result{Controller: controllerUID(tc.pr), HasOwner: hasOwner(tc.pr, pv.UID)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCreateDraft(t *testing.T) {
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "team/app"})
+	pv.Spec.Labels = map[string]string{"team": "a"}
+	pv.Spec.Annotations = map[string]string{"note": "made by pv"}
+	upstream := upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecyclePublished)
+	existing := []*porchv1alpha1.PackageRevision{
+		revision("ns", "deploy", "team/app", "packagevariant-4", nil),
+		revision("ns", "deploy", "team/app", "v9", nil),
+	}
+	const wantName = "deploy.team.app.packagevariant-5"
+	wantDraft := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: wantName, Namespace: "ns",
+			OwnerReferences: []metav1.OwnerReference{ownerReference(pv)},
+			Labels:          map[string]string{"team": "a"},
+			Annotations:     map[string]string{"note": "made by pv"},
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName: "team/app", RepositoryName: "deploy", WorkspaceName: "packagevariant-5",
+			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
+			Tasks:     []porchv1alpha1.Task{cloneTask(upstream)},
+		},
+	}
+
+	cases := map[string]struct {
+		reason      string
+		objects     []runtime.Object
+		wantErr     error
+		wantCreated bool
+	}{
+		"Created": {
+			reason:      "the draft gets Porch's name, the next workspace, the owner reference, labels, annotations and the task",
+			wantCreated: true,
+		},
+		"AlreadyExists": {
+			reason: "a draft with the same name (an earlier create whose response was lost) is waited for, never made twice",
+			objects: []runtime.Object{&porchv1alpha1.PackageRevision{
+				ObjectMeta: metav1.ObjectMeta{Name: wantName, Namespace: "ns"},
+			}},
+			wantErr: errDraftPending,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			f.objects = tc.objects
+			c, _ := f.newController(ctx)
+			created, err := c.createDraft(ctx, pv, existing, cloneTask(upstream), "clone of "+upstream.Name)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("%s: createDraft error = %v, want %v", tc.reason, err, tc.wantErr)
+			}
+			if (created != nil) != tc.wantCreated {
+				t.Errorf("%s: createDraft returned draft %v, want one: %v", tc.reason, created, tc.wantCreated)
+			}
+			actions := writeActions(f.client.Actions())
+			if len(actions) != 1 || actions[0].GetVerb() != "create" {
+				t.Fatalf("%s: want exactly one create, got %v", tc.reason, actions)
+			}
+			sent := actions[0].(core.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
+			if diff := cmp.Diff(wantDraft, sent); diff != "" {
+				t.Errorf("%s: draft sent to Porch (-want +got):\n%s", tc.reason, diff)
+			}
+			// Either way the variant now waits for the draft to reach the cache.
+			if got := c.expectations.waitingFor(pv.UID, func(string) bool { return false }); got != wantName {
+				t.Errorf("%s: expectation = %q, want %q", tc.reason, got, wantName)
+			}
+		})
+	}
+}
+
+// TestCreateDraftDoesNotShareMaps guards the rule that labels set on a
+// draft are a copy: a later change of the draft's labels must not change the
+// variant held by the informer cache.
+func TestCreateDraftDoesNotShareMaps(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	pv.Spec.Labels = map[string]string{"team": "a"}
+	f := newFixture(t)
+	c, _ := f.newController(ctx)
+	if _, err := c.createDraft(ctx, pv, nil, cloneTask(upstreamRev("v1", 1, porchv1alpha1.PackageRevisionLifecyclePublished)), "test"); err != nil {
+		t.Fatal(err)
+	}
+	sent := writeActions(f.client.Actions())[0].(core.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
+	sent.Labels["team"] = "changed"
+	if diff := cmp.Diff(map[string]string{"team": "a"}, pv.Spec.Labels); diff != "" {
+		t.Errorf("variant labels changed through the draft (-want +got):\n%s", diff)
+	}
+	if got := copyMap(map[string]string{}); got != nil {
+		t.Errorf("copyMap of an empty map = %v, want nil so the field is omitted", got)
+	}
+}

@@ -1,0 +1,333 @@
+package packagevariant
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// upstreamRev is a revision of blueprints/app in workspace ws.
+func upstreamRev(ws string, rev int, lifecycle porchv1alpha1.PackageRevisionLifecycle) *porchv1alpha1.PackageRevision {
+	pr := revision("ns", "blueprints", "app", ws, nil)
+	pr.Spec.Revision = rev
+	pr.Spec.Lifecycle = lifecycle
+	return pr
+}
+
+func placeholder() *porchv1alpha1.PackageRevision {
+	return upstreamRev("main", porchv1alpha1.PlaceholderRevision, porchv1alpha1.PackageRevisionLifecyclePublished)
+}
+
+func labelledLatest(pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	pr.Labels = map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"}
+	return pr
+}
+
+// withLock sets status.upstreamLock.git.ref.
+func withLock(pr *porchv1alpha1.PackageRevision, ref string) *porchv1alpha1.PackageRevision {
+	pr.Status.UpstreamLock = &porchv1alpha1.UpstreamLock{Type: "git", Git: &kptfilev1.GitLock{Ref: ref}}
+	return pr
+}
+
+func TestResolveUpstream(t *testing.T) {
+	const published = porchv1alpha1.PackageRevisionLifecyclePublished
+	// Three published revisions and the placeholder; v2 carries the
+	// latest-revision label in the cases that want one.
+	revs := func(latest string) []*porchv1alpha1.PackageRevision {
+		out := []*porchv1alpha1.PackageRevision{placeholder()}
+		for i, ws := range []string{"v1", "v2", "v3"} {
+			pr := upstreamRev(ws, i+1, published)
+			if ws == latest {
+				labelledLatest(pr)
+			}
+			out = append(out, pr)
+		}
+		return out
+	}
+	const where = `upstream package "app" in repository "blueprints"`
+
+	cases := map[string]struct {
+		reason  string
+		up      configv1alpha1.Upstream
+		revs    []*porchv1alpha1.PackageRevision
+		want    string
+		wantErr string
+	}{
+		"RevisionN": {
+			reason: "revision N selects the Published revision N, not the latest",
+			up:     configv1alpha1.Upstream{Revision: 1},
+			revs:   revs("v3"),
+			want:   "blueprints.app.v1",
+		},
+		"WorkspaceName": {
+			reason: "workspaceName selects that revision",
+			up:     configv1alpha1.Upstream{WorkspaceName: "v2"},
+			revs:   revs("v3"),
+			want:   "blueprints.app.v2",
+		},
+		"BothAgree": {
+			reason: "revision and workspaceName naming the same revision select it",
+			up:     configv1alpha1.Upstream{Revision: 2, WorkspaceName: "v2"},
+			revs:   revs("v3"),
+			want:   "blueprints.app.v2",
+		},
+		"BothDisagree": {
+			reason: "revision and workspaceName naming different revisions are reported with both values",
+			up:     configv1alpha1.Upstream{Revision: 3, WorkspaceName: "v2"},
+			revs:   revs("v3"),
+			wantErr: where + `: spec.upstream.revision 3 and spec.upstream.workspaceName "v2" disagree (workspace "v2" is revision 2); ` +
+				"set only one, or make them agree",
+		},
+		"NeitherFollowsLatestLabel": {
+			reason: "with neither set the latest-revision label wins over the highest revision number",
+			revs:   revs("v2"),
+			want:   "blueprints.app.v2",
+		},
+		"NeitherWithoutLabelTakesHighest": {
+			reason: "without the label the highest published revision is the latest",
+			revs:   revs(""),
+			want:   "blueprints.app.v3",
+		},
+		"NeitherIgnoresDrafts": {
+			reason: "a draft (revision 0) or proposed revision is never the latest",
+			revs: append(revs(""),
+				upstreamRev("wip", 0, porchv1alpha1.PackageRevisionLifecycleDraft),
+				upstreamRev("review", 0, porchv1alpha1.PackageRevisionLifecycleProposed)),
+			want: "blueprints.app.v3",
+		},
+		"LabelOnDeletionProposedIgnored": {
+			reason: "a latest-revision label left on a revision proposed for deletion does not select it",
+			revs: []*porchv1alpha1.PackageRevision{
+				labelledLatest(upstreamRev("v1", 1, porchv1alpha1.PackageRevisionLifecycleDeletionProposed)),
+				labelledLatest(upstreamRev("v2", 2, published)),
+			},
+			want: "blueprints.app.v2",
+		},
+		"PlaceholderOnly": {
+			reason: "the placeholder is never cloned; status says so",
+			revs:   []*porchv1alpha1.PackageRevision{placeholder()},
+			wantErr: where + " has only its placeholder revision (main), which cannot be cloned; " +
+				"publish a revision of the upstream package",
+		},
+		"PlaceholderByWorkspace": {
+			reason: "naming the placeholder's workspace explicitly is refused too",
+			up:     configv1alpha1.Upstream{WorkspaceName: "main"},
+			revs:   revs("v3"),
+			wantErr: where + `: workspace "main" is the placeholder revision, which cannot be cloned; ` +
+				"name a published revision",
+		},
+		"DraftByWorkspace": {
+			reason: "a Draft named by workspaceName is reported as not Published",
+			up:     configv1alpha1.Upstream{WorkspaceName: "wip"},
+			revs:   append(revs("v3"), upstreamRev("wip", 0, porchv1alpha1.PackageRevisionLifecycleDraft)),
+			wantErr: where + `: revision in workspace "wip" is Draft, not Published; ` +
+				"publish it, or point spec.upstream at a published revision",
+		},
+		"UnknownWorkspace": {
+			reason: "a workspace the package does not have is reported",
+			up:     configv1alpha1.Upstream{WorkspaceName: "v9"},
+			revs:   revs("v3"),
+			wantErr: where + ` has no revision in workspace "v9"; check spec.upstream.workspaceName`,
+		},
+		"MissingPackage": {
+			reason:  "an upstream package without any revision is reported as not found, not as a missing revision",
+			up:      configv1alpha1.Upstream{Revision: 1},
+			wantErr: "could not find " + where + "; check spec.upstream, or wait for the package to be published",
+		},
+		"MissingPackageByWorkspace": {
+			reason:  "a missing package is reported as such, not as a missing workspace",
+			up:      configv1alpha1.Upstream{WorkspaceName: "v1"},
+			wantErr: "could not find " + where + "; check spec.upstream, or wait for the package to be published",
+		},
+		"MissingPackageFollowingLatest": {
+			reason:  "the same when following the latest revision",
+			wantErr: "could not find " + where + "; check spec.upstream, or wait for the package to be published",
+		},
+		"RevisionNotPublished": {
+			reason:  "revision N that is not (yet) published is reported",
+			up:      configv1alpha1.Upstream{Revision: 4},
+			revs:    append(revs("v3"), upstreamRev("v4", 4, porchv1alpha1.PackageRevisionLifecycleProposed)),
+			wantErr: where + " has no published revision 4; publish it, or change spec.upstream.revision",
+		},
+		"OnlyDrafts": {
+			reason:  "a package with only drafts has nothing to clone yet",
+			revs:    []*porchv1alpha1.PackageRevision{placeholder(), upstreamRev("wip", 0, porchv1alpha1.PackageRevisionLifecycleDraft)},
+			wantErr: where + " has no published revision yet; publish one",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			up := tc.up
+			up.Repo, up.Package = "blueprints", "app"
+			pr, err := resolveUpstream(&up, tc.revs)
+			var got, gotErr string
+			if pr != nil {
+				got = pr.Name
+			}
+			if err != nil {
+				gotErr = err.Error()
+				var uerr *upstreamError
+				if !errors.As(err, &uerr) {
+					t.Errorf("%s: error %T is not an upstreamError, so it would be retried instead of reported", tc.reason, err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: selected revision (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Errorf("%s: error (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestLockedUpstreamRevision(t *testing.T) {
+	type result struct {
+		Rev int
+		OK  bool
+	}
+	cases := map[string]struct {
+		reason string
+		pr     *porchv1alpha1.PackageRevision
+		want   result
+	}{
+		"PlainTag": {
+			reason: "a ref v<N> is revision N",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "v3"),
+			want:   result{Rev: 3, OK: true},
+		},
+		"PackageTag": {
+			reason: "Porch writes <package>/v<N>",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "app/v3"),
+			want:   result{Rev: 3, OK: true},
+		},
+		"NestedPackageTag": {
+			reason: "only the last path segment counts",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "team/app/v12"),
+			want:   result{Rev: 12, OK: true},
+		},
+		"DraftUpstream": {
+			reason: "a drafts/... ref says nothing about a published revision",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "drafts/app/v3"),
+		},
+		"NoLock": {
+			reason: "no upstream lock, no revision",
+			pr:     upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft),
+		},
+		"LockWithoutGit": {
+			reason: "a lock without git says nothing",
+			pr: func() *porchv1alpha1.PackageRevision {
+				pr := upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft)
+				pr.Status.UpstreamLock = &porchv1alpha1.UpstreamLock{Type: "git"}
+				return pr
+			}(),
+		},
+		"EmptyRef": {
+			reason: "an empty ref says nothing",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), ""),
+		},
+		"Branch": {
+			reason: "a branch name is not a revision",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "main"),
+		},
+		"Garbage": {
+			reason: "a ref that is not v<number> is not a revision",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "app/vthree"),
+		},
+		"RevisionZero": {
+			reason: "revisions start at 1",
+			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "app/v0"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rev, ok := lockedUpstreamRevision(tc.pr)
+			if diff := cmp.Diff(tc.want, result{Rev: rev, OK: ok}); diff != "" {
+				t.Errorf("%s: lockedUpstreamRevision (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNeedsUpgrade(t *testing.T) {
+	v3 := upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecyclePublished)
+	downstream := func() *porchv1alpha1.PackageRevision {
+		return revision("ns", "deploy", "app", "packagevariant-1", nil)
+	}
+	cases := map[string]struct {
+		reason string
+		pr     *porchv1alpha1.PackageRevision
+		want   bool
+	}{
+		"BasedOnOlder": {
+			reason: "a downstream locked to v2 needs the upgrade to v3",
+			pr:     withLock(downstream(), "app/v2"),
+			want:   true,
+		},
+		"BasedOnSelected": {
+			reason: "a downstream locked to v3 is current",
+			pr:     withLock(downstream(), "app/v3"),
+		},
+		"BasedOnNewer": {
+			reason: "pinning an older revision moves the downstream back too",
+			pr:     withLock(downstream(), "app/v4"),
+			want:   true,
+		},
+		"BasedOnDraft": {
+			reason: "a downstream cloned from an upstream draft is always replaced by a published base",
+			pr:     withLock(downstream(), "drafts/app/wip"),
+			want:   true,
+		},
+		"NoLock": {
+			reason: "without a lock (adopted, made by init) the downstream is taken as current, as the reference does",
+			pr:     downstream(),
+		},
+		"UnreadableLock": {
+			reason: "a lock that names no revision is taken as current",
+			pr:     withLock(downstream(), "main"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, needsUpgrade(tc.pr, v3)); diff != "" {
+				t.Errorf("%s: needsUpgrade (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestUpstreamRevisionByNumber(t *testing.T) {
+	revs := []*porchv1alpha1.PackageRevision{
+		placeholder(),
+		upstreamRev("v1", 1, porchv1alpha1.PackageRevisionLifecyclePublished),
+		upstreamRev("v2", 2, porchv1alpha1.PackageRevisionLifecycleDeletionProposed),
+		upstreamRev("wip", 3, porchv1alpha1.PackageRevisionLifecycleProposed),
+	}
+	cases := map[string]struct {
+		reason string
+		n      int
+		want   string
+	}{
+		"Published":        {reason: "a published revision is found", n: 1, want: "blueprints.app.v1"},
+		"DeletionProposed": {reason: "a revision proposed for deletion still has final contents", n: 2, want: "blueprints.app.v2"},
+		"NotPublished":     {reason: "an unpublished revision cannot be the old upstream of a merge", n: 3},
+		"Placeholder":      {reason: "the placeholder is never an upstream", n: -1},
+		"Missing":          {reason: "a revision that does not exist is not found", n: 9},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got string
+			if pr := upstreamRevisionByNumber(revs, tc.n); pr != nil {
+				got = pr.Name
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: upstreamRevisionByNumber(%d) (-want +got):\n%s", tc.reason, tc.n, diff)
+			}
+		})
+	}
+}

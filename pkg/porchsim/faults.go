@@ -1,0 +1,100 @@
+package porchsim
+
+import (
+	"errors"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Fault makes matching requests fail.
+type Fault struct {
+	// Verb is "create", "update", "delete", "get", "list", "patch",
+	// "watch" or "delete-collection".
+	Verb string
+	// Resource is a plural, with its subresource if any, for example
+	// "packagerevisions", "packagerevisionresources" or
+	// "packagevariants/status".
+	Resource string
+	// Name limits the fault to one object; "" matches any (collections
+	// have no name). For a PackageRevision create it is the name Porch
+	// derives from the spec.
+	Name string
+	// Times is how many matching requests fail; 0 means every one until
+	// ClearFaults.
+	Times int
+	// Err is the error returned; nil means ServerError("injected fault").
+	Err error
+}
+
+type faultState struct {
+	Fault
+	remaining int
+}
+
+// InjectFault makes matching requests fail without effect. Faults are tried
+// in the order they were injected; the first match is used. A failed request
+// is still counted by Requests.
+func (s *Sim) InjectFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &faultState{Fault: f, remaining: f.Times})
+}
+
+// ClearFaults removes every injected fault.
+func (s *Sim) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+func (s *Sim) faultLocked(verb, resource, name string) error {
+	for i, f := range s.faults {
+		if f.Verb != verb || f.Resource != resource || (f.Name != "" && f.Name != name) {
+			continue
+		}
+		if f.Times > 0 {
+			f.remaining--
+			if f.remaining == 0 {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
+		}
+		if f.Err == nil {
+			return ServerError("injected fault")
+		}
+		return f.Err
+	}
+	return nil
+}
+
+// ConflictError returns the error an update with a stale resourceVersion
+// gets (409, apierrors.IsConflict). resource is a plural such as
+// "packagerevisions", optionally with a subresource.
+func ConflictError(resource, name string) error {
+	return apierrors.NewConflict(groupResource(resource), name, errors.New(optimisticLockMsg))
+}
+
+// ServerError returns an internal server error (500,
+// apierrors.IsInternalError), which is also what Porch returns when it
+// refuses an operation.
+func ServerError(message string) error {
+	return apierrors.NewInternalError(errors.New(message))
+}
+
+// TimeoutError returns a request timeout (504, apierrors.IsTimeout).
+func TimeoutError(message string) error {
+	return apierrors.NewTimeoutError(message, 1)
+}
+
+func groupResource(resource string) schema.GroupResource {
+	resource, _, _ = strings.Cut(resource, "/")
+	switch resource {
+	case resPackageRevisions, resPackageRevisionResources:
+		return porchv1alpha1.Resource(resource)
+	}
+	return configv1alpha1.Resource(resource)
+}

@@ -1,0 +1,173 @@
+package porchsim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+)
+
+const ns = "ns"
+
+// upstreamV1 is revision 1 of the blueprint "app".
+const upstreamV1 = "blueprints.app.v1"
+
+func deploymentYAML(replicas int, image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app # the app
+spec:
+  replicas: %d
+  template:
+    spec:
+      containers:
+      - name: app
+        image: %s
+`, replicas, image)
+}
+
+func blueprint(replicas int, image, readme string) map[string]string {
+	return map[string]string{
+		kptfileName: `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: anything # replaced by the package name
+info:
+  description: the app blueprint
+`,
+		"deployment.yaml": deploymentYAML(replicas, image),
+		"README.md":       readme,
+	}
+}
+
+// fixture is a Sim with a blueprints repository holding revision 1 of
+// package "app" and a deployment repository "deploy".
+func fixture(t *testing.T) (*Sim, versioned.Interface) {
+	t.Helper()
+	s := New()
+	s.AddRepository(ns, "blueprints", false, map[string]string{"kind": "blueprints"})
+	s.AddRepository(ns, "deploy", true, nil)
+	if _, err := s.AddPublished(ns, "blueprints", "app", 1, blueprint(1, "app:v1", "readme v1\n")); err != nil {
+		t.Fatalf("AddPublished: %v", err)
+	}
+	return s, s.Clientset()
+}
+
+func newDraft(repo, pkg, ws string, task porchv1alpha1.Task) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ignored-by-porch"},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			RepositoryName: repo,
+			PackageName:    pkg,
+			WorkspaceName:  porchv1alpha1.WorkspaceName(ws),
+			Tasks:          []porchv1alpha1.Task{task},
+		},
+	}
+}
+
+func cloneTask(upstream string) porchv1alpha1.Task {
+	return porchv1alpha1.Task{
+		Type: porchv1alpha1.TaskTypeClone,
+		Clone: &porchv1alpha1.PackageCloneTaskSpec{
+			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: upstream}},
+		},
+	}
+}
+
+func editTask(source string) porchv1alpha1.Task {
+	return porchv1alpha1.Task{
+		Type: porchv1alpha1.TaskTypeEdit,
+		Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: source}},
+	}
+}
+
+func upgradeTask(oldUp, newUp, local string) porchv1alpha1.Task {
+	return porchv1alpha1.Task{
+		Type: porchv1alpha1.TaskTypeUpgrade,
+		Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
+			OldUpstream:             porchv1alpha1.PackageRevisionRef{Name: oldUp},
+			NewUpstream:             porchv1alpha1.PackageRevisionRef{Name: newUp},
+			LocalPackageRevisionRef: porchv1alpha1.PackageRevisionRef{Name: local},
+			Strategy:                porchv1alpha1.ResourceMerge,
+		},
+	}
+}
+
+func initTask() porchv1alpha1.Task {
+	return porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "new"}}
+}
+
+func create(t *testing.T, c versioned.Interface, pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	got, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), pr, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s: %v", packageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName)), err)
+	}
+	return got
+}
+
+func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	pr, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	return pr
+}
+
+func parseKptfile(t *testing.T, content string) *kptfilev1.KptFile {
+	t.Helper()
+	var kf kptfilev1.KptFile
+	if err := yaml.Unmarshal([]byte(content), &kf); err != nil {
+		t.Fatalf("parse Kptfile: %v\n%s", err, content)
+	}
+	return &kf
+}
+
+func resources(t *testing.T, s *Sim, name string) map[string]string {
+	t.Helper()
+	files, err := s.Resources(ns, name)
+	if err != nil {
+		t.Fatalf("resources of %s: %v", name, err)
+	}
+	return files
+}
+
+func newVariant(name string) *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:   &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Downstream: &configv1alpha1.Downstream{Repo: "deploy", Package: name},
+		},
+	}
+}
+
+func yamlUnmarshal(content string, v any) error {
+	return yaml.Unmarshal([]byte(content), v)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func clienttestingCreate(gvr schema.GroupVersionResource, obj runtime.Object) clienttesting.Action {
+	return clienttesting.NewCreateAction(gvr, ns, obj)
+}
+
+func clienttestingDelete(gvr schema.GroupVersionResource, name string) clienttesting.Action {
+	return clienttesting.NewDeleteAction(gvr, ns, name)
+}
+
+func clienttestingWatch(gvr schema.GroupVersionResource) clienttesting.Action {
+	return clienttesting.NewWatchAction(gvr, ns, metav1.ListOptions{})
+}

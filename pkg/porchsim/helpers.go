@@ -1,0 +1,231 @@
+package porchsim
+
+import (
+	"fmt"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// The helpers below act as people and other automation would, directly on
+// the Sim: they are not counted as requests and no fault applies to them.
+
+// AddPublished stores a Published revision of a package with the given files
+// (it writes or overwrites the Kptfile's metadata.name if a Kptfile exists;
+// if no Kptfile is given it creates a minimal one). revision must be the
+// next revision of that package (error otherwise). The workspace is
+// "v<revision>"; the kpt.dev/latest-revision label moves to the new revision
+// and the package's placeholder, if any, gets its files. Returns the stored
+// PackageRevision.
+func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.repositoryLocked(namespace, repo)
+	if err != nil {
+		return nil, err
+	}
+	if errs := validatePackageName(pkg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	if next := s.nextRevisionLocked(namespace, repo, pkg); revision != next {
+		return nil, fmt.Errorf("revision %d of package %q in %s/%s is not the next revision (%d)", revision, pkg, namespace, repo, next)
+	}
+	workspace := "v" + strconv.Itoa(revision)
+	name := packageRevisionName(repo, pkg, workspace)
+	if _, _, ok := s.packageRevisionLocked(namespace, name); ok {
+		return nil, fmt.Errorf("package revision %s/%s already exists", namespace, name)
+	}
+	files, err = withKptfile(files, pkg, func(n *yaml.RNode) error { return setName(n, lastSegment(pkg)) })
+	if err != nil {
+		return nil, err
+	}
+	published := now()
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: namespace,
+			Labels:    map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"},
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    pkg,
+			RepositoryName: repo,
+			WorkspaceName:  porchv1alpha1.WorkspaceName(workspace),
+			Revision:       revision,
+			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
+			Tasks:          []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{}}},
+		},
+		Status: porchv1alpha1.PackageRevisionStatus{
+			Deployment:  r.Spec.Deployment,
+			PublishedBy: publishedBy,
+			PublishedAt: &published,
+		},
+	}
+	mirrorKptfile(pr, files)
+	s.dropLatestLabelLocked(namespace, repo, pkg)
+	s.insertLocked(resPackageRevisions, pr, files)
+	s.syncPlaceholderLocked(namespace, repo, pkg, files)
+	return pr.DeepCopy(), nil
+}
+
+// AddPlaceholder stores the "main" placeholder revision (revision -1,
+// workspace main, Published) of a package. It holds the files of the
+// package's latest revision, or a minimal Kptfile.
+func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.PackageRevision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.repositoryLocked(namespace, repo)
+	if err != nil {
+		return nil, err
+	}
+	if errs := validatePackageName(pkg); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	name := packageRevisionName(repo, pkg, placeholderWorkspace)
+	if _, _, ok := s.packageRevisionLocked(namespace, name); ok {
+		return nil, fmt.Errorf("package revision %s/%s already exists", namespace, name)
+	}
+	var files map[string]string
+	for _, e := range s.packageEntriesLocked(namespace, repo, pkg) {
+		if _, ok := e.obj.(*porchv1alpha1.PackageRevision).Labels[porchv1alpha1.LatestPackageRevisionLabel]; ok {
+			files = copyFiles(e.files)
+		}
+	}
+	if files == nil {
+		if files, err = withKptfile(nil, pkg, func(*yaml.RNode) error { return nil }); err != nil {
+			return nil, err
+		}
+	}
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    pkg,
+			RepositoryName: repo,
+			WorkspaceName:  placeholderWorkspace,
+			Revision:       porchv1alpha1.PlaceholderRevision,
+			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
+		},
+		Status: porchv1alpha1.PackageRevisionStatus{Deployment: r.Spec.Deployment},
+	}
+	mirrorKptfile(pr, files)
+	s.insertLocked(resPackageRevisions, pr, files)
+	return pr.DeepCopy(), nil
+}
+
+// Propose moves a Draft to Proposed, as a person would.
+func (s *Sim) Propose(namespace, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	if err != nil {
+		return err
+	}
+	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
+		return fmt.Errorf("propose %s/%s: lifecycle is %s, not Draft", namespace, name, pr.Spec.Lifecycle)
+	}
+	obj := pr.DeepCopy()
+	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+	obj.Generation++
+	s.replaceLocked(resPackageRevisions, e, obj)
+	return nil
+}
+
+// Publish moves a Draft or Proposed revision to Published, as an approver
+// would: it gets the next revision number of its package and the
+// kpt.dev/latest-revision label, and the package's placeholder, if any, gets
+// its files.
+func (s *Sim) Publish(namespace, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	if err != nil {
+		return err
+	}
+	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	switch pr.Spec.Lifecycle {
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
+	default:
+		return fmt.Errorf("publish %s/%s: lifecycle is %s, not Draft or Proposed", namespace, name, pr.Spec.Lifecycle)
+	}
+	repo, pkg := pr.Spec.RepositoryName, pr.Spec.PackageName
+	revision := s.nextRevisionLocked(namespace, repo, pkg)
+	// Drop the old label first, so that no reader ever sees two latest
+	// revisions.
+	s.dropLatestLabelLocked(namespace, repo, pkg)
+	obj := e.obj.(*porchv1alpha1.PackageRevision).DeepCopy()
+	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
+	obj.Spec.Revision = revision
+	obj.Generation++
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[porchv1alpha1.LatestPackageRevisionLabel] = "true"
+	published := now()
+	obj.Status.PublishedBy = publishedBy
+	obj.Status.PublishedAt = &published
+	s.replaceLocked(resPackageRevisions, e, obj)
+	s.syncPlaceholderLocked(namespace, repo, pkg, e.files)
+	return nil
+}
+
+// SetResources writes the files of a Draft as a person would: it counts as
+// an edit (the revision gets a new resourceVersion and a MODIFIED event).
+func (s *Sim) SetResources(namespace, name string, files map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	if err != nil {
+		return err
+	}
+	if lc := e.obj.(*porchv1alpha1.PackageRevision).Spec.Lifecycle; lc != porchv1alpha1.PackageRevisionLifecycleDraft {
+		return fmt.Errorf("set resources of %s/%s: lifecycle is %s, not Draft", namespace, name, lc)
+	}
+	s.setFilesLocked(e, copyFiles(files))
+	return nil
+}
+
+// Resources returns a copy of a revision's files.
+func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return copyFiles(e.files), nil
+}
+
+// PackageRevision returns a copy of a stored revision.
+func (s *Sim) PackageRevision(namespace, name string) (*porchv1alpha1.PackageRevision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
+}
+
+// PackageRevisions returns copies of the stored revisions of a namespace
+// ("" for all namespaces), ordered by namespace and name.
+func (s *Sim) PackageRevisions(namespace string) []porchv1alpha1.PackageRevision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []porchv1alpha1.PackageRevision
+	for _, key := range s.sortedKeysLocked(resPackageRevisions, namespace) {
+		out = append(out, *s.objects[resPackageRevisions][key].obj.(*porchv1alpha1.PackageRevision).DeepCopy())
+	}
+	return out
+}
+
+func (s *Sim) repositoryLocked(namespace, name string) (*configv1alpha1.Repository, error) {
+	e, err := s.lookupLocked(repositoryKind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return e.obj.(*configv1alpha1.Repository), nil
+}

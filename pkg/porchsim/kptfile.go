@@ -1,0 +1,302 @@
+package porchsim
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+const (
+	kptfileName           = "Kptfile"
+	packageContextFile    = "package-context.yaml"
+	packageContextName    = "kptfile.kpt.dev"
+	localConfigAnnotation = "config.kubernetes.io/local-config"
+	resourceMerge         = "resource-merge"
+)
+
+// gitLock is where a revision came from, as recorded in a Kptfile's
+// upstream and upstreamLock and in status.upstreamLock.
+type gitLock struct {
+	repo, directory, ref, commit string
+}
+
+func (l gitLock) upstreamLock() *porchv1alpha1.UpstreamLock {
+	return &porchv1alpha1.UpstreamLock{
+		Type: "git",
+		Git:  &kptfilev1.GitLock{Repo: l.repo, Directory: l.directory, Ref: l.ref, Commit: l.commit},
+	}
+}
+
+// fakeCommit is a deterministic stand-in for a git commit SHA.
+func fakeCommit(parts ...string) string {
+	sum := sha1.Sum([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:])
+}
+
+// lastSegment is a package's own name: the last segment of its path.
+func lastSegment(pkg string) string {
+	return path.Base(pkg)
+}
+
+// editYAML applies edit to the parsed document and returns it as YAML;
+// comments, key order and unknown fields survive.
+func editYAML(content string, edit func(*yaml.RNode) error) (string, error) {
+	node, err := yaml.Parse(content)
+	if err != nil {
+		return "", err
+	}
+	if node.YNode().Kind != yaml.MappingNode {
+		return "", errors.New("not a YAML mapping")
+	}
+	if err := edit(node); err != nil {
+		return "", err
+	}
+	return node.String()
+}
+
+// setString sets a string field, keeping the node (and its comments) when
+// the field exists.
+func setString(n *yaml.RNode, value string, path ...string) error {
+	f, err := n.Pipe(yaml.Lookup(path...))
+	if err != nil {
+		return err
+	}
+	if f != nil && f.YNode().Kind == yaml.ScalarNode {
+		f.YNode().Value = value
+		f.YNode().Tag = yaml.NodeTagString
+		return nil
+	}
+	return n.SetMapField(yaml.NewStringRNode(value), path...)
+}
+
+// setName sets metadata.name.
+func setName(n *yaml.RNode, name string) error {
+	return setString(n, name, "metadata", "name")
+}
+
+// minimalKptfile is the Kptfile of a package made from nothing (init, or a
+// published revision stored without one).
+func minimalKptfile(name, description string) (string, error) {
+	return editYAML("apiVersion: kpt.dev/v1\nkind: Kptfile\n", func(n *yaml.RNode) error {
+		if err := setName(n, name); err != nil {
+			return err
+		}
+		if err := n.SetAnnotations(map[string]string{localConfigAnnotation: "true"}); err != nil {
+			return err
+		}
+		return setString(n, description, "info", "description")
+	})
+}
+
+// withKptfile returns a copy of files whose Kptfile has been edited (a
+// minimal one is created first when there is none).
+func withKptfile(files map[string]string, pkg string, edit func(*yaml.RNode) error) (map[string]string, error) {
+	out := copyFiles(files)
+	content, ok := out[kptfileName]
+	if !ok {
+		var err error
+		if content, err = minimalKptfile(lastSegment(pkg), pkg+" package"); err != nil {
+			return nil, err
+		}
+	}
+	edited, err := editYAML(content, edit)
+	if err != nil {
+		return nil, fmt.Errorf("edit Kptfile: %w", err)
+	}
+	out[kptfileName] = edited
+	return out, nil
+}
+
+// setUpstream records an upstream in a Kptfile the way Porch does after a
+// clone or an upgrade.
+func setUpstream(n *yaml.RNode, lock gitLock) error {
+	insertAfter(n, "upstream", "metadata")
+	insertAfter(n, "upstreamLock", "upstream")
+	for _, f := range []struct {
+		value string
+		path  []string
+	}{
+		{"git", []string{"upstream", "type"}},
+		{lock.repo, []string{"upstream", "git", "repo"}},
+		{lock.directory, []string{"upstream", "git", "directory"}},
+		{lock.ref, []string{"upstream", "git", "ref"}},
+		{resourceMerge, []string{"upstream", "updateStrategy"}},
+		{"git", []string{"upstreamLock", "type"}},
+		{lock.repo, []string{"upstreamLock", "git", "repo"}},
+		{lock.directory, []string{"upstreamLock", "git", "directory"}},
+		{lock.ref, []string{"upstreamLock", "git", "ref"}},
+		{lock.commit, []string{"upstreamLock", "git", "commit"}},
+	} {
+		if err := setString(n, f.value, f.path...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertAfter adds an empty mapping field right after another one, where
+// kpt writes it, unless the field exists already.
+func insertAfter(n *yaml.RNode, field, after string) {
+	content := n.YNode().Content
+	at := -1
+	for i := 0; i+1 < len(content); i += 2 {
+		switch content[i].Value {
+		case field:
+			return
+		case after:
+			at = i + 2
+		}
+	}
+	if at < 0 {
+		return // SetMapField appends it at the end
+	}
+	kv := []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: field, Tag: yaml.NodeTagString},
+		{Kind: yaml.MappingNode, Tag: yaml.NodeTagMap},
+	}
+	n.YNode().Content = append(content[:at:at], append(kv, content[at:]...)...)
+}
+
+// setReadinessGates writes info.readinessGates; Porch keeps them and
+// spec.readinessGates in step.
+func setReadinessGates(n *yaml.RNode, gates []porchv1alpha1.ReadinessGate) error {
+	if len(gates) == 0 {
+		info, err := n.Pipe(yaml.Lookup("info"))
+		if err != nil || info == nil {
+			return err
+		}
+		_, err = info.Pipe(yaml.Clear("readinessGates"))
+		return err
+	}
+	seq := yaml.NewRNode(&yaml.Node{Kind: yaml.SequenceNode, Tag: yaml.NodeTagSeq})
+	for _, g := range gates {
+		m := yaml.NewMapRNode(nil)
+		if err := m.PipeE(yaml.SetField("conditionType", yaml.NewStringRNode(g.ConditionType))); err != nil {
+			return err
+		}
+		seq.YNode().Content = append(seq.YNode().Content, m.YNode())
+	}
+	return n.SetMapField(seq, "info", "readinessGates")
+}
+
+// packageContext is the package-context.yaml Porch writes into packages of
+// deployment repositories.
+func packageContext(name string) (string, error) {
+	return editYAML("apiVersion: v1\nkind: ConfigMap\n", func(n *yaml.RNode) error {
+		if err := setName(n, packageContextName); err != nil {
+			return err
+		}
+		if err := n.SetAnnotations(map[string]string{localConfigAnnotation: "true"}); err != nil {
+			return err
+		}
+		return setString(n, name, "data", "name")
+	})
+}
+
+// readKptfile decodes a Kptfile for reading only (edits go through YAML
+// nodes).
+func readKptfile(content string) (*kptfilev1.KptFile, error) {
+	node, err := yaml.Parse(content)
+	if err != nil {
+		return nil, err
+	}
+	if node.YNode().Kind != yaml.MappingNode {
+		return nil, errors.New("not a YAML mapping")
+	}
+	data, err := node.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var kf kptfilev1.KptFile
+	if err := json.Unmarshal(data, &kf); err != nil {
+		return nil, err
+	}
+	return &kf, nil
+}
+
+// kptfileMirror is what Porch mirrors from the root Kptfile into the
+// PackageRevision: info.readinessGates into spec.readinessGates and
+// status.conditions into status.conditions.
+func kptfileMirror(files map[string]string) ([]porchv1alpha1.ReadinessGate, []porchv1alpha1.Condition, error) {
+	content, ok := files[kptfileName]
+	if !ok {
+		return nil, nil, nil
+	}
+	kf, err := readKptfile(content)
+	if err != nil {
+		return nil, nil, err
+	}
+	var gates []porchv1alpha1.ReadinessGate
+	if kf.Info != nil {
+		for _, g := range kf.Info.ReadinessGates {
+			gates = append(gates, porchv1alpha1.ReadinessGate{ConditionType: g.ConditionType})
+		}
+	}
+	var conds []porchv1alpha1.Condition
+	if kf.Status != nil {
+		for _, c := range kf.Status.Conditions {
+			conds = append(conds, porchv1alpha1.Condition{
+				Type: c.Type, Status: porchv1alpha1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message,
+			})
+		}
+	}
+	return gates, conds, nil
+}
+
+// render stands in for Porch rendering the package pipeline: no function
+// runs, but a Kptfile or YAML file that cannot be parsed fails the render,
+// as it would fail kpt.
+func render(files map[string]string) porchv1alpha1.RenderStatus {
+	rs := porchv1alpha1.RenderStatus{Result: kptfilev1.ResultList{}}
+	rs.Result.APIVersion = "kpt.dev/v1"
+	rs.Result.Kind = "FunctionResultList"
+	var problems []string
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		var err error
+		switch {
+		case path.Base(p) == kptfileName:
+			_, err = readKptfile(files[p])
+		case isKRMFile(p):
+			_, err = (&kio.ByteReader{Reader: strings.NewReader(files[p]), OmitReaderAnnotations: true}).Read()
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
+		}
+	}
+	if len(problems) > 0 {
+		rs.Err = "render failed: " + strings.Join(problems, "; ")
+		rs.Result.ExitCode = 1
+	}
+	return rs
+}
+
+// isKRMFile reports whether kpt reads a file as resources (Kptfiles are
+// handled on their own).
+func isKRMFile(p string) bool {
+	ext := path.Ext(p)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func copyFiles(files map[string]string) map[string]string {
+	out := make(map[string]string, len(files))
+	for k, v := range files {
+		out[k] = v
+	}
+	return out
+}

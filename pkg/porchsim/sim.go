@@ -1,0 +1,332 @@
+// Package porchsim is an in-memory Porch for tests: it serves
+// porch.kpt.dev/v1alpha1 PackageRevisions and PackageRevisionResources with
+// the rules the Porch server enforces (porch-wire-contract.md), and gives this
+// project's config.porch.kpt.dev objects (PackageVariant, PackageVariantSet,
+// Repository) the semantics of a Kubernetes API server: resourceVersions and
+// conflicts, generation, the status subresource, finalizers and deletion
+// timestamps, garbage collection through owner references, label and field
+// selectors, and watches that resume from a resourceVersion.
+//
+// Everything is exposed through the generated fake clientset, so controllers
+// built on the generated typed clients, informers and listers run against a
+// Sim unchanged. The Sim also counts the requests it serves, injects faults
+// and can hold watch events back to simulate a lagging informer cache.
+package porchsim
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+)
+
+// publishedBy is recorded in status.publishedBy of revisions the Sim publishes.
+const publishedBy = "porchsim"
+
+// Sim is an in-memory Porch (porch.kpt.dev/v1alpha1) plus API-server semantics
+// for config.porch.kpt.dev objects (PackageVariant, PackageVariantSet,
+// Repository). It is safe for concurrent use.
+//
+// All state lives behind one mutex: every request is one atomic step, as it is
+// for an API server backed by a single etcd revision counter. Stored objects
+// are never mutated after they are stored (a change stores a new copy), so
+// watch events can share them; everything handed out is a deep copy.
+type Sim struct {
+	clientset *fake.Clientset
+
+	mu sync.Mutex
+	// rv is the last resourceVersion handed out; one counter for every
+	// resource, like etcd's revision.
+	rv      int64
+	uidSeq  int64
+	objects map[string]map[objectKey]*entry // by resource
+	uids    map[types.UID]objectRef
+
+	requests map[string]int
+	faults   []*faultState
+
+	logs map[string]*eventLog // watch event log by resource
+	// watermark is the resourceVersion up to which events are delivered;
+	// it stays put while events are held.
+	watermark int64
+	held      bool
+	// changed is closed (and replaced) whenever watchers may have something
+	// new to deliver.
+	changed chan struct{}
+}
+
+type objectKey struct {
+	namespace, name string
+}
+
+type objectRef struct {
+	resource string
+	key      objectKey
+}
+
+// entry is one stored object.
+type entry struct {
+	obj runtime.Object
+	// files are the package files of a PackageRevision.
+	files map[string]string
+	// orphan records a delete with propagationPolicy Orphan that is waiting
+	// for finalizers: when the object goes, its dependents are orphaned.
+	orphan bool
+}
+
+// New returns an empty Sim.
+func New() *Sim {
+	s := &Sim{
+		objects:  map[string]map[objectKey]*entry{},
+		uids:     map[types.UID]objectRef{},
+		requests: map[string]int{},
+		logs:     map[string]*eventLog{},
+		changed:  make(chan struct{}),
+	}
+	for _, k := range kinds {
+		s.objects[k.resource] = map[objectKey]*entry{}
+	}
+	cs := fake.NewSimpleClientset()
+	// Replace the object tracker's reactors: the tracker knows nothing of
+	// Porch's rules (and guesses the plural of PackageRevisionResources
+	// wrong), so every request is served by the Sim instead.
+	cs.ReactionChain = nil
+	cs.WatchReactionChain = nil
+	cs.ProxyReactionChain = nil
+	cs.AddReactor("*", "*", s.react)
+	cs.AddWatchReactor("*", s.reactWatch)
+	s.clientset = cs
+	return s
+}
+
+// Clientset returns a clientset (the generated *fake.Clientset with reactors
+// installed) that serves every resource of our generated clientset through
+// the Sim. Informers built from it work (list + watch). The fake's recorded
+// Actions are available by type-asserting to *fake.Clientset; its Tracker is
+// not used.
+func (s *Sim) Clientset() versioned.Interface {
+	return s.clientset
+}
+
+// AddRepository creates a Repository (deployment=true makes clones write
+// package-context.yaml). An existing Repository of that name gets the new
+// deployment flag and labels. The git URL is a made-up, stable one.
+func (s *Sim) AddRepository(namespace, name string, deployment bool, labels map[string]string) *configv1alpha1.Repository {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := objectKey{namespace, name}
+	if e, ok := s.objects[resRepositories][key]; ok {
+		repo := e.obj.(*configv1alpha1.Repository).DeepCopy()
+		repo.Labels = maps.Clone(labels)
+		if repo.Spec.Deployment != deployment {
+			repo.Spec.Deployment = deployment
+			repo.Generation++
+		}
+		s.replaceLocked(resRepositories, e, repo)
+		return repo.DeepCopy()
+	}
+	repo := &configv1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: maps.Clone(labels)},
+		Spec: configv1alpha1.RepositorySpec{
+			Type:       configv1alpha1.RepositoryTypeGit,
+			Content:    "Package",
+			Deployment: deployment,
+			Git: &configv1alpha1.GitRepository{
+				Repo:   fmt.Sprintf("https://git.example.com/%s/%s.git", namespace, name),
+				Branch: "main",
+			},
+		},
+	}
+	s.insertLocked(resRepositories, repo, nil)
+	return repo.DeepCopy()
+}
+
+// Requests returns counts of API requests served, keyed "verb resource", for
+// example "create packagerevisions", "get packagerevisionresources",
+// "update packagevariants/status", "list packagerevisions",
+// "watch packagerevisions". Failed requests (including injected faults) are
+// counted too. Requests made through the Sim's helper methods are not.
+func (s *Sim) Requests() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.requests)
+}
+
+// ResetRequests zeroes the request counts and clears the actions the fake
+// clientset recorded.
+func (s *Sim) ResetRequests() {
+	s.mu.Lock()
+	clear(s.requests)
+	s.mu.Unlock()
+	s.clientset.ClearActions()
+}
+
+// HoldWatchEvents makes watches stop delivering events (they queue) until
+// ReleaseWatchEvents, simulating a lagging informer cache. Writes still
+// succeed, and reads (GET and LIST through the client) see the new state.
+func (s *Sim) HoldWatchEvents() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = true
+}
+
+// ReleaseWatchEvents delivers the held events, in order, and lets later
+// events flow again.
+func (s *Sim) ReleaseWatchEvents() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = false
+	s.watermark = s.rv
+	s.notifyLocked()
+}
+
+// react serves every non-watch request of the fake clientset.
+func (s *Sim) react(action clienttesting.Action) (bool, runtime.Object, error) {
+	resource := action.GetResource().Resource
+	sub := action.GetSubresource()
+	verb := action.GetVerb()
+	path := resource
+	if sub != "" {
+		path += "/" + sub
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[verb+" "+path]++
+	if err := s.faultLocked(verb, path, requestName(action)); err != nil {
+		return true, nil, err
+	}
+	obj, err := s.serveLocked(action, resource, sub, verb)
+	if err != nil {
+		return true, nil, err
+	}
+	return true, obj, nil
+}
+
+// requestName is the object name a request is about, "" for collections.
+func requestName(action clienttesting.Action) string {
+	switch action.GetVerb() {
+	case "get", "delete", "patch":
+		if a, ok := action.(interface{ GetName() string }); ok {
+			return a.GetName()
+		}
+	case "create", "update":
+		obj := action.(clienttesting.CreateAction).GetObject()
+		if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && action.GetVerb() == "create" && pr.Spec.RepositoryName != "" {
+			// Porch names a new revision itself; faults use that name.
+			return packageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName))
+		}
+		if m, err := meta.Accessor(obj); err == nil {
+			return m.GetName()
+		}
+	}
+	return ""
+}
+
+func (s *Sim) serveLocked(action clienttesting.Action, resource, sub, verb string) (runtime.Object, error) {
+	ns := action.GetNamespace()
+	switch resource {
+	case resPackageRevisions:
+		return s.servePackageRevisionLocked(action, ns, sub, verb)
+	case resPackageRevisionResources:
+		return s.servePackageRevisionResourcesLocked(action, ns, sub, verb)
+	}
+	k, ok := kindsByResource[resource]
+	if !ok {
+		return nil, notServed(action)
+	}
+	return s.serveObjectLocked(k, action, ns, sub, verb)
+}
+
+// nextRVLocked hands out the next resourceVersion.
+func (s *Sim) nextRVLocked() string {
+	s.rv++
+	return strconv.FormatInt(s.rv, 10)
+}
+
+func (s *Sim) newUIDLocked() types.UID {
+	s.uidSeq++
+	return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", s.uidSeq))
+}
+
+// now is the API server's clock: timestamps travel with second precision.
+func now() metav1.Time {
+	return metav1.NewTime(time.Now().Truncate(time.Second))
+}
+
+// insertLocked stores a new object: it fills in uid, creationTimestamp,
+// generation and resourceVersion and emits ADDED.
+func (s *Sim) insertLocked(resource string, obj runtime.Object, files map[string]string) *entry {
+	m := mustAccessor(obj)
+	m.SetUID(s.newUIDLocked())
+	m.SetCreationTimestamp(now())
+	m.SetGeneration(1)
+	m.SetResourceVersion(s.nextRVLocked())
+	e := &entry{obj: obj, files: files}
+	key := objectKey{m.GetNamespace(), m.GetName()}
+	s.objects[resource][key] = e
+	s.uids[m.GetUID()] = objectRef{resource, key}
+	s.emitLocked(resource, watch.Added, obj, nil)
+	return e
+}
+
+// replaceLocked stores a changed copy of an entry's object with a new
+// resourceVersion and emits MODIFIED. The caller has already adjusted
+// generation.
+func (s *Sim) replaceLocked(resource string, e *entry, obj runtime.Object) {
+	old := e.obj
+	mustAccessor(obj).SetResourceVersion(s.nextRVLocked())
+	e.obj = obj
+	s.emitLocked(resource, watch.Modified, obj, old)
+}
+
+// removeLocked drops an object (its final state is obj) and collects the
+// garbage it leaves: dependents that no other existing owner holds.
+func (s *Sim) removeLocked(resource string, e *entry, obj runtime.Object) {
+	m := mustAccessor(obj)
+	m.SetResourceVersion(s.nextRVLocked())
+	delete(s.objects[resource], objectKey{m.GetNamespace(), m.GetName()})
+	delete(s.uids, m.GetUID())
+	s.emitLocked(resource, watch.Deleted, obj, nil)
+	s.collectGarbageLocked(m.GetNamespace(), m.GetUID(), e.orphan)
+}
+
+// sortedKeysLocked lists the keys of a resource in a namespace ("" for all)
+// in namespace/name order, so lists and cascades are deterministic.
+func (s *Sim) sortedKeysLocked(resource, namespace string) []objectKey {
+	var keys []objectKey
+	for k := range s.objects[resource] {
+		if namespace == "" || k.namespace == namespace {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].namespace != keys[j].namespace {
+			return keys[i].namespace < keys[j].namespace
+		}
+		return keys[i].name < keys[j].name
+	})
+	return keys
+}
+
+func mustAccessor(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("porchsim: %T has no object metadata: %v", obj, err))
+	}
+	return m
+}

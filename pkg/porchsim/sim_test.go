@@ -1,0 +1,426 @@
+package porchsim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+)
+
+// wait bounds every wait for something that must happen.
+const wait = 10 * time.Second
+
+func TestRequestCounting(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := c.ConfigV1alpha1().PackageVariants(ns).Create(ctx, newVariant("foo"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.PorchV1alpha1().PackageRevisions(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	// A failed request counts too.
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Get(ctx, "missing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	// Helpers do not count.
+	if err := s.Publish(ns, pr.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resources(ns, pr.Name); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]int{
+		"create packagerevisions":         1,
+		"get packagerevisionresources":    1,
+		"update packagerevisionresources": 1,
+		"list packagerevisions":           1,
+		"create packagevariants":          1,
+		"update packagevariants/status":   1,
+		"watch packagerevisions":          1,
+		"get packagerevisions":            1,
+	}
+	if diff := cmp.Diff(want, s.Requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	s.ResetRequests()
+	if got := s.Requests(); len(got) != 0 {
+		t.Errorf("after ResetRequests: %v", got)
+	}
+}
+
+func TestFaultInjection(t *testing.T) {
+	ctx := context.Background()
+	getPV := func(c context.Context, s *Sim, name string) error {
+		_, err := s.Clientset().ConfigV1alpha1().PackageVariants(ns).Get(c, name, metav1.GetOptions{})
+		return err
+	}
+	cases := map[string]struct {
+		fault Fault
+		// results of five gets of "a", then one of "b"
+		wantA []func(error) bool
+		wantB func(error) bool
+	}{
+		"times is honoured": {
+			fault: Fault{Verb: "get", Resource: "packagevariants", Times: 2, Err: TimeoutError("slow")},
+			wantA: []func(error) bool{apierrors.IsTimeout, apierrors.IsTimeout, isNil, isNil, isNil},
+			wantB: isNil,
+		},
+		"zero times fails until cleared": {
+			fault: Fault{Verb: "get", Resource: "packagevariants", Err: ConflictError("packagevariants", "a")},
+			wantA: []func(error) bool{apierrors.IsConflict, apierrors.IsConflict, apierrors.IsConflict, apierrors.IsConflict, apierrors.IsConflict},
+			wantB: apierrors.IsConflict,
+		},
+		"name limits the fault": {
+			fault: Fault{Verb: "get", Resource: "packagevariants", Name: "b", Times: 1},
+			wantA: []func(error) bool{isNil, isNil, isNil, isNil, isNil},
+			wantB: apierrors.IsInternalError,
+		},
+		"other verbs are not affected": {
+			fault: Fault{Verb: "update", Resource: "packagevariants", Err: ServerError("boom")},
+			wantA: []func(error) bool{isNil, isNil, isNil, isNil, isNil},
+			wantB: isNil,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, c := fixture(t)
+			for _, n := range []string{"a", "b"} {
+				if _, err := c.ConfigV1alpha1().PackageVariants(ns).Create(ctx, newVariant(n), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.InjectFault(tc.fault)
+			for i, want := range tc.wantA {
+				if err := getPV(ctx, s, "a"); !want(err) {
+					t.Errorf("get %d of a: unexpected %v", i+1, err)
+				}
+			}
+			if err := getPV(ctx, s, "b"); !tc.wantB(err) {
+				t.Errorf("get of b: unexpected %v", err)
+			}
+			s.ClearFaults()
+			if err := getPV(ctx, s, "a"); err != nil {
+				t.Errorf("after ClearFaults: %v", err)
+			}
+		})
+	}
+}
+
+func TestFaultHasNoEffect(t *testing.T) {
+	s, c := fixture(t)
+	name := packageRevisionName("deploy", "foo", "packagevariant-1")
+	s.InjectFault(Fault{Verb: "create", Resource: "packagerevisions", Name: name, Times: 1})
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
+		newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)), metav1.CreateOptions{}); !apierrors.IsInternalError(err) {
+		t.Fatalf("create: got %v, want the injected fault", err)
+	}
+	if _, err := s.PackageRevision(ns, name); !apierrors.IsNotFound(err) {
+		t.Errorf("a failed create stored the revision")
+	}
+	create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
+}
+
+func isNil(err error) bool { return err == nil }
+
+func receive(t *testing.T, ch <-chan watch.Event) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			t.Fatalf("watch closed")
+		}
+		return ev
+	case <-time.After(wait):
+		t.Fatalf("no watch event within %v", wait)
+	}
+	return watch.Event{}
+}
+
+func eventName(ev watch.Event) string {
+	return fmt.Sprintf("%s %s", ev.Type, ev.Object.(metav1.Object).GetName())
+}
+
+func TestWatchResumesFromListResourceVersion(t *testing.T) {
+	ctx := context.Background()
+	_, c := fixture(t)
+	list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Changes between the list and the watch must not be missed.
+	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
+	pr.Labels = map[string]string{"a": "b"}
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.PorchV1alpha1().PackageRevisions(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		got = append(got, eventName(receive(t, w.ResultChan())))
+	}
+	want := []string{"ADDED " + pr.Name, "MODIFIED " + pr.Name, "DELETED " + pr.Name}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestWatchSelectors(t *testing.T) {
+	ctx := context.Background()
+	_, c := fixture(t)
+	pvs := c.ConfigV1alpha1().PackageVariants(ns)
+	in := newVariant("foo")
+	in.Labels = map[string]string{"team": "a"}
+	pv, err := pvs.Create(ctx, in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No resourceVersion: the current state comes first, as ADDED.
+	w, err := pvs.Watch(ctx, metav1.ListOptions{LabelSelector: "team=a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := eventName(receive(t, w.ResultChan())); got != "ADDED foo" {
+		t.Errorf("first event %q, want the current state", got)
+	}
+	pv.Labels["team"] = "b"
+	if pv, err = pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventName(receive(t, w.ResultChan())); got != "DELETED foo" {
+		t.Errorf("leaving the selector: got %q, want DELETED", got)
+	}
+	pv.Labels["team"] = "a"
+	if _, err = pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventName(receive(t, w.ResultChan())); got != "ADDED foo" {
+		t.Errorf("entering the selector: got %q, want ADDED", got)
+	}
+}
+
+func TestHoldWatchEvents(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.PorchV1alpha1().PackageRevisions(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	s.HoldWatchEvents()
+	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
+	if err := s.Propose(ns, pr.Name); err != nil {
+		t.Fatal(err)
+	}
+	// Reads see the new state while the watch lags.
+	if got := getPR(t, c, pr.Name); got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleProposed {
+		t.Errorf("get while held: lifecycle %s, want Proposed", got.Spec.Lifecycle)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		t.Fatalf("event delivered while held: %s", eventName(ev))
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	s.ReleaseWatchEvents()
+	var got []string
+	for range 2 {
+		got = append(got, eventName(receive(t, w.ResultChan())))
+	}
+	if diff := cmp.Diff([]string{"ADDED " + pr.Name, "MODIFIED " + pr.Name}, got); diff != "" {
+		t.Errorf("events after release (-want +got):\n%s", diff)
+	}
+}
+
+func TestInformers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, c := fixture(t)
+	factory := externalversions.NewSharedInformerFactory(c, 0)
+	prInformer := factory.Porch().V1alpha1().PackageRevisions()
+	pvInformer := factory.Config().V1alpha1().PackageVariants()
+
+	events := make(chan string, 100)
+	handler := func(kind string) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) { events <- kind + " add " + obj.(metav1.Object).GetName() },
+			UpdateFunc: func(_, obj any) {
+				events <- kind + " update " + obj.(metav1.Object).GetName()
+			},
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				events <- kind + " delete " + obj.(metav1.Object).GetName()
+			},
+		}
+	}
+	if _, err := prInformer.Informer().AddEventHandler(handler("pr")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pvInformer.Informer().AddEventHandler(handler("pv")); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	// Stop the informers before waiting for them: defers run last-in first-out.
+	defer func() { cancel(); factory.Shutdown() }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, wait)
+	defer syncCancel()
+	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			t.Fatalf("%v did not sync", typ)
+		}
+	}
+	expect := func(want string) {
+		t.Helper()
+		for {
+			select {
+			case got := <-events:
+				if got == want {
+					return
+				}
+			case <-time.After(wait):
+				t.Fatalf("no %q within %v", want, wait)
+			}
+		}
+	}
+	expect("pr add " + upstreamV1)
+
+	pv, err := c.ConfigV1alpha1().PackageVariants(ns).Create(ctx, newVariant("foo"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("pv add foo")
+	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
+	expect("pr add " + pr.Name)
+	if err := s.SetResources(ns, pr.Name, map[string]string{"a.txt": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("pr update " + pr.Name)
+	if err := c.ConfigV1alpha1().PackageVariants(ns).Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("pv delete foo")
+
+	cached, err := prInformer.Lister().PackageRevisions(ns).Get(pr.Name)
+	if err != nil {
+		t.Fatalf("lister: %v", err)
+	}
+	if stored := getPR(t, c, pr.Name); cached.ResourceVersion != stored.ResourceVersion {
+		t.Errorf("cache at rv %s, server at %s", cached.ResourceVersion, stored.ResourceVersion)
+	}
+}
+
+// TestConcurrentClients runs writers and an informer against one Sim, for
+// the race detector, and checks that no update is lost.
+func TestConcurrentClients(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, c := fixture(t)
+	pvs := c.ConfigV1alpha1().PackageVariants(ns)
+	if _, err := pvs.Create(ctx, newVariant("counter"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := externalversions.NewSharedInformerFactory(c, 0)
+	informer := factory.Config().V1alpha1().PackageVariants().Informer()
+	seen := make(chan string, 1000)
+	record := func(obj any) { seen <- obj.(*configv1alpha1.PackageVariant).ResourceVersion }
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	// Stop the informers before waiting for them: defers run last-in first-out.
+	defer func() { cancel(); factory.Shutdown() }()
+
+	const workers, increments = 4, 10
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range increments {
+				err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+					pv, err := pvs.Get(ctx, "counter", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if pv.Annotations == nil {
+						pv.Annotations = map[string]string{}
+					}
+					pv.Annotations["n"] += "x"
+					_, err = pvs.Update(ctx, pv, metav1.UpdateOptions{})
+					return err
+				})
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	pv, err := pvs.Get(ctx, "counter", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(pv.Annotations["n"]); got != workers*increments {
+		t.Errorf("%d increments stored, want %d: an update was lost", got, workers*increments)
+	}
+	timeout := time.After(wait)
+	for {
+		select {
+		case rv := <-seen:
+			if rv == pv.ResourceVersion {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the informer never saw rv %s", pv.ResourceVersion)
+		}
+	}
+}

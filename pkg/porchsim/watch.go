@@ -1,0 +1,249 @@
+package porchsim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// maxLogEvents bounds the event log of one resource; older events are
+// compacted away and a watch that needs them gets "410 Gone", after which a
+// reflector relists, as it does against a real API server.
+const maxLogEvents = 10000
+
+// watchBatch is how many events a watcher takes per lock acquisition.
+const watchBatch = 256
+
+// event is one change in the log of a resource.
+type event struct {
+	rv  int64
+	typ watch.EventType
+	// obj is the state after the change (the last state for DELETED); old
+	// is the state before a MODIFIED. Both are stored objects: immutable.
+	obj, old runtime.Object
+}
+
+type eventLog struct {
+	events []event
+	// compacted is the resourceVersion of the newest dropped event.
+	compacted int64
+}
+
+// emitLocked records a change in the resource's event log. Unless events are
+// held, watchers are woken to deliver it.
+func (s *Sim) emitLocked(resource string, typ watch.EventType, obj, old runtime.Object) {
+	l := s.logs[resource]
+	if l == nil {
+		l = &eventLog{}
+		s.logs[resource] = l
+	}
+	l.events = append(l.events, event{rv: s.rv, typ: typ, obj: obj, old: old})
+	if len(l.events) > maxLogEvents {
+		// Drop the older half, but never events that were not delivered yet.
+		n := sort.Search(len(l.events)/2, func(i int) bool { return l.events[i].rv > s.watermark })
+		if n > 0 {
+			l.compacted = l.events[n-1].rv
+			l.events = append([]event(nil), l.events[n:]...)
+		}
+	}
+	if !s.held {
+		s.watermark = s.rv
+		s.notifyLocked()
+	}
+}
+
+func (s *Sim) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// reactWatch serves watch requests of the fake clientset.
+func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, error) {
+	resource := action.GetResource().Resource
+	path := resource
+	if sub := action.GetSubresource(); sub != "" {
+		path += "/" + sub
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests["watch "+path]++
+	if err := s.faultLocked("watch", path, ""); err != nil {
+		return true, nil, err
+	}
+	k, ok := kindsByResource[resource]
+	if !ok || action.GetSubresource() != "" {
+		// PackageRevisionResources are not watchable in Porch.
+		return true, nil, notServed(action)
+	}
+	var r clienttesting.WatchRestrictions
+	if a, ok := action.(clienttesting.WatchAction); ok {
+		r = a.GetWatchRestrictions()
+	}
+	supported := metadataFieldLabels
+	if k == packageRevisionKind {
+		supported = packageRevisionFieldLabels
+	}
+	if err := checkFieldSelector(r.Fields, supported); err != nil {
+		return true, nil, err
+	}
+	w := &watcher{
+		s:        s,
+		kind:     k,
+		ns:       action.GetNamespace(),
+		labels:   r.Labels,
+		fields:   r.Fields,
+		result:   make(chan watch.Event),
+		stop:     make(chan struct{}),
+		resource: resource,
+	}
+	var initial []watch.Event
+	switch r.ResourceVersion {
+	case "", "0":
+		// Like the API server: start with the current state as ADDED events.
+		for _, key := range s.sortedKeysLocked(resource, w.ns) {
+			if ev, ok := w.translate(event{typ: watch.Added, obj: s.objects[resource][key].obj}); ok {
+				initial = append(initial, ev)
+			}
+		}
+		w.cursor = s.rv
+	default:
+		rv, err := strconv.ParseInt(r.ResourceVersion, 10, 64)
+		if err != nil {
+			return true, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", r.ResourceVersion))
+		}
+		if l := s.logs[resource]; l != nil && rv < l.compacted {
+			return true, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, l.compacted))
+		}
+		w.cursor = rv
+	}
+	go w.run(initial)
+	return true, w, nil
+}
+
+// watcher delivers the events of one watch request from the log, in order.
+type watcher struct {
+	s        *Sim
+	kind     *kind
+	resource string
+	ns       string
+	labels   labels.Selector
+	fields   fields.Selector
+	// cursor is the resourceVersion of the last event looked at.
+	cursor int64
+
+	result   chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// Stop ends the watch; ResultChan is closed soon after.
+func (w *watcher) Stop() {
+	w.stopOnce.Do(func() { close(w.stop) })
+}
+
+// ResultChan returns the channel of events.
+func (w *watcher) ResultChan() <-chan watch.Event {
+	return w.result
+}
+
+func (w *watcher) run(initial []watch.Event) {
+	defer close(w.result)
+	for _, ev := range initial {
+		if !w.send(ev) {
+			return
+		}
+	}
+	for {
+		batch, wait, err := w.s.pending(w)
+		if err != nil {
+			w.send(watch.Event{Type: watch.Error, Object: &err.(*apierrors.StatusError).ErrStatus})
+			return
+		}
+		if len(batch) == 0 {
+			select {
+			case <-wait:
+				continue
+			case <-w.stop:
+				return
+			}
+		}
+		for _, e := range batch {
+			w.cursor = e.rv
+			if ev, ok := w.translate(e); ok && !w.send(ev) {
+				return
+			}
+		}
+	}
+}
+
+// pending returns the deliverable events after the watcher's cursor, or a
+// channel that is closed when there may be more.
+func (s *Sim) pending(w *watcher) ([]event, <-chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.logs[w.resource]
+	if l == nil {
+		return nil, s.changed, nil
+	}
+	if w.cursor < l.compacted {
+		return nil, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", w.cursor, l.compacted))
+	}
+	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].rv > w.cursor })
+	var batch []event
+	for ; i < len(l.events) && len(batch) < watchBatch && l.events[i].rv <= s.watermark; i++ {
+		batch = append(batch, l.events[i])
+	}
+	if len(batch) == 0 {
+		return nil, s.changed, nil
+	}
+	return batch, nil, nil
+}
+
+// translate turns a logged event into what this watch sees: an object that
+// starts or stops matching the selectors is ADDED or DELETED, as the API
+// server's watch cache reports it. The object is a copy.
+func (w *watcher) translate(e event) (watch.Event, bool) {
+	matches := func(obj runtime.Object) bool {
+		if obj == nil {
+			return false
+		}
+		m := mustAccessor(obj)
+		if w.ns != "" && m.GetNamespace() != w.ns {
+			return false
+		}
+		return selects(w.labels, w.fields, m.GetLabels(), w.kind.fields(obj))
+	}
+	typ := e.typ
+	now := matches(e.obj)
+	if e.typ == watch.Modified {
+		before := matches(e.old)
+		switch {
+		case before && !now:
+			typ, now = watch.Deleted, true
+		case !before && now:
+			typ = watch.Added
+		}
+	}
+	if !now {
+		return watch.Event{}, false
+	}
+	return watch.Event{Type: typ, Object: e.obj.DeepCopyObject()}, true
+}
+
+func (w *watcher) send(ev watch.Event) bool {
+	select {
+	case w.result <- ev:
+		return true
+	case <-w.stop:
+		return false
+	}
+}
