@@ -129,9 +129,9 @@ func TestResolveUpstream(t *testing.T) {
 				"publish it, or point spec.upstream at a published revision",
 		},
 		"UnknownWorkspace": {
-			reason: "a workspace the package does not have is reported",
-			up:     configv1alpha1.Upstream{WorkspaceName: "v9"},
-			revs:   revs("v3"),
+			reason:  "a workspace the package does not have is reported",
+			up:      configv1alpha1.Upstream{WorkspaceName: "v9"},
+			revs:    revs("v3"),
 			wantErr: where + ` has no revision in workspace "v9"; check spec.upstream.workspaceName`,
 		},
 		"MissingPackage": {
