@@ -29,6 +29,10 @@ type Fault struct {
 	Times int
 	// Err is the error returned; nil means ServerError("injected fault").
 	Err error
+	// AfterEffect serves the request first and then returns Err: the write
+	// happened but the client never learns it, as when a response is lost
+	// to a timeout. Without it the request fails with no effect.
+	AfterEffect bool
 }
 
 type faultState struct {
@@ -36,7 +40,8 @@ type faultState struct {
 	remaining int
 }
 
-// InjectFault makes matching requests fail without effect. Faults are tried
+// InjectFault makes matching requests fail, without effect unless
+// f.AfterEffect. Faults are tried
 // in the order they were injected; the first match is used. A failed request
 // is still counted by Requests.
 func (s *Sim) InjectFault(f Fault) {
@@ -52,7 +57,8 @@ func (s *Sim) ClearFaults() {
 	s.faults = nil
 }
 
-func (s *Sim) faultLocked(verb, resource, name string) error {
+// faultLocked returns the fault matching a request, if any.
+func (s *Sim) faultLocked(verb, resource, name string) *Fault {
 	for i, f := range s.faults {
 		if f.Verb != verb || f.Resource != resource || (f.Name != "" && f.Name != name) {
 			continue
@@ -63,10 +69,11 @@ func (s *Sim) faultLocked(verb, resource, name string) error {
 				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
 			}
 		}
-		if f.Err == nil {
-			return ServerError("injected fault")
+		out := f.Fault
+		if out.Err == nil {
+			out.Err = ServerError("injected fault")
 		}
-		return f.Err
+		return &out
 	}
 	return nil
 }

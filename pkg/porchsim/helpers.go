@@ -229,3 +229,15 @@ func (s *Sim) repositoryLocked(namespace, name string) (*configv1alpha1.Reposito
 	}
 	return e.obj.(*configv1alpha1.Repository), nil
 }
+
+// PackageVariants returns copies of the stored PackageVariants of a
+// namespace ("" for all namespaces), ordered by namespace and name.
+func (s *Sim) PackageVariants(namespace string) []configv1alpha1.PackageVariant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []configv1alpha1.PackageVariant
+	for _, key := range s.sortedKeysLocked(resPackageVariants, namespace) {
+		out = append(out, *s.objects[resPackageVariants][key].obj.(*configv1alpha1.PackageVariant).DeepCopy())
+	}
+	return out
+}

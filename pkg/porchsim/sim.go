@@ -207,12 +207,16 @@ func (s *Sim) react(action clienttesting.Action) (bool, runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests[verb+" "+path]++
-	if err := s.faultLocked(verb, path, requestName(action)); err != nil {
-		return true, nil, err
+	fault := s.faultLocked(verb, path, requestName(action))
+	if fault != nil && !fault.AfterEffect {
+		return true, nil, fault.Err
 	}
 	obj, err := s.serveLocked(action, resource, sub, verb)
 	if err != nil {
 		return true, nil, err
+	}
+	if fault != nil {
+		return true, nil, fault.Err
 	}
 	return true, obj, nil
 }

@@ -151,6 +151,22 @@ func TestFaultHasNoEffect(t *testing.T) {
 	create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
 }
 
+func TestFaultAfterEffect(t *testing.T) {
+	s, c := fixture(t)
+	name := packageRevisionName("deploy", "foo", "packagevariant-1")
+	s.InjectFault(Fault{Verb: "create", Resource: "packagerevisions", Name: name, Times: 1, Err: TimeoutError("response lost"), AfterEffect: true})
+	draft := newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1))
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), draft, metav1.CreateOptions{}); !apierrors.IsTimeout(err) {
+		t.Fatalf("create: got %v, want the injected timeout", err)
+	}
+	if _, err := s.PackageRevision(ns, name); err != nil {
+		t.Errorf("the create should have taken effect: %v", err)
+	}
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), draft, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("retried create: got %v, want AlreadyExists", err)
+	}
+}
+
 func isNil(err error) bool { return err == nil }
 
 func receive(t *testing.T, ch <-chan watch.Event) watch.Event {

@@ -76,8 +76,8 @@ func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests["watch "+path]++
-	if err := s.faultLocked("watch", path, ""); err != nil {
-		return true, nil, err
+	if f := s.faultLocked("watch", path, ""); f != nil {
+		return true, nil, f.Err
 	}
 	k, ok := kindsByResource[resource]
 	if !ok || action.GetSubresource() != "" {

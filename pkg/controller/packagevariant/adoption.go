@@ -68,6 +68,9 @@ func (c *Controller) downstreamWinner(pv *configv1alpha1.PackageVariant) *config
 		}
 		if other.UID == pv.UID {
 			other = pv
+		} else if other.DeletionTimestamp != nil {
+			// A variant being deleted gives its downstream up.
+			continue
 		}
 		candidates[string(other.UID)] = other
 		if oldest == nil || olderThan(other, oldest) {

@@ -6,6 +6,7 @@ package packagevariant
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,9 +108,21 @@ func New(ctx context.Context, client versioned.Interface,
 	}
 
 	pvReg, err := pvInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueVariant,
-		UpdateFunc: func(_, newObj interface{}) { c.enqueueVariant(newObj) },
-		DeleteFunc: c.enqueueVariant,
+		AddFunc: func(obj interface{}) {
+			c.enqueueVariant(obj)
+			c.enqueuePeers(obj)
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			c.enqueueVariant(newObj)
+			if peersMayCare(oldObj, newObj) {
+				c.enqueuePeers(oldObj)
+				c.enqueuePeers(newObj)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			c.enqueueVariant(obj)
+			c.enqueuePeers(obj)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watch PackageVariants: %w", err)
@@ -162,6 +175,47 @@ func (c *Controller) enqueueVariant(obj interface{}) {
 		return
 	}
 	c.queue.Add(key)
+}
+
+// enqueuePeers enqueues the other variants that target the same downstream
+// package: when one appears, goes, starts deleting or moves away, the
+// conflict between them is decided anew.
+func (c *Controller) enqueuePeers(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pv, ok := obj.(*configv1alpha1.PackageVariant)
+	if !ok {
+		return
+	}
+	keys, _ := downstreamIndexFunc(pv)
+	for _, key := range keys {
+		peers, err := c.pvIndexer.ByIndex(ByDownstreamIndex, key)
+		if err != nil {
+			continue
+		}
+		for _, o := range peers {
+			if peer, ok := o.(*configv1alpha1.PackageVariant); ok && peer.UID != pv.UID {
+				c.queue.Add(cache.MetaObjectToName(peer))
+			}
+		}
+	}
+}
+
+// peersMayCare reports whether an update can change which variant wins a
+// shared downstream: its downstream changed or its deletion started.
+func peersMayCare(oldObj, newObj interface{}) bool {
+	o, ok1 := oldObj.(*configv1alpha1.PackageVariant)
+	n, ok2 := newObj.(*configv1alpha1.PackageVariant)
+	if !ok1 || !ok2 {
+		return false
+	}
+	if (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+		return true
+	}
+	ok, _ := downstreamIndexFunc(o)
+	nk, _ := downstreamIndexFunc(n)
+	return strings.Join(ok, ",") != strings.Join(nk, ",")
 }
 
 // handlePackageRevision enqueues only the variants a PackageRevision event

@@ -263,3 +263,46 @@ func waitForKey(t *testing.T, ch <-chan cache.ObjectName, want, what string) {
 		}
 	}
 }
+
+// TestVariantEventsWakeConflictingPeers: when a variant that shares a
+// downstream appears, starts deleting, moves away or goes, the others
+// targeting that downstream are synced to decide the conflict anew.
+func TestVariantEventsWakeConflictingPeers(t *testing.T) {
+	a := variant("ns", "a", "uid-a", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	b := variant("ns", "b", "uid-b", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	c3 := variant("ns", "c", "uid-c", [2]string{"blueprints", "app"}, [2]string{"deploy", "other"})
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	f.pvs = []*configv1alpha1.PackageVariant{a, b, c3}
+	c, _ := f.newController(ctx)
+
+	c.enqueuePeers(a)
+	if diff := cmp.Diff([]string{"ns/b"}, drain(c)); diff != "" {
+		t.Errorf("peers of a (-want +got):\n%s", diff)
+	}
+	c.enqueuePeers(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: c3})
+	if got := drain(c); len(got) != 0 {
+		t.Errorf("a variant with its own downstream woke %v", got)
+	}
+
+	deleting := a.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	moved := a.DeepCopy()
+	moved.Spec.Downstream.Package = "moved"
+	relabelled := a.DeepCopy()
+	relabelled.Labels = map[string]string{"x": "y"}
+	for name, tc := range map[string]struct {
+		newObj *configv1alpha1.PackageVariant
+		want   bool
+	}{
+		"deletion starts":     {deleting, true},
+		"downstream moves":    {moved, true},
+		"unrelated change":    {relabelled, false},
+		"status-only changes": {a.DeepCopy(), false},
+	} {
+		if got := peersMayCare(a, tc.newObj); got != tc.want {
+			t.Errorf("%s: peersMayCare = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -38,6 +38,7 @@ const (
 	ReasonDraftEdited        = "DraftEdited"
 	ReasonNewRevision        = "NewUpstreamRevision"
 	ReasonDeleting           = "Deleting"
+	ReasonDeletionProposed   = "DeletionProposed"
 )
 
 const readyMessage = "successfully ensured downstream package variant"

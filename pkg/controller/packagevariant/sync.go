@@ -223,16 +223,13 @@ func (c *Controller) ensureDownstream(ctx context.Context, st *state) error {
 	case st.published != nil:
 		return c.ensurePublished(ctx, st, st.published)
 	case st.deletionProposed != nil:
-		// Its deletion was proposed earlier (the variant once targeted
-		// another package), but it is the downstream again: take it back.
-		upd := st.deletionProposed.DeepCopy()
-		upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
-		restored, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
-		if err != nil {
-			return fmt.Errorf("restore %s from DeletionProposed: %w", upd.Name, err)
-		}
-		st.published = restored
-		return c.ensurePublished(ctx, st, restored)
+		// Someone proposed deleting the downstream. Restoring it, or making
+		// a new draft, would overrule that person: wait for their decision.
+		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
+		setNotReady(pv, ReasonDeletionProposed, fmt.Sprintf(
+			"downstream %s is proposed for deletion, so the variant changes nothing; approve the deletion and delete or retarget this variant, or set the revision back to Published",
+			st.deletionProposed.Name))
+		return nil
 	}
 	meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
 	if len(st.foreign) > 0 {

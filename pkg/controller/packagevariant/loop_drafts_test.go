@@ -1,0 +1,395 @@
+package packagevariant
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// personEdits changes a draft as a person would: a new file and a changed
+// field with a comment.
+func (h *harness) personEdits(name string) {
+	h.t.Helper()
+	files := h.files(name)
+	files["notes.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  owner: alice\n"
+	files["deployment.yaml"] = strings.Replace(files["deployment.yaml"], "name: app # the app", "name: app # the app\n  labels:\n    tuned: by-alice # keep", 1)
+	if err := h.sim.SetResources(testNS, name, files); err != nil {
+		h.t.Fatalf("person's edit of %s: %v", name, err)
+	}
+}
+
+func expectPersonEdits(t *testing.T, files map[string]string) {
+	t.Helper()
+	mustContain(t, "notes.yaml", files["notes.yaml"], "owner: alice")
+	mustContain(t, "deployment.yaml", files["deployment.yaml"], "tuned: by-alice # keep")
+}
+
+// TestLoopStaleUneditedDraftIsReplaced: a draft the controller made from
+// upstream v1 that nobody touched is replaced by a draft of v2 (Porch
+// cannot upgrade a draft in place).
+func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-2:Draft")
+	if task := revs[0].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v2" {
+		t.Errorf("task %+v, want a clone of v2", task)
+	}
+	mustContain(t, "deployment.yaml", h.files(revs[0].Name)["deployment.yaml"], "replicas: 3")
+	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
+		t.Errorf("Replaced events %v, want one", ev)
+	}
+}
+
+// TestLoopEditedStaleDraftIsKept: a draft a person edited is never
+// replaced; the variant says why nothing happens, and once the person
+// publishes it the upgrade follows with their edits merged.
+func TestLoopEditedStaleDraftIsKept(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.personEdits(draft)
+	h.settle()
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	mustContain(t, "DraftEdited message", cond.Message, draft, "blueprints.app.v2", "publish it", "delete it")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
+
+	if err := h.sim.Publish(testNS, draft); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.LocalPackageRevisionRef.Name != draft {
+		t.Errorf("task %+v, want an upgrade of %s", task, draft)
+	}
+	files := h.files(revs[1].Name)
+	expectPersonEdits(t, files)
+	mustContain(t, "deployment.yaml", files["deployment.yaml"], "replicas: 3")
+}
+
+// TestLoopPersonsEditSurvivesSpecChange: the variant's changes are applied
+// on top of a person's edits to the draft, never instead of them.
+func TestLoopPersonsEditSurvivesSpecChange(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	h.create(pv)
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.personEdits(draft)
+	h.settle()
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	files := h.files(draft)
+	expectPersonEdits(t, files)
+	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: silver")
+}
+
+// TestLoopPersonsEditRacingTheControllerIsKept: a person saves the draft
+// between the controller's read and its write. Porch refuses the stale
+// write (resourceVersion), the controller reads again, and both changes end
+// up in the draft.
+func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	h.create(pv)
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+
+	var once sync.Once
+	fc := h.client.(*fake.Clientset)
+	fc.PrependReactor("update", "packagerevisionresources", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { h.personEdits(draft) })
+		return false, nil, nil // on to the Sim, which sees a stale resourceVersion
+	})
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	h.waitReady("app")
+	h.settle()
+	if got := h.sim.Requests()["update packagerevisionresources"]; got < 2 {
+		t.Errorf("%d resource updates, want the refused one and a retry", got)
+	}
+	files := h.files(draft)
+	expectPersonEdits(t, files)
+	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: silver")
+	h.expectRevisions("app", "packagevariant-1:Draft")
+}
+
+// TestLoopUpstreamRevisionPin: spec.upstream.revision is honoured even
+// when a newer revision exists, and moving the pin moves the downstream.
+func TestLoopUpstreamRevisionPin(t *testing.T) {
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	pv := newVariant("app", "app")
+	pv.Spec.Upstream.Revision = 1
+	h.create(pv)
+	h.waitReady("app")
+	h.settle()
+	revs := h.waitRevisions("app", "packagevariant-1:Draft")
+	if up := revs[0].Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name; up != "blueprints.app.v1" {
+		t.Errorf("cloned from %s, want the pinned blueprints.app.v1", up)
+	}
+	if err := h.sim.Publish(testNS, revs[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app", "packagevariant-1:Published")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Published")
+
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
+	revs = h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app")
+	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.NewUpstream.Name != "blueprints.app.v2" {
+		t.Errorf("task %+v, want an upgrade to v2", task)
+	}
+}
+
+// TestLoopUpstreamWorkspacePin: spec.upstream.workspaceName selects a
+// revision; with revision it must agree.
+func TestLoopUpstreamWorkspacePin(t *testing.T) {
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	pv := newVariant("app", "app")
+	pv.Spec.Upstream.WorkspaceName = "v1"
+	h.create(pv)
+	h.waitReady("app")
+	revs := h.waitRevisions("app", "packagevariant-1:Draft")
+	if up := revs[0].Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name; up != "blueprints.app.v1" {
+		t.Errorf("cloned from %s, want blueprints.app.v1", up)
+	}
+
+	bad := newVariant("disagree", "other")
+	bad.Spec.Upstream.WorkspaceName = "v1"
+	bad.Spec.Upstream.Revision = 2
+	h.create(bad)
+	cond := h.waitCondition("disagree", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+	mustContain(t, "Stalled message", cond.Message, "v1", "2")
+	h.settle()
+	h.expectRevisions("other")
+}
+
+// TestLoopNeverClonesPlaceholder: a package with only its main placeholder
+// cannot be cloned; the status says so and nothing is created.
+func TestLoopNeverClonesPlaceholder(t *testing.T) {
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		if _, err := s.AddPlaceholder(testNS, "blueprints", "empty"); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	pv := newVariant("empty", "empty")
+	pv.Spec.Upstream.Package = "empty"
+	h.create(pv)
+	cond := h.waitCondition("empty", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+	mustContain(t, "Stalled message", cond.Message, "placeholder", "main", "publish")
+	h.settle()
+	h.expectRevisions("empty")
+
+	// Publishing the upstream is all it takes.
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "empty", 1, blueprintFiles(1, "v1\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady("empty")
+	h.waitRevisions("empty", "packagevariant-1:Draft")
+}
+
+// TestLoopProposedMeansWaitingForApproval: a Proposed downstream blocks
+// changes (Porch refuses them); the variant waits instead of failing or
+// making another draft, and continues once the revision is published.
+func TestLoopProposedMeansWaitingForApproval(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	h.create(pv)
+	h.waitReady("app")
+	h.settle()
+	name := h.revisions("app")[0].Name
+	if err := h.sim.Propose(testNS, name); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app", "packagevariant-1:Proposed")
+	h.settle()
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonWaitingForApproval)
+	mustContain(t, "Ready message", cond.Message, name, "Proposed", "approval")
+	if st := h.condition("app", ConditionStalled); st == nil || st.Status != metav1.ConditionFalse {
+		t.Errorf("Stalled %+v, want False: waiting is not an error", st)
+	}
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Proposed")
+
+	if err := h.sim.Publish(testNS, name); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app")
+	mustContain(t, "package-context.yaml", h.files(revs[1].Name)["package-context.yaml"], "tier: silver")
+}
+
+// TestLoopManualUpgradePolicy: Manual never makes an upgrade draft by
+// itself; UpgradeAvailable names the new revision until the user pins it.
+func TestLoopManualUpgradePolicy(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
+	h.create(pv)
+	h.waitReady("app")
+	name := h.revisions("app")[0].Name
+	if err := h.sim.Publish(testNS, name); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app", "packagevariant-1:Published")
+	h.settle()
+
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	cond := h.waitCondition("app", ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision)
+	mustContain(t, "UpgradeAvailable message", cond.Message, "revision 2", "blueprints.app.v2", "spec.upstream.revision")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Published")
+	if ready := h.condition("app", ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %+v, want True: the downstream is what the user chose", ready)
+	}
+
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
+	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade {
+		t.Errorf("task %+v, want an upgrade", task)
+	}
+	if c := h.condition("app", ConditionUpgradeAvailable); c != nil {
+		t.Errorf("UpgradeAvailable %+v still set after the upgrade", c)
+	}
+}
+
+// TestLoopInjectedConfigMapChange: a change to an injected ConfigMap in
+// the cluster reaches the variant through the on-demand watch: the open
+// draft is updated, and once published a new draft carries the new data.
+func TestLoopInjectedConfigMapChange(t *testing.T) {
+	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
+	h.create(customised("app-eu", "app-eu"))
+	h.waitReady("app-eu")
+	h.settle()
+	draft := h.revisions("app-eu")[0].Name
+
+	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-2"})
+	h.eventually("the draft to carry the new region", func() bool {
+		return strings.Contains(h.files(draft)["region.yaml"], "region: eu-west-2")
+	})
+	h.settle()
+	h.expectRevisions("app-eu", "packagevariant-1:Draft")
+
+	if err := h.sim.Publish(testNS, draft); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app-eu", "packagevariant-1:Published")
+	h.settle()
+	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-3"})
+	revs := h.waitRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app-eu")
+	h.settle()
+	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeEdit {
+		t.Errorf("task %+v, want an edit draft", task)
+	}
+	mustContain(t, "region.yaml", h.files(revs[1].Name)["region.yaml"], "region: eu-west-3")
+}
+
+// TestLoopWatchesInjectedKindsOnDemand: ConfigMaps are listed and watched
+// only once a variant's package has an injection point for them.
+func TestLoopWatchesInjectedKindsOnDemand(t *testing.T) {
+	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}), withSim(func(s *porchsim.Sim) {
+		files := blueprintFiles(1, "plain\n")
+		delete(files, "region.yaml")
+		if _, err := s.AddPublished(testNS, "blueprints", "plain", 1, files); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	pv := customised("plain", "plain")
+	pv.Spec.Upstream.Package = "plain"
+	h.create(pv)
+	h.waitReady("plain")
+	h.settle()
+	for _, a := range h.dyn.Actions() {
+		t.Errorf("no injection point, but the controller called %s %s", a.GetVerb(), a.GetResource().Resource)
+	}
+	h.create(customised("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	verbs := map[string]bool{}
+	for _, a := range h.dyn.Actions() {
+		verbs[a.GetVerb()+" "+a.GetResource().Resource] = true
+	}
+	if !verbs["list configmaps"] || !verbs["watch configmaps"] {
+		t.Errorf("dynamic client calls %v, want a list and a watch of configmaps", verbs)
+	}
+}
+
+// TestLoopNoDuplicateDraftWhileCacheLags: the response to the create is
+// lost and the informer cache does not show the new draft; retries and
+// further syncs must not make a second one.
+func TestLoopNoDuplicateDraftWhileCacheLags(t *testing.T) {
+	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
+	h.create(customised("app-eu", "app-eu"))
+	h.waitReady("app-eu")
+	name := h.revisions("app-eu")[0].Name
+	if err := h.sim.Publish(testNS, name); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app-eu", "packagevariant-1:Published")
+	h.settle()
+
+	h.sim.HoldWatchEvents()
+	h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Times: 1,
+		Err: porchsim.TimeoutError("response lost"), AfterEffect: true})
+	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-2"})
+	h.eventually("an edit draft to be created", func() bool { return len(h.revisions("app-eu")) == 2 })
+	h.eventually("the lost create to be retried", func() bool { return h.sim.Requests()["create packagerevisions"] >= 2 })
+	for range 5 {
+		h.resync("app-eu")
+	}
+	h.expectRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
+
+	h.sim.ReleaseWatchEvents()
+	revs := h.waitRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.eventually("the draft to carry the new region", func() bool {
+		return strings.Contains(h.files(revs[1].Name)["region.yaml"], "region: eu-west-2")
+	})
+	h.waitReady("app-eu")
+	h.settle()
+	h.expectRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
+}

@@ -1,0 +1,206 @@
+package packagevariant
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+func strPtr(s string) *string { return &s }
+
+// customised is a variant that uses every mutation: package context,
+// a prepended function and config injection.
+func customised(name, downstream string) *configv1alpha1.PackageVariant {
+	pv := newVariant(name, downstream)
+	pv.Spec.Labels = map[string]string{"team": "a"}
+	pv.Spec.Annotations = map[string]string{"owner": "platform"}
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"cluster": "eu-1"}}
+	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{
+		Name:      "set-ns",
+		Image:     "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4",
+		ConfigMap: map[string]string{"namespace": "app"},
+	}}}
+	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Kind: strPtr("ConfigMap"), Name: "eu-west"}}
+	return pv
+}
+
+// TestLoopClonesCustomisedDraft: a new variant gets one clone draft of the
+// latest upstream, owned by the variant, with its labels, annotations,
+// package context, prepended function and injected ConfigMap; its status
+// says Ready and names the draft.
+func TestLoopClonesCustomisedDraft(t *testing.T) {
+	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
+	pv := h.create(customised("app-eu", "app-eu"))
+	h.waitReady("app-eu")
+	h.settle()
+
+	revs := h.waitRevisions("app-eu", "packagevariant-1:Draft")
+	draft := &revs[0]
+	if draft.Name != "deploy.app-eu.packagevariant-1" {
+		t.Errorf("draft name %q", draft.Name)
+	}
+	if task := draft.Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v1" {
+		t.Errorf("first task %+v, want a clone of blueprints.app.v1", task)
+	}
+	if ref := metav1.GetControllerOf(draft); ref == nil || ref.UID != pv.UID || controllerOwners(draft) != 1 {
+		t.Errorf("owner references %+v, want one controller reference to the variant", draft.OwnerReferences)
+	}
+	if draft.Labels["team"] != "a" || draft.Annotations["owner"] != "platform" {
+		t.Errorf("labels %v annotations %v, want the variant's", draft.Labels, draft.Annotations)
+	}
+	files := h.files(draft.Name)
+	mustContain(t, "package-context.yaml", files["package-context.yaml"], "name: app-eu", "cluster: eu-1")
+	mustContain(t, "Kptfile", files["Kptfile"], "name: PackageVariant.app-eu.set-ns.0", "set-namespace:v0.4",
+		"config.injection.ConfigMap.region-config", "conditionType: config.injection.ConfigMap.region-config")
+	mustContain(t, "region.yaml", files["region.yaml"], "region: eu-west-1", "kpt.dev/injected-resource: eu-west")
+	mustContain(t, "deployment.yaml", files["deployment.yaml"], "name: app # the app")
+
+	got := h.variant("app-eu")
+	if !hasFinalizer(got) {
+		t.Errorf("finalizers %v, want %s", got.Finalizers, configv1alpha1.Finalizer)
+	}
+	if len(got.Status.DownstreamTargets) != 1 || got.Status.DownstreamTargets[0].Name != draft.Name {
+		t.Errorf("downstreamTargets %+v, want [%s]", got.Status.DownstreamTargets, draft.Name)
+	}
+	if got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("observedGeneration %d, generation %d", got.Status.ObservedGeneration, got.Generation)
+	}
+	stalled := h.condition("app-eu", ConditionStalled)
+	if stalled == nil || stalled.Status != metav1.ConditionFalse || stalled.Reason != ReasonValid {
+		t.Errorf("Stalled %+v, want False/Valid", stalled)
+	}
+	if ev := h.eventsMatching("Created draft deploy.app-eu.packagevariant-1"); len(ev) != 1 {
+		t.Errorf("Created events %v, want one", ev)
+	}
+}
+
+// TestLoopUpToDateVariantMakesNoRequests: once a variant is up to date, a
+// sync (a resync, an unrelated event) reads only the caches.
+func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
+	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
+	h.create(customised("app-eu", "app-eu"))
+	h.waitReady("app-eu")
+	h.settle()
+
+	h.sim.ResetRequests()
+	for range 3 {
+		h.resync("app-eu")
+	}
+	h.settle()
+	if reqs := h.sim.Requests(); len(reqs) != 0 {
+		t.Errorf("an up-to-date variant made requests: %v", reqs)
+	}
+
+	// The same once its draft is published.
+	name := h.revisions("app-eu")[0].Name
+	if err := h.sim.Publish(testNS, name); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app-eu", "packagevariant-1:Published")
+	h.settle()
+	h.sim.ResetRequests()
+	h.resync("app-eu")
+	h.settle()
+	if reqs := h.sim.Requests(); len(reqs) != 0 {
+		t.Errorf("an up-to-date variant with a published downstream made requests: %v", reqs)
+	}
+	h.expectRevisions("app-eu", "packagevariant-1:Published")
+}
+
+// TestLoopSpecChangeEditsDraftInPlace: a changed spec is applied to the
+// open draft, no second draft is made.
+func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	h.create(pv)
+	h.waitReady("app")
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext.Data["tier"] = "silver"
+	})
+	h.waitReady("app")
+	h.settle()
+	revs := h.waitRevisions("app", "packagevariant-1:Draft")
+	mustContain(t, "package-context.yaml", h.files(revs[0].Name)["package-context.yaml"], "tier: silver")
+}
+
+// TestLoopSpecChangeOfPublishedMakesEditDraft: when the downstream is
+// published, a changed spec gives an edit draft of it.
+func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	h.create(pv)
+	h.waitReady("app")
+	published := h.revisions("app")[0].Name
+	if err := h.sim.Publish(testNS, published); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app", "packagevariant-1:Published")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Published")
+
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext.Data["tier"] = "silver"
+	})
+	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	draft := revs[1]
+	if task := draft.Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeEdit || task.Edit.Source.Name != published {
+		t.Errorf("task %+v, want an edit of %s", task, published)
+	}
+	mustContain(t, "package-context.yaml", h.files(draft.Name)["package-context.yaml"], "tier: silver")
+	mustContain(t, "published package-context.yaml", h.files(published)["package-context.yaml"], "tier: gold")
+	targets := h.variant("app").Status.DownstreamTargets
+	if len(targets) != 1 || targets[0].Name != draft.Name {
+		t.Errorf("downstreamTargets %+v, want only the draft %s", targets, draft.Name)
+	}
+}
+
+// TestLoopUpstreamMoveMakesUpgradeDraft: a published downstream gets an
+// upgrade draft when a new upstream revision is published; Porch's
+// three-way merge keeps the variant's changes and brings the upstream's.
+func TestLoopUpstreamMoveMakesUpgradeDraft(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	h.create(pv)
+	h.waitReady("app")
+	published := h.revisions("app")[0].Name
+	if err := h.sim.Publish(testNS, published); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("app", "packagevariant-1:Published")
+	h.settle()
+
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	draft := revs[1]
+	task := draft.Spec.Tasks[0]
+	if task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.OldUpstream.Name != "blueprints.app.v1" ||
+		task.Upgrade.NewUpstream.Name != "blueprints.app.v2" || task.Upgrade.LocalPackageRevisionRef.Name != published ||
+		task.Upgrade.Strategy != porchv1alpha1.ResourceMerge {
+		t.Errorf("task %+v, want a resource-merge upgrade of %s from v1 to v2", task, published)
+	}
+	files := h.files(draft.Name)
+	mustContain(t, "deployment.yaml", files["deployment.yaml"], "replicas: 3")
+	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: gold")
+	if files["README.md"] != "v2\n" {
+		t.Errorf("README %q, want the upstream's v2", files["README.md"])
+	}
+	if lock := h.revision(draft.Name).Status.UpstreamLock; lock == nil || lock.Git == nil || !strings.HasSuffix(lock.Git.Ref, "/v2") {
+		t.Errorf("upstreamLock %+v, want a ref ending in v2", lock)
+	}
+}
