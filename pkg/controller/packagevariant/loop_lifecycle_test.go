@@ -195,6 +195,9 @@ func TestLoopDeletionPolicies(t *testing.T) {
 				if len(revs) != 0 {
 					t.Fatalf("revisions %v, want none", summary(revs))
 				}
+				if ev := h.eventsMatching("Deleted " + string(tc.lifecycle) + " " + name); len(ev) != 1 {
+					t.Errorf("Deleted events %v, want one", ev)
+				}
 				return
 			}
 			if len(revs) != 1 {
