@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
@@ -155,15 +156,17 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	if err != nil {
 		return fmt.Errorf("create dynamic client for config injection: %w", err)
 	}
-	injection := packagevariant.InjectionOptions{
+	// One informer per kind named by injection points and objectSelectors,
+	// started on first use and shared by both controllers.
+	objects := ondemand.New(ctx, ondemand.Options{
 		Dynamic: dyn,
-		// Discovery is cached and refreshed when an injection point names a
-		// kind it does not know (a CRD installed later).
+		// Discovery is cached and refreshed when a kind is not known (a CRD
+		// installed later).
 		Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
 		Namespace:    o.namespace,
 		ResyncPeriod: o.resyncPeriod,
-	}
-	controllers, checks, err := buildControllers(ctx, client, factory, injection, recorder, m, enabled)
+	})
+	controllers, checks, err := buildControllers(ctx, client, factory, objects, recorder, m, enabled)
 	if err != nil {
 		return err
 	}
@@ -316,7 +319,7 @@ func waitWithGrace(ctx context.Context, grace time.Duration, fn func(context.Con
 
 // buildControllers creates the enabled controllers and their readiness checks.
 func buildControllers(ctx context.Context, client versioned.Interface, factory informers.SharedInformerFactory,
-	injection packagevariant.InjectionOptions, recorder record.EventRecorder, m *metrics.Metrics, enabled []string) ([]controllerRunner, []readyCheck, error) {
+	objects *ondemand.Informers, recorder record.EventRecorder, m *metrics.Metrics, enabled []string) ([]controllerRunner, []readyCheck, error) {
 	var controllers []controllerRunner
 	var checks []readyCheck
 	for _, name := range enabled {
@@ -327,14 +330,14 @@ func buildControllers(ctx context.Context, client versioned.Interface, factory i
 			c, err = packagevariant.New(ctx, client,
 				factory.Config().V1alpha1().PackageVariants(),
 				factory.Porch().V1alpha1().PackageRevisions(),
-				injection, recorder, m)
+				objects, recorder, m)
 		case packagevariantset.ControllerName:
 			c, err = packagevariantset.New(ctx, client,
 				factory.Config().V1alpha2().PackageVariantSets(),
 				factory.Config().V1alpha1().PackageVariants(),
 				factory.Config().V1alpha1().Repositories(),
 				factory.Porch().V1alpha1().PackageRevisions(),
-				recorder, m)
+				objects, recorder, m)
 		default:
 			return nil, nil, fmt.Errorf("unknown reconciler %q", name)
 		}

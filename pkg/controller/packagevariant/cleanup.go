@@ -119,6 +119,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 		return fmt.Errorf("remove finalizer from PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
 	c.expectations.forget(pv.UID)
+	c.conflicts.Delete(pv.UID)
 	klog.FromContext(ctx).V(2).Info("Cleaned up; finalizer removed", "policy", deletionPolicy(pv))
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
@@ -57,8 +59,11 @@ type Controller struct {
 	prLister  porchlisters.PackageRevisionLister
 	prIndexer cache.Indexer
 
-	injection    *injectionWatcher
+	injection    *ondemand.Informers
 	expectations *expectations
+	// conflicts remembers, by variant UID, the winner each losing variant
+	// last reported, so a Conflict event is sent once per conflict.
+	conflicts sync.Map
 
 	cachesSynced []cache.InformerSynced
 
@@ -70,13 +75,14 @@ type Controller struct {
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
-// New wires a Controller to its informers. Event handlers are registered
+// New wires a Controller to its informers. injection serves the in-cluster
+// objects config injection reads (nil turns config injection off). Event handlers are registered
 // here, so events queue up from the moment the informers start, whether or
 // not Run has been called (a standby replica keeps a warm queue).
 func New(ctx context.Context, client versioned.Interface,
 	pvInformer configinformers.PackageVariantInformer,
 	prInformer porchinformers.PackageRevisionInformer,
-	injection InjectionOptions,
+	injection *ondemand.Informers,
 	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
@@ -91,7 +97,12 @@ func New(ctx context.Context, client versioned.Interface,
 		metrics:      m,
 	}
 	c.syncHandler = c.sync
-	c.injection = newInjectionWatcher(ctx, injection, c.handleInjectedObject)
+	if injection == nil {
+		// Config injection off: every injection point reports it.
+		injection = ondemand.New(ctx, ondemand.Options{})
+	}
+	injection.AddHandler(c.handleInjectedObject)
+	c.injection = injection
 
 	if err := pvInformer.Informer().AddIndexers(cache.Indexers{
 		ByUpstreamIndex:   upstreamIndexFunc,

@@ -67,7 +67,7 @@ func (c *Controller) inputsDigest(pv *configv1alpha1.PackageVariant, upstreamNam
 			st.Err = err.Error()
 		} else {
 			gvk := gv.WithKind(ref.Kind)
-			obj, found, err := c.injection.get(gvk, pv.Namespace, ref.Name)
+			obj, found, err := c.injection.Get(gvk, pv.Namespace, ref.Name)
 			switch {
 			case err != nil:
 				st.Err = err.Error()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 )
 
 func TestResourcesDigest(t *testing.T) {
@@ -44,7 +45,7 @@ func injectionController(t *testing.T, objs ...runtime.Object) *Controller {
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	c := &Controller{}
-	c.injection = newInjectionWatcher(ctx, InjectionOptions{Dynamic: dyn, Mapper: mapper}, func(schema.GroupKind, string, string) {})
+	c.injection = ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper})
 	return c
 }
 

@@ -177,7 +177,7 @@ func mutationInput(pv *configv1alpha1.PackageVariant) mutate.Input {
 
 func (c *Controller) objectGetter(namespace string) mutate.ObjectGetter {
 	return func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
-		return c.injection.get(gvk, namespace, name)
+		return c.injection.Get(gvk, namespace, name)
 	}
 }
 

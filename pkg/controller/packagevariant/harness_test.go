@@ -25,6 +25,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -178,7 +179,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	prInformer := factory.Porch().V1alpha1().PackageRevisions()
 	recorder := record.NewFakeRecorder(1000)
 	c, err := New(ctx, h.client, pvInformer, prInformer,
-		InjectionOptions{Dynamic: dyn, Mapper: mapper}, recorder, nil)
+		ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper}), recorder, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -46,6 +46,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if errors.Is(syncErr, errDraftPending) {
 		syncErr = nil
 	}
+	if syncErr != nil && !apierrors.IsConflict(syncErr) {
+		// Say what fails while it is retried; the next success replaces it.
+		setNotReady(desired, ReasonError, fmt.Sprintf("%v; retrying", syncErr))
+	}
 	if err := c.writeStatus(ctx, pv, desired); err != nil {
 		if syncErr == nil {
 			return err
@@ -67,8 +71,11 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 	if winner := c.downstreamWinner(pv); winner != nil && winner.UID != pv.UID {
 		msg := fmt.Sprintf("downstream package %s is managed by PackageVariant %s/%s; this variant writes nothing until that one is deleted or this one targets another downstream",
 			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), winner.Namespace, winner.Name)
-		if cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict); cond == nil || cond.Status != metav1.ConditionTrue {
-			// An event only when the conflict starts.
+		// An event only when the conflict starts: neither the status (which
+		// survives a restart) nor this process (whose status write may not
+		// be in the cache yet) has recorded it.
+		cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict)
+		if prev, seen := c.conflicts.Swap(pv.UID, winner.UID); (!seen || prev != winner.UID) && (cond == nil || cond.Status != metav1.ConditionTrue) {
 			c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", msg)
 		}
 		setCondition(pv, ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg)
@@ -77,6 +84,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		return nil
 	}
 	meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionConflict)
+	c.conflicts.Delete(pv.UID)
 
 	up := pv.Spec.Upstream
 	upRevs := c.packageRevisions(pv.Namespace, up.Repo, up.Package)

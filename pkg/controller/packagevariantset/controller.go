@@ -6,17 +6,23 @@ package packagevariantset
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configv1alpha1informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
@@ -42,6 +48,23 @@ const (
 
 const anyRepository = "*"
 
+// ByObjectKindIndex keys a set by "<namespace>/<group>/<kind>" of each
+// objectSelector it has.
+const ByObjectKindIndex = "byObjectKind"
+
+// BySetIndex, on the PackageVariant informer, keys a variant by
+// "<namespace>/<set UID>" from its set label.
+const BySetIndex = "bySet"
+
+// ByPackageIndex, on the PackageRevision informer, keys a revision by
+// "<namespace>/<repository>/<package>" (the upstream lookup).
+const ByPackageIndex = "pvsByPackage"
+
+// variantStatusDelay batches the wake-ups of a set by its variants'
+// readiness changes: a fan-out of N variants costs a few syncs of the set,
+// not N.
+const variantStatusDelay = time.Second
+
 // Controller is the PackageVariantSet controller.
 type Controller struct {
 	client versioned.Interface
@@ -49,8 +72,14 @@ type Controller struct {
 	pvsLister   configv1alpha2listers.PackageVariantSetLister
 	pvsIndexer  cache.Indexer
 	pvLister    configv1alpha1listers.PackageVariantLister
+	pvIndexer   cache.Indexer
 	repoLister  configv1alpha1listers.RepositoryLister
+	prIndexer   cache.Indexer
 	cacheSynced []cache.InformerSynced
+
+	// objects serves the kinds objectSelectors name.
+	objects *ondemand.Informers
+	cel     *celtemplate.Cache
 
 	queue    workloop.Queue
 	recorder record.EventRecorder
@@ -60,12 +89,14 @@ type Controller struct {
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
-// New wires a Controller to its informers.
+// New wires a Controller to its informers. objects serves the kinds that
+// objectSelectors name (nil: such targets report that they cannot be read).
 func New(ctx context.Context, client versioned.Interface,
 	pvsInformer configv1alpha2informers.PackageVariantSetInformer,
 	pvInformer configv1alpha1informers.PackageVariantInformer,
 	repoInformer configv1alpha1informers.RepositoryInformer,
 	prInformer porchinformers.PackageRevisionInformer,
+	objects *ondemand.Informers,
 	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
@@ -73,40 +104,62 @@ func New(ctx context.Context, client versioned.Interface,
 		pvsLister:  pvsInformer.Lister(),
 		pvsIndexer: pvsInformer.Informer().GetIndexer(),
 		pvLister:   pvInformer.Lister(),
+		pvIndexer:  pvInformer.Informer().GetIndexer(),
 		repoLister: repoInformer.Lister(),
+		prIndexer:  prInformer.Informer().GetIndexer(),
+		cel:        celtemplate.NewCache(celtemplate.Options{}),
 		queue:      workloop.NewQueue(ControllerName, m),
 		recorder:   recorder,
 		metrics:    m,
 	}
 	c.syncHandler = c.sync
 
+	if objects == nil {
+		objects = ondemand.New(ctx, ondemand.Options{})
+	}
+	c.objects = objects
+	objects.AddHandler(func(gk schema.GroupKind, namespace, _ string) {
+		c.enqueueByIndex(logger, ByObjectKindIndex, namespace+"/"+gk.Group+"/"+gk.Kind)
+	})
+
 	if err := pvsInformer.Informer().AddIndexers(cache.Indexers{
 		ByUpstreamIndex:   upstreamIndexFunc,
 		ByRepositoryIndex: repositoryIndexFunc,
+		ByObjectKindIndex: objectKindIndexFunc,
 	}); err != nil {
 		return nil, fmt.Errorf("add PackageVariantSet indexers: %w", err)
+	}
+	if err := pvInformer.Informer().AddIndexers(cache.Indexers{BySetIndex: setIndexFunc}); err != nil {
+		return nil, fmt.Errorf("add PackageVariant indexers: %w", err)
+	}
+	if err := prInformer.Informer().AddIndexers(cache.Indexers{ByPackageIndex: packageIndexFunc}); err != nil {
+		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		what     string
-		handle   func(obj interface{})
+		funcs    cache.ResourceEventHandlerFuncs
 	}{
-		{pvsInformer.Informer(), "PackageVariantSets", c.enqueueSet},
-		{pvInformer.Informer(), "PackageVariants", func(obj interface{}) { c.handleVariant(logger, obj) }},
-		{repoInformer.Informer(), "Repositories", func(obj interface{}) { c.handleRepository(logger, obj) }},
-		{prInformer.Informer(), "PackageRevisions", func(obj interface{}) { c.handlePackageRevision(logger, obj) }},
+		{pvsInformer.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueueSet,
+			UpdateFunc: func(_, newObj interface{}) { c.enqueueSet(newObj) },
+			DeleteFunc: func(obj interface{}) {
+				if m := objectMeta(obj); m != nil {
+					c.cel.Forget(m.GetUID())
+				}
+			},
+		}},
+		{pvInformer.Informer(), "PackageVariants", cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { c.handleVariant(logger, obj, 0) },
+			UpdateFunc: func(oldObj, newObj interface{}) { c.handleVariantUpdate(logger, oldObj, newObj) },
+			DeleteFunc: func(obj interface{}) { c.handleVariant(logger, obj, 0) },
+		}},
+		{repoInformer.Informer(), "Repositories", both(func(obj interface{}) { c.handleRepository(logger, obj) })},
+		{prInformer.Informer(), "PackageRevisions", both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
 	}
 	for _, h := range handlers {
-		handle := h.handle
-		reg, err := h.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: handle,
-			UpdateFunc: func(oldObj, newObj interface{}) {
-				handle(oldObj)
-				handle(newObj)
-			},
-			DeleteFunc: handle,
-		})
+		reg, err := h.informer.AddEventHandler(h.funcs)
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", h.what, err)
 		}
@@ -150,10 +203,46 @@ func (c *Controller) enqueueSet(obj interface{}) {
 	c.queue.Add(key)
 }
 
+// both calls handle for the old and the new object of every event.
+func both(handle func(obj interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: handle,
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			handle(oldObj)
+			handle(newObj)
+		},
+		DeleteFunc: handle,
+	}
+}
+
+// handleVariantUpdate wakes the set when what it manages changed (the
+// spec, labels, owner, deletion): at once; when only the variant's
+// readiness changed: after variantStatusDelay, batched with the others.
+// Other status writes do not concern the set.
+func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj interface{}) {
+	o, ok1 := oldObj.(*configv1alpha1.PackageVariant)
+	n, ok2 := newObj.(*configv1alpha1.PackageVariant)
+	if !ok1 || !ok2 {
+		return
+	}
+	managedChanged := o.Generation != n.Generation ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		o.Labels[configv1alpha2.SetLabel] != n.Labels[configv1alpha2.SetLabel] ||
+		!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences)
+	if managedChanged {
+		c.handleVariant(logger, oldObj, 0)
+		c.handleVariant(logger, newObj, 0)
+		return
+	}
+	if meta.IsStatusConditionTrue(o.Status.Conditions, "Ready") != meta.IsStatusConditionTrue(n.Status.Conditions, "Ready") {
+		c.handleVariant(logger, newObj, variantStatusDelay)
+	}
+}
+
 // handleVariant enqueues the set that controls a PackageVariant, checked by
 // UID so a variant of a deleted and re-created set of the same name does not
 // wake the new one.
-func (c *Controller) handleVariant(logger klog.Logger, obj interface{}) {
+func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay time.Duration) {
 	m := objectMeta(obj)
 	if m == nil {
 		return
@@ -167,6 +256,10 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}) {
 		return
 	}
 	logger.V(4).Info("PackageVariant event", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
+	if delay > 0 {
+		c.queue.AddAfter(cache.MetaObjectToName(pvs), delay)
+		return
+	}
 	c.queue.Add(cache.MetaObjectToName(pvs))
 }
 
@@ -256,4 +349,42 @@ func repositoryIndexFunc(obj interface{}) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+func objectKindIndexFunc(obj interface{}) ([]string, error) {
+	pvs, ok := obj.(*configv1alpha2.PackageVariantSet)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	for _, t := range pvs.Spec.Targets {
+		if s := t.ObjectSelector; s != nil {
+			gv, err := schema.ParseGroupVersion(s.APIVersion)
+			if err != nil {
+				continue
+			}
+			keys = append(keys, pvs.Namespace+"/"+gv.Group+"/"+s.Kind)
+		}
+	}
+	return keys, nil
+}
+
+func setIndexFunc(obj interface{}) ([]string, error) {
+	pv, ok := obj.(*configv1alpha1.PackageVariant)
+	if !ok {
+		return nil, nil
+	}
+	uid, ok := pv.Labels[configv1alpha2.SetLabel]
+	if !ok {
+		return nil, nil
+	}
+	return []string{pv.Namespace + "/" + uid}, nil
+}
+
+func packageIndexFunc(obj interface{}) ([]string, error) {
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return nil, nil
+	}
+	return []string{pr.Namespace + "/" + pr.Spec.RepositoryName + "/" + pr.Spec.PackageName}, nil
 }

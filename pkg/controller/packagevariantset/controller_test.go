@@ -52,7 +52,7 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 		factory.Config().V1alpha1().PackageVariants(),
 		factory.Config().V1alpha1().Repositories(),
 		factory.Porch().V1alpha1().PackageRevisions(),
-		record.NewFakeRecorder(10), nil)
+		nil, record.NewFakeRecorder(10), nil)
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}
@@ -276,7 +276,7 @@ func TestEventsReachOnlyConcernedSets(t *testing.T) {
 
 	type handler func(c *Controller, logger klog.Logger, obj interface{})
 	enqueueSet := func(c *Controller, _ klog.Logger, obj interface{}) { c.enqueueSet(obj) }
-	handleVariant := func(c *Controller, l klog.Logger, obj interface{}) { c.handleVariant(l, obj) }
+	handleVariant := func(c *Controller, l klog.Logger, obj interface{}) { c.handleVariant(l, obj, 0) }
 	handleRepository := func(c *Controller, l klog.Logger, obj interface{}) { c.handleRepository(l, obj) }
 	handlePackageRevision := func(c *Controller, l klog.Logger, obj interface{}) { c.handlePackageRevision(l, obj) }
 
@@ -379,18 +379,25 @@ func TestEventsReachOnlyConcernedSets(t *testing.T) {
 	}
 }
 
+// TestSyncMakesNoWrites: a set that is gone or being deleted costs nothing
+// (its variants go by garbage collection).
 func TestSyncMakesNoWrites(t *testing.T) {
 	cases := map[string]struct {
-		key cache.ObjectName
+		key      cache.ObjectName
+		deleting bool
 	}{
-		"existing set": {key: cache.ObjectName{Namespace: "ns", Name: "s"}},
-		"deleted set":  {key: cache.ObjectName{Namespace: "ns", Name: "gone"}},
+		"set being deleted": {key: cache.ObjectName{Namespace: "ns", Name: "s"}, deleting: true},
+		"deleted set":       {key: cache.ObjectName{Namespace: "ns", Name: "gone"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
 			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
+			if tc.deleting {
+				now := metav1.Now()
+				s.DeletionTimestamp = &now
+			}
 			f.sets = append(f.sets, s)
 			f.objects = append(f.objects, s)
 			c, _ := f.newController(ctx)
@@ -558,4 +565,59 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func TestSetAndObjectKindIndexFuncs(t *testing.T) {
+	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"})
+	s.Spec.Targets = []configv1alpha2.Target{
+		{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "infra.example.com/v1", Kind: "Site"}},
+		{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: "ConfigMap"}},
+		{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "a/b/c", Kind: "Broken"}},
+	}
+	keys, _ := objectKindIndexFunc(s)
+	if diff := cmp.Diff([]string{"ns/infra.example.com/Site", "ns//ConfigMap"}, keys); diff != "" {
+		t.Errorf("object kind keys (-want +got):\n%s", diff)
+	}
+	pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v",
+		Labels: map[string]string{configv1alpha2.SetLabel: "uid-s"}}}
+	if keys, _ := setIndexFunc(pv); !cmp.Equal(keys, []string{"ns/uid-s"}) {
+		t.Errorf("set keys %v", keys)
+	}
+	pv.Labels = nil
+	if keys, _ := setIndexFunc(pv); keys != nil {
+		t.Errorf("an unlabelled variant is indexed: %v", keys)
+	}
+}
+
+// TestVariantUpdatesWakeTheSetOnlyWhenTheyMatter: spec, ownership and
+// deletion changes wake the set at once; a readiness change later
+// (batched); other status writes not at all.
+func TestVariantUpdatesWakeTheSetOnlyWhenTheyMatter(t *testing.T) {
+	logger, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
+	f.sets = append(f.sets, s)
+	c, _ := f.newController(ctx)
+	isController := true
+	base := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "v", Generation: 1,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: "s", UID: "uid-s", Controller: &isController}}}}
+	specChanged := base.DeepCopy()
+	specChanged.Generation = 2
+	ready := base.DeepCopy()
+	ready.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
+	otherStatus := base.DeepCopy()
+	otherStatus.Status.ObservedGeneration = 1
+
+	c.handleVariantUpdate(logger, base, otherStatus)
+	if got := drain(c); len(got) != 0 {
+		t.Errorf("a status write that is not readiness woke %v", got)
+	}
+	c.handleVariantUpdate(logger, base, specChanged)
+	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
+		t.Errorf("spec change (-want +got):\n%s", diff)
+	}
+	c.handleVariantUpdate(logger, base, ready)
+	if got := c.queue.Len(); got != 0 {
+		t.Errorf("a readiness change woke the set at once (%d queued)", got)
+	}
 }

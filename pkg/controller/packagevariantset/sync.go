@@ -2,17 +2,33 @@ package packagevariantset
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 )
 
-// sync reconciles one PackageVariantSet. This first version only resolves
-// the set from the cache; fan-out arrives with the PackageVariantSet issue.
+// sync reconciles one PackageVariantSet: it renders a PackageVariant spec
+// per target and makes the set's variants exactly those, creating missing
+// ones, updating changed ones and deleting stale ones. Everything it reads
+// comes from informer caches; it writes only what differs.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx).WithValues("packageVariantSet", key.String())
+	ctx = klog.NewContext(ctx, logger)
 	pvs, err := c.pvsLister.PackageVariantSets(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("PackageVariantSet is gone")
@@ -21,6 +37,280 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get PackageVariantSet %s: %w", key, err)
 	}
-	logger.V(4).Info("Synced PackageVariantSet", "generation", pvs.Generation)
-	return nil
+	if pvs.DeletionTimestamp != nil {
+		// Its variants go by garbage collection (owner references), each
+		// through its own deletion policy.
+		return nil
+	}
+	desired := pvs.DeepCopy()
+	syncErr := c.reconcile(ctx, desired)
+	if err := c.writeStatus(ctx, pvs, desired); err != nil {
+		if syncErr == nil {
+			return err
+		}
+		logger.V(2).Info("Could not write status", "err", err)
+	}
+	return syncErr
+}
+
+// reconcile does the work and records the outcome in pvs.Status (pvs is
+// the caller's copy).
+func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	existing, byName := c.variantsOf(pvs)
+	pvs.Status.DesiredVariants = 0
+	pvs.Status.ExistingVariants = int32(len(byName))
+	pvs.Status.ReadyVariants = countReady(byName)
+
+	set := celtemplate.SetKey{UID: pvs.UID, Generation: pvs.Generation}
+	check := func(field, expr string, withRepository bool) error {
+		return c.cel.Check(set, field, expr, withRepository)
+	}
+	if errs := validate(pvs, check); len(errs) > 0 {
+		setStalled(pvs, ReasonValidationError, strings.Join(errs, "; "))
+		return nil
+	}
+	up := pvs.Spec.Upstream
+	upstream, err := packagevariant.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
+	if err != nil {
+		setStalled(pvs, ReasonUpstreamNotFound, err.Error())
+		return nil
+	}
+	targets, err := c.expandTargets(pvs)
+	var terr *targetError
+	if errors.As(err, &terr) {
+		setStalled(pvs, ReasonNoMatchingTargets, terr.msg+"; nothing was created or deleted")
+		return nil
+	}
+	if err != nil {
+		setValid(pvs)
+		setNotReady(pvs, ReasonUnexpectedError, fmt.Sprintf("could not list the targets, so nothing was created or deleted; retrying: %v", err))
+		return err
+	}
+
+	r := &renderer{cel: c.cel, set: set, pvs: pvs, upstream: upstream, repository: func(name string) (*configv1alpha1.Repository, bool) {
+		repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
+		return repo, err == nil
+	}}
+	type want struct {
+		id   string
+		spec *configv1alpha1.PackageVariantSpec
+	}
+	var wants []want
+	firstTarget := map[string]int{}
+	var problems []string
+	renderFailed := false
+	for _, t := range targets {
+		spec, err := r.render(t)
+		if err != nil {
+			renderFailed = true
+			problems = append(problems, err.Error())
+			continue
+		}
+		id := variantIdentifier(pvs.Name, spec.Downstream.Repo, spec.Downstream.Package)
+		if first, dup := firstTarget[id]; dup {
+			problems = append(problems, fmt.Sprintf("spec.targets[%d] and spec.targets[%d] both render downstream %s/%s; only the first is used: give each a different downstream",
+				first, t.index, spec.Downstream.Repo, spec.Downstream.Package))
+			continue
+		}
+		firstTarget[id] = t.index
+		wants = append(wants, want{id, spec})
+	}
+	pvs.Status.DesiredVariants = int32(len(wants))
+
+	var writeErrs []error
+	created, deleted := 0, 0
+	desiredIDs := make(map[string]bool, len(wants))
+	for _, w := range wants {
+		desiredIDs[w.id] = true
+		if cur, ok := existing[w.id]; ok {
+			if cur.DeletionTimestamp != nil || specEqual(&cur.Spec, w.spec) {
+				continue
+			}
+			upd := cur.DeepCopy()
+			upd.Spec = *w.spec
+			if _, err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+				writeErrs = append(writeErrs, fmt.Errorf("update PackageVariant %s: %w", cur.Name, err))
+				continue
+			}
+			klog.FromContext(ctx).V(2).Info("Updated PackageVariant", "packageVariant", klog.KObj(cur))
+			continue
+		}
+		name := variantName(w.id)
+		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name); err == nil && other.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
+			problems = append(problems, fmt.Sprintf("PackageVariant %s (for downstream %s/%s) already exists and does not belong to this set; delete or rename it",
+				name, w.spec.Downstream.Repo, w.spec.Downstream.Package))
+			continue
+		}
+		pv := c.newVariant(pvs, name, w.spec)
+		_, err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Create(ctx, pv, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Made by an earlier sync; the cache has not shown it yet.
+		case err != nil:
+			writeErrs = append(writeErrs, fmt.Errorf("create PackageVariant %s: %w", name, err))
+		default:
+			created++
+			klog.FromContext(ctx).V(2).Info("Created PackageVariant", "packageVariant", klog.KObj(pv))
+		}
+	}
+	if renderFailed {
+		// A target that could not be rendered may be one of the existing
+		// variants: deleting "stale" ones now could delete it.
+		klog.FromContext(ctx).V(2).Info("Not deleting stale PackageVariants while a target cannot be rendered")
+	} else {
+		for id, pv := range existing {
+			if desiredIDs[id] || pv.DeletionTimestamp != nil {
+				continue
+			}
+			uid := pv.UID
+			err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				writeErrs = append(writeErrs, fmt.Errorf("delete stale PackageVariant %s: %w", pv.Name, err))
+				continue
+			}
+			deleted++
+			klog.FromContext(ctx).Info("Deleted stale PackageVariant", "packageVariant", klog.KObj(pv))
+			c.recorder.Eventf(pvs, corev1.EventTypeNormal, "Deleted", "Deleted PackageVariant %s: no target renders downstream %s/%s any more",
+				pv.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+		}
+	}
+	if created > 0 {
+		c.recorder.Eventf(pvs, corev1.EventTypeNormal, "Created", "Created %d PackageVariant(s)", created)
+	}
+	pvs.Status.ExistingVariants = int32(len(byName) + created - deleted)
+
+	switch {
+	case len(problems) > 0:
+		msg := firstN(problems, 10)
+		if renderFailed {
+			msg += "; variants of the other targets are kept up to date, and none is deleted until every target renders"
+		}
+		setStalled(pvs, ReasonValidationError, msg)
+	case len(writeErrs) > 0:
+		setValid(pvs)
+		setNotReady(pvs, ReasonUnexpectedError, fmt.Sprintf("%s; retrying", errors.Join(writeErrs...)))
+	default:
+		setValid(pvs)
+		setCondition(pvs, ConditionReady, metav1.ConditionTrue, ReasonReconciled, fmt.Sprintf("%s: %d desired, %d exist, %d Ready",
+			readyMessage, pvs.Status.DesiredVariants, pvs.Status.ExistingVariants, pvs.Status.ReadyVariants))
+	}
+	return errors.Join(writeErrs...)
+}
+
+// newVariant is a PackageVariant of the set: labelled with the set's UID,
+// controlled by the set (so garbage collection removes it with the set),
+// and carrying the finalizer from the start so its downstream is always
+// cleaned up.
+func (c *Controller) newVariant(pvs *configv1alpha2.PackageVariantSet, name string, spec *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariant {
+	isController := true
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       name,
+			Namespace:  pvs.Namespace,
+			Labels:     map[string]string{configv1alpha2.SetLabel: string(pvs.UID)},
+			Finalizers: []string{configv1alpha1.Finalizer},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: configv1alpha2.SchemeGroupVersion.String(),
+				Kind:       "PackageVariantSet",
+				Name:       pvs.Name,
+				UID:        pvs.UID,
+				Controller: &isController,
+			}},
+		},
+		Spec: *spec,
+	}
+}
+
+// variantsOf returns the set's variants from the cache (label index), by
+// identifier and by name.
+func (c *Controller) variantsOf(pvs *configv1alpha2.PackageVariantSet) (map[string]*configv1alpha1.PackageVariant, map[string]*configv1alpha1.PackageVariant) {
+	objs, _ := c.pvIndexer.ByIndex(BySetIndex, pvs.Namespace+"/"+string(pvs.UID))
+	byID := make(map[string]*configv1alpha1.PackageVariant, len(objs))
+	byName := make(map[string]*configv1alpha1.PackageVariant, len(objs))
+	for _, o := range objs {
+		pv, ok := o.(*configv1alpha1.PackageVariant)
+		if !ok {
+			continue
+		}
+		byName[pv.Name] = pv
+		if pv.Spec.Downstream == nil {
+			continue
+		}
+		id := variantIdentifier(pvs.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+		// Two variants with one identifier (made by hand): keep the one
+		// with the expected name.
+		if prev, dup := byID[id]; dup && prev.Name == variantName(id) {
+			continue
+		}
+		byID[id] = pv
+	}
+	return byID, byName
+}
+
+func countReady(variants map[string]*configv1alpha1.PackageVariant) int32 {
+	var n int32
+	for _, pv := range variants {
+		if meta.IsStatusConditionTrue(pv.Status.Conditions, "Ready") {
+			n++
+		}
+	}
+	return n
+}
+
+// specEqual compares specs, taking nil and empty maps and lists as equal.
+func specEqual(a, b *configv1alpha1.PackageVariantSpec) bool {
+	return equality.Semantic.DeepEqual(normalize(a), normalize(b))
+}
+
+func normalize(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariantSpec {
+	s = s.DeepCopy()
+	if len(s.Labels) == 0 {
+		s.Labels = nil
+	}
+	if len(s.Annotations) == 0 {
+		s.Annotations = nil
+	}
+	if len(s.Injectors) == 0 {
+		s.Injectors = nil
+	}
+	if pc := s.PackageContext; pc != nil {
+		if len(pc.Data) == 0 {
+			pc.Data = nil
+		}
+		if len(pc.RemoveKeys) == 0 {
+			pc.RemoveKeys = nil
+		}
+		if pc.Data == nil && pc.RemoveKeys == nil {
+			s.PackageContext = nil
+		}
+	}
+	return s
+}
+
+// packageRevisions lists the revisions of one package from the cache.
+func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alpha1.PackageRevision {
+	objs, err := c.prIndexer.ByIndex(ByPackageIndex, namespace+"/"+repo+"/"+pkg)
+	if err != nil {
+		return nil
+	}
+	out := make([]*porchv1alpha1.PackageRevision, 0, len(objs))
+	for _, o := range objs {
+		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok {
+			out = append(out, pr)
+		}
+	}
+	sortByName(out, func(pr *porchv1alpha1.PackageRevision) string { return pr.Name })
+	return out
+}
+
+func sortByName[T any](items []T, name func(T) string) {
+	sort.Slice(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
+}
+
+// firstN joins problems for a condition message: the first n, and how many more.
+func firstN(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }

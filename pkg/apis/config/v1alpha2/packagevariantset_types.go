@@ -21,6 +21,8 @@ const SetLabel = "config.porch.kpt.dev/packagevariantset"
 // +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.spec.upstream.package`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.spec.upstream.revision`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredVariants`
+// +kubebuilder:printcolumn:name="Variants Ready",type=integer,JSONPath=`.status.readyVariants`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PackageVariantSet fans one upstream package out to many downstream
@@ -258,11 +260,24 @@ type FunctionTemplate struct {
 
 // PackageVariantSetStatus is the observed state of a PackageVariantSet.
 type PackageVariantSetStatus struct {
+	// ObservedGeneration is the metadata.generation of the spec the
+	// controller last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Stalled (True when a person must act, for example on an
-	// invalid spec) and Ready (True when every generated variant exists and
-	// is Ready).
+	// invalid spec) and Ready (True when every generated variant exists with
+	// the spec the set renders for it).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// DesiredVariants is how many PackageVariants the targets render to.
+	// +optional
+	DesiredVariants int32 `json:"desiredVariants,omitempty"`
+	// ExistingVariants is how many PackageVariants of this set exist.
+	// +optional
+	ExistingVariants int32 `json:"existingVariants,omitempty"`
+	// ReadyVariants is how many of them report Ready=True.
+	// +optional
+	ReadyVariants int32 `json:"readyVariants,omitempty"`
 }

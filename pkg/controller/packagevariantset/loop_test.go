@@ -1,0 +1,407 @@
+package packagevariantset
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+func fleet(n int, env string) map[string]map[string]string {
+	repos := map[string]map[string]string{}
+	for i := range n {
+		repos[fmt.Sprintf("edge-%02d", i)] = repoLabels(env, []string{"eu", "us"}[i%2])
+	}
+	return repos
+}
+
+// regionTemplate computes labels and package context from the selected
+// repository with CEL.
+func regionTemplate() *configv1alpha2.PackageVariantTemplate {
+	return &configv1alpha2.PackageVariantTemplate{
+		Labels: map[string]string{"fleet": "edge"},
+		LabelExprs: []configv1alpha2.MapExpr{
+			{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")},
+		},
+		PackageContext: &configv1alpha2.PackageContextTemplate{
+			DataExprs: []configv1alpha2.MapExpr{{Key: ptr("site"), ValueExpr: ptr("target.name + '-' + packageDefault")}},
+		},
+	}
+}
+
+// TestSetFansOutOverRepositories: a set over N selected repositories makes
+// N variants (named as the reference names them, labelled, owned, with the
+// finalizer) and N drafts, and reports the counts.
+func TestSetFansOutOverRepositories(t *testing.T) {
+	const n = 6
+	h := newHarness(t, fleet(n, "prod"))
+	set := h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	var want, drafts []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("edge-edge-%02d-app", i))
+		drafts = append(drafts, fmt.Sprintf("edge-%02d/app:Draft", i))
+	}
+	vs := h.waitVariants(want...)
+	h.waitDrafts(drafts...)
+	h.allVariantsReady()
+	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.settle()
+	for _, pv := range vs {
+		if pv.Labels[configv1alpha2.SetLabel] != string(set.UID) {
+			t.Errorf("%s: labels %v", pv.Name, pv.Labels)
+		}
+		if ref := metav1.GetControllerOf(&pv); ref == nil || ref.UID != set.UID || ref.Kind != "PackageVariantSet" {
+			t.Errorf("%s: owner %+v", pv.Name, ref)
+		}
+		if len(pv.Finalizers) != 1 || pv.Finalizers[0] != configv1alpha1.Finalizer {
+			t.Errorf("%s: finalizers %v", pv.Name, pv.Finalizers)
+		}
+		region := map[bool]string{true: "eu", false: "us"}[strings.HasSuffix(pv.Spec.Downstream.Repo, "0") || strings.HasSuffix(pv.Spec.Downstream.Repo, "2") || strings.HasSuffix(pv.Spec.Downstream.Repo, "4")]
+		if pv.Spec.Labels["region"] != region || pv.Spec.Labels["fleet"] != "edge" {
+			t.Errorf("%s: spec.labels %v, want region %s", pv.Name, pv.Spec.Labels, region)
+		}
+		if got := pv.Spec.PackageContext.Data["site"]; got != pv.Spec.Downstream.Repo+"-app" {
+			t.Errorf("%s: site %q", pv.Name, got)
+		}
+	}
+	// Readiness changes of variants reach the set batched, a little later.
+	h.eventually("the set to count every variant desired, existing and Ready", func() bool {
+		got := h.getSet("edge").Status
+		return got.DesiredVariants == n && got.ExistingVariants == n && got.ReadyVariants == n
+	})
+	got := h.getSet("edge").Status
+	if st := meta.FindStatusCondition(got.Conditions, "Stalled"); st == nil || st.Status != metav1.ConditionFalse || st.Reason != ReasonValid {
+		t.Errorf("Stalled %+v", st)
+	}
+}
+
+// TestSetFollowsRepositoryLabels: relabelling one repository adds or
+// removes exactly one variant; the removed one goes through its deletion
+// policy (its draft is deleted).
+func TestSetFollowsRepositoryLabels(t *testing.T) {
+	repos := fleet(3, "prod")
+	repos["edge-99"] = repoLabels("dev", "eu")
+	h := newHarness(t, repos)
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
+	before := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
+	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
+	h.settle()
+
+	h.sim.AddRepository(testNS, "edge-99", true, repoLabels("prod", "eu"))
+	after := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-99-app")
+	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft", "edge-99/app:Draft")
+	for name, pv := range before {
+		if after[name].UID != pv.UID {
+			t.Errorf("%s was re-created", name)
+		}
+	}
+	h.settle()
+
+	h.sim.AddRepository(testNS, "edge-01", true, repoLabels("dev", "us"))
+	h.waitVariants("edge-edge-00-app", "edge-edge-02-app", "edge-edge-99-app")
+	h.waitDrafts("edge-00/app:Draft", "edge-02/app:Draft", "edge-99/app:Draft")
+	h.settle()
+	if st := h.getSet("edge").Status; st.DesiredVariants != 3 || st.ExistingVariants != 3 {
+		t.Errorf("counts %+v", st)
+	}
+}
+
+// TestSetUpdatesVariantsInPlace: a changed CEL expression updates every
+// variant's spec without deleting and re-creating it.
+func TestSetUpdatesVariantsInPlace(t *testing.T) {
+	h := newHarness(t, fleet(3, "prod"))
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	before := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
+	h.allVariantsReady()
+	h.settle()
+
+	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+		s.Targets[0].Template.PackageContext.DataExprs[0].ValueExpr = ptr("'site-' + repository.name")
+	})
+	h.eventually("every variant's spec to change", func() bool {
+		for _, pv := range h.variants() {
+			if pv.Spec.PackageContext.Data["site"] != "site-"+pv.Spec.Downstream.Repo {
+				return false
+			}
+		}
+		return true
+	})
+	h.settle()
+	after := h.variants()
+	for name, pv := range before {
+		if after[name].UID != pv.UID {
+			t.Errorf("%s was deleted and re-created", name)
+		}
+	}
+	// The variants carry the change into their drafts, in place.
+	h.eventually("drafts to carry the new package context", func() bool {
+		for _, pr := range h.sim.PackageRevisions(testNS) {
+			if pr.Spec.RepositoryName == "blueprints" {
+				continue
+			}
+			files, _ := h.sim.Resources(testNS, pr.Name)
+			if !strings.Contains(files["package-context.yaml"], "site: site-"+pr.Spec.RepositoryName) {
+				return false
+			}
+		}
+		return true
+	})
+	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
+}
+
+// TestSetDeletionGarbageCollectsVariants: deleting the set removes its
+// variants through their owner references, and each applies its deletion
+// policy: drafts deleted, or orphaned.
+func TestSetDeletionGarbageCollectsVariants(t *testing.T) {
+	for _, policy := range []configv1alpha1.DeletionPolicy{configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan} {
+		t.Run(string(policy), func(t *testing.T) {
+			h := newHarness(t, fleet(3, "prod"))
+			h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
+				Template: &configv1alpha2.PackageVariantTemplate{DeletionPolicy: &policy}}))
+			h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
+			h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
+			h.allVariantsReady()
+			if err := h.client.ConfigV1alpha2().PackageVariantSets(testNS).Delete(h.ctx, "edge", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			h.waitVariants()
+			if policy == configv1alpha1.DeletionPolicyDelete {
+				h.waitDrafts()
+				return
+			}
+			h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
+			for _, pr := range h.sim.PackageRevisions(testNS) {
+				if len(pr.OwnerReferences) != 0 {
+					t.Errorf("%s still has owners %+v", pr.Name, pr.OwnerReferences)
+				}
+			}
+		})
+	}
+}
+
+// TestSetTargetsKinds: repositories with packageNames, a repository
+// selector with packageNames, and an objectSelector with a name, served
+// from an informer for the selected kind.
+func TestSetTargetKinds(t *testing.T) {
+	sites := []*unstructured.Unstructured{
+		site("edge-00", "eu"), site("edge-01", "us"), site("other", "eu"),
+	}
+	h := newHarness(t, fleet(3, "prod"), sites...)
+	h.createSet(newSet("list", configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{
+		{Name: "edge-00", PackageNames: []string{"a", "b"}},
+		{Name: "edge-01"},
+	}}))
+	h.createSet(newSet("sel", configv1alpha2.Target{RepositorySelector: &configv1alpha2.RepositorySelector{
+		LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}},
+		PackageNames:  []string{"web"},
+	}}))
+	h.createSet(newSet("obj", configv1alpha2.Target{ObjectSelector: &configv1alpha2.ObjectSelector{
+		APIVersion:    "v1",
+		Kind:          "ConfigMap",
+		LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kind": "site"}},
+		Name:          ptr("edge-00"),
+		PackageNames:  []string{"obj"},
+	}}))
+	h.waitVariants(
+		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
+		"sel-edge-01-web",
+		"obj-edge-00-obj",
+	)
+	h.waitDrafts("edge-00/a:Draft", "edge-00/b:Draft", "edge-01/app:Draft", "edge-01/web:Draft", "edge-00/obj:Draft")
+	h.settle()
+
+	// A new object that matches the selector but not the name changes nothing;
+	// widening the selector to every name adds the matching ones.
+	<-h.watching
+	h.updateSet("obj", func(s *configv1alpha2.PackageVariantSetSpec) { s.Targets[0].ObjectSelector.Name = nil })
+	h.waitVariants(
+		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
+		"sel-edge-01-web",
+		"obj-edge-00-obj", "obj-edge-01-obj", "obj-other-obj",
+	)
+	h.settle()
+	// A new matching object in the cluster reaches the set through the
+	// watch on its kind.
+	if _, err := h.dyn.Resource(configMapGVR).Namespace(testNS).Create(h.ctx, site("edge-02", "eu"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitVariants(
+		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
+		"sel-edge-01-web",
+		"obj-edge-00-obj", "obj-edge-01-obj", "obj-edge-02-obj", "obj-other-obj",
+	)
+	// "other" is not a Repository: its variant says so, nothing breaks.
+	h.eventually("the variant into a missing repository to report it", func() bool {
+		pv := h.variants()["obj-other-obj"]
+		return meta.FindStatusCondition(pv.Status.Conditions, "Ready") != nil
+	})
+}
+
+func site(name, region string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": name, "namespace": testNS},
+		"data":     map[string]interface{}{"region": region},
+	}}
+	u.SetLabels(map[string]string{"kind": "site"})
+	return u
+}
+
+// TestSetReportsDuplicateDownstreams: two targets that render the same
+// downstream make one variant and a condition naming both targets.
+func TestSetReportsDuplicateDownstreams(t *testing.T) {
+	h := newHarness(t, fleet(2, "prod"))
+	h.createSet(newSet("dup",
+		configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{{Name: "edge-00"}}},
+		configv1alpha2.Target{RepositorySelector: prodSelector()},
+	))
+	cond := h.waitSetCondition("dup", "Stalled", metav1.ConditionTrue, ReasonValidationError)
+	for _, want := range []string{"spec.targets[0] and spec.targets[1] both render downstream edge-00/app"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not contain %q", cond.Message, want)
+		}
+	}
+	h.waitVariants("dup-edge-00-app", "dup-edge-01-app")
+	h.settle()
+	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft")
+}
+
+// TestSetNeverDeletesOnFailure: a selector whose kind cannot be read, or a
+// template that fails for one target, deletes nothing; fixing it resumes.
+func TestSetNeverDeletesOnFailure(t *testing.T) {
+	h := newHarness(t, fleet(3, "prod"))
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	before := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
+	h.settle()
+
+	// An objectSelector of a kind the cluster does not serve.
+	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+		s.Targets[0].RepositorySelector = nil
+		s.Targets[0].ObjectSelector = &configv1alpha2.ObjectSelector{APIVersion: "infra.example.com/v1", Kind: "Site"}
+	})
+	cond := h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, ReasonNoMatchingTargets)
+	for _, want := range []string{"spec.targets[0].objectSelector", "Site", "not served", "nothing was created or deleted"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not contain %q", cond.Message, want)
+		}
+	}
+	h.settle()
+	if got := h.variants(); len(got) != len(before) {
+		t.Fatalf("variants %v after a failed selector, want all of %v", names(got), names(before))
+	}
+
+	// A template that fails for one repository only (no 'tier' label on it).
+	h.sim.AddRepository(testNS, "edge-01", true, map[string]string{"env": "prod", "region": "us", "tier": "gold"})
+	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+		s.Targets[0].ObjectSelector = nil
+		s.Targets[0].RepositorySelector = &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}
+		s.Targets = append(s.Targets, configv1alpha2.Target{
+			Repositories: []configv1alpha2.RepositoryTarget{{Name: "edge-00"}},
+			Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{
+				{Key: ptr("tier"), ValueExpr: ptr("repository.labels['tier']")},
+			}},
+		})
+	})
+	cond = h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, ReasonValidationError)
+	for _, want := range []string{"spec.targets[1].template.labelExprs[0].valueExpr", "tier", "none is deleted"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not contain %q", cond.Message, want)
+		}
+	}
+	h.settle()
+	if got := h.variants(); len(got) != len(before) {
+		t.Fatalf("variants %v after a failed render, want all of %v", names(got), names(before))
+	}
+
+	// Fixed: the stale variant (edge-02) goes, the others stay.
+	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+		s.Targets[1].Template.LabelExprs[0].ValueExpr = ptr("'silver'")
+	})
+	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
+}
+
+// TestSetStatusReasons: an invalid set lists every problem; a missing
+// upstream says so.
+func TestSetStatusReasons(t *testing.T) {
+	h := newHarness(t, fleet(1, "prod"))
+	bad := newSet("bad", configv1alpha2.Target{}, configv1alpha2.Target{RepositorySelector: prodSelector(),
+		Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("repository.name +")}}}})
+	bad.Spec.Upstream.Repo = ""
+	h.createSet(bad)
+	cond := h.waitSetCondition("bad", "Stalled", metav1.ConditionTrue, ReasonValidationError)
+	for _, want := range []string{"spec.upstream.repo is a required field", "spec.targets[0] must specify one of", "spec.targets[1].template.labelExprs[0].valueExpr"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("message %q does not contain %q", cond.Message, want)
+		}
+	}
+	missing := newSet("missing", configv1alpha2.Target{RepositorySelector: prodSelector()})
+	missing.Spec.Upstream.Package = "nope"
+	h.createSet(missing)
+	cond = h.waitSetCondition("missing", "Stalled", metav1.ConditionTrue, ReasonUpstreamNotFound)
+	if !strings.Contains(cond.Message, `"nope"`) {
+		t.Errorf("message %q does not name the package", cond.Message)
+	}
+	// Publishing it is all it takes.
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "nope", 1, blueprint("v1\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitSetCondition("missing", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.waitVariants("missing-edge-00-nope")
+}
+
+// TestSetUpstreamVariable: expressions see the upstream revision; a new
+// upstream revision updates the variants that use it.
+func TestSetUpstreamVariable(t *testing.T) {
+	h := newHarness(t, fleet(2, "prod"))
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
+		Template: &configv1alpha2.PackageVariantTemplate{AnnotationExprs: []configv1alpha2.MapExpr{
+			{Key: ptr("upstream"), ValueExpr: ptr("upstream.name")},
+		}}}))
+	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
+	h.eventually("annotations naming v1", func() bool {
+		for _, pv := range h.variants() {
+			if pv.Spec.Annotations["upstream"] != "blueprints.app.v1" {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprint("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("annotations naming v2", func() bool {
+		for _, pv := range h.variants() {
+			if pv.Spec.Annotations["upstream"] != "blueprints.app.v2" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestSetResyncOfSettledSetWritesNothing: a set whose variants are as
+// rendered makes no request when it syncs again.
+func TestSetResyncOfSettledSetWritesNothing(t *testing.T) {
+	h := newHarness(t, fleet(4, "prod"))
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app")
+	h.allVariantsReady()
+	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.eventually("the ready count", func() bool { return h.getSet("edge").Status.ReadyVariants == 4 })
+	h.settle()
+	h.sim.ResetRequests()
+	h.resync("edge")
+	h.settle()
+	for req, n := range h.sim.Requests() {
+		if strings.Contains(req, "packagevariantsets") || strings.HasPrefix(req, "create") || strings.HasPrefix(req, "update packagevariants ") || strings.HasPrefix(req, "delete") {
+			t.Errorf("a settled set made %d %q requests", n, req)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package packagevariantset
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+)
+
+// target is one downstream a set asks for, before its template is rendered.
+type target struct {
+	// index is the position in spec.targets, for field paths in messages.
+	index          int
+	template       *configv1alpha2.PackageVariantTemplate
+	repoDefault    string
+	packageDefault string
+	// object is the selected Repository or object; nil for a target from
+	// the repositories list (target is then {repo, package}).
+	object *celtemplate.Object
+}
+
+// targetError is a target that cannot be expanded until the spec or the
+// cluster changes (a kind that is not served, a bad selector); other
+// expansion errors are transient and retried.
+type targetError struct{ msg string }
+
+func (e *targetError) Error() string { return e.msg }
+
+// expandTargets lists the downstreams of every target, from the informer
+// caches. An error is never an empty result: the caller must not delete
+// anything when it gets one.
+func (c *Controller) expandTargets(pvs *configv1alpha2.PackageVariantSet) ([]target, error) {
+	var out []target
+	upstreamPackage := pvs.Spec.Upstream.Package
+	packageNames := func(names []string) []string {
+		if len(names) == 0 {
+			return []string{upstreamPackage}
+		}
+		return names
+	}
+	for i := range pvs.Spec.Targets {
+		t := &pvs.Spec.Targets[i]
+		switch {
+		case t.Repositories != nil:
+			for _, r := range t.Repositories {
+				for _, pn := range packageNames(r.PackageNames) {
+					out = append(out, target{index: i, template: t.Template, repoDefault: r.Name, packageDefault: pn})
+				}
+			}
+		case t.RepositorySelector != nil:
+			sel, err := metav1.LabelSelectorAsSelector(&t.RepositorySelector.LabelSelector)
+			if err != nil {
+				return nil, &targetError{fmt.Sprintf("spec.targets[%d].repositorySelector: %v", i, err)}
+			}
+			repos, err := c.repoLister.Repositories(pvs.Namespace).List(sel)
+			if err != nil {
+				return nil, fmt.Errorf("spec.targets[%d].repositorySelector: list Repositories: %w", i, err)
+			}
+			sortRepositories(repos)
+			for _, r := range repos {
+				obj := objectOf(r.Name, r.Namespace, r.Labels, r.Annotations)
+				for _, pn := range packageNames(t.RepositorySelector.PackageNames) {
+					out = append(out, target{index: i, template: t.Template, repoDefault: r.Name, packageDefault: pn, object: obj})
+				}
+			}
+		case t.ObjectSelector != nil:
+			objs, err := c.selectObjects(pvs.Namespace, i, t.ObjectSelector)
+			if err != nil {
+				return nil, err
+			}
+			for _, obj := range objs {
+				for _, pn := range packageNames(t.ObjectSelector.PackageNames) {
+					out = append(out, target{index: i, template: t.Template, repoDefault: obj.Name, packageDefault: pn, object: obj})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// selectObjects serves an objectSelector from the on-demand informer of
+// its kind (Repositories from their own informer).
+func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.ObjectSelector) ([]*celtemplate.Object, error) {
+	field := fmt.Sprintf("spec.targets[%d].objectSelector", i)
+	sel, err := metav1.LabelSelectorAsSelector(&s.LabelSelector)
+	if err != nil {
+		return nil, &targetError{fmt.Sprintf("%s: %v", field, err)}
+	}
+	gv, err := schema.ParseGroupVersion(s.APIVersion)
+	if err != nil {
+		return nil, &targetError{fmt.Sprintf("%s.apiVersion %q: %v", field, s.APIVersion, err)}
+	}
+	gvk := gv.WithKind(s.Kind)
+	var out []*celtemplate.Object
+	keep := func(name string) bool { return s.Name == nil || *s.Name == name }
+	if gvk.GroupKind() == configv1alpha1.SchemeGroupVersion.WithKind("Repository").GroupKind() {
+		repos, err := c.repoLister.Repositories(namespace).List(sel)
+		if err != nil {
+			return nil, fmt.Errorf("%s: list Repositories: %w", field, err)
+		}
+		sortRepositories(repos)
+		for _, r := range repos {
+			if keep(r.Name) {
+				out = append(out, objectOf(r.Name, r.Namespace, r.Labels, r.Annotations))
+			}
+		}
+		return out, nil
+	}
+	items, err := c.objects.List(gvk, namespace, sel)
+	var unusable *ondemand.UnusableKindError
+	if errors.As(err, &unusable) {
+		return nil, &targetError{fmt.Sprintf("%s: %v", field, err)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	for _, u := range items {
+		if keep(u.GetName()) {
+			out = append(out, objectOf(u.GetName(), u.GetNamespace(), u.GetLabels(), u.GetAnnotations()))
+		}
+	}
+	return out, nil
+}
+
+func objectOf(name, namespace string, lbls, annotations map[string]string) *celtemplate.Object {
+	return &celtemplate.Object{Name: name, Namespace: namespace, Labels: lbls, Annotations: annotations}
+}
+
+func sortRepositories(repos []*configv1alpha1.Repository) {
+	sortByName(repos, func(r *configv1alpha1.Repository) string { return r.Name })
+}
+
+// selectorMatches is labels.Selector.Matches over a plain map.
+func selectorMatches(sel labels.Selector, lbls map[string]string) bool {
+	return sel.Matches(labels.Set(lbls))
+}

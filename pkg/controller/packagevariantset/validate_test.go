@@ -1,0 +1,169 @@
+package packagevariantset
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+)
+
+// fakeCheck fails every expression containing "bad", naming its field, and
+// records which expressions were checked with the repository variable.
+type fakeCheck struct{ withoutRepository []string }
+
+func (f *fakeCheck) check(field, expr string, withRepository bool) error {
+	if !withRepository {
+		f.withoutRepository = append(f.withoutRepository, field)
+	}
+	if strings.Contains(expr, "bad") {
+		return errors.New(field + ": syntax error")
+	}
+	return nil
+}
+
+func validSet() *configv1alpha2.PackageVariantSet {
+	return &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}},
+			}},
+		},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		change func(*configv1alpha2.PackageVariantSet)
+		want   []string
+	}{
+		"valid": {change: func(*configv1alpha2.PackageVariantSet) {}},
+		"no upstream": {
+			change: func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream = nil },
+			want:   []string{"spec.upstream is a required field"},
+		},
+		"empty upstream, no targets": {
+			change: func(s *configv1alpha2.PackageVariantSet) {
+				s.Spec.Upstream = &configv1alpha1.Upstream{Revision: -1}
+				s.Spec.Targets = nil
+			},
+			want: []string{
+				"spec.upstream.package is a required field",
+				"spec.upstream.repo is a required field",
+				"spec.upstream.revision -1 is invalid: give a published revision number (1 or more), or leave it out to follow the latest published revision",
+				"must specify at least one item in spec.targets",
+			},
+		},
+		"target kinds": {
+			change: func(s *configv1alpha2.PackageVariantSet) {
+				s.Spec.Targets = []configv1alpha2.Target{
+					{},
+					{Repositories: []configv1alpha2.RepositoryTarget{}},
+					{Repositories: []configv1alpha2.RepositoryTarget{{PackageNames: []string{"a", ""}}}},
+					{ObjectSelector: &configv1alpha2.ObjectSelector{Name: ptr("")}, RepositorySelector: &configv1alpha2.RepositorySelector{PackageNames: []string{""}}},
+					{RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{
+						MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Sometimes"}}}}},
+				}
+			},
+			want: []string{
+				"spec.targets[0] must specify one of `repositories`, `repositorySelector`, or `objectSelector`",
+				"spec.targets[1].repositories must not be an empty list if specified",
+				"spec.targets[2].repositories[0].name cannot be empty",
+				"spec.targets[2].repositories[0].packageNames[1] cannot be empty",
+				"spec.targets[3].repositorySelector.packageNames[0] cannot be empty",
+				"spec.targets[3].objectselector.apiVersion cannot be empty",
+				"spec.targets[3].objectselector.kind cannot be empty",
+				"spec.targets[3].objectSelector.name cannot be empty if specified",
+				"spec.targets[3] must specify one of `repositories`, `repositorySelector`, or `objectSelector`",
+				`spec.targets[4].repositorySelector is not a valid label selector: "Sometimes" is not a valid label selector operator`,
+			},
+		},
+		"template": {
+			change: func(s *configv1alpha2.PackageVariantSet) {
+				s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
+					AdoptionPolicy: ptr(configv1alpha1.AdoptionPolicy("sometimes")),
+					DeletionPolicy: ptr(configv1alpha1.DeletionPolicy("never")),
+					UpgradePolicy:  ptr(configv1alpha1.UpgradePolicy("weekly")),
+					Downstream: &configv1alpha2.DownstreamTemplate{
+						Repo: ptr("r"), RepoExpr: ptr("bad repo"), Package: ptr("p"), PackageExpr: ptr("'p'"),
+					},
+					LabelExprs: []configv1alpha2.MapExpr{
+						{Key: ptr("a"), KeyExpr: ptr("'a'"), Value: ptr("v"), ValueExpr: ptr("bad")},
+						{Value: ptr("no key")},
+					},
+					AnnotationExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("bad key")}},
+					PackageContext: &configv1alpha2.PackageContextTemplate{
+						DataExprs:      []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("bad value")}},
+						RemoveKeyExprs: []string{"'ok'", "bad"},
+					},
+					Injectors: []configv1alpha2.InjectionSelectorTemplate{
+						{Name: ptr("a"), NameExpr: ptr("'a'")},
+						{},
+						{NameExpr: ptr("bad")},
+					},
+					Pipeline: &configv1alpha2.PipelineTemplate{
+						Validators: []configv1alpha2.FunctionTemplate{{}},
+						Mutators: []configv1alpha2.FunctionTemplate{{
+							Function:       kptfilev1.Function{Image: "img", Name: "dots.are.fine"},
+							ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("bad")}},
+						}},
+					},
+				}
+			},
+			want: []string{
+				`spec.targets[0].template.adoptionPolicy can only be "adoptNone" or "adoptExisting"`,
+				`spec.targets[0].template.deletionPolicy can only be "orphan" or "delete"`,
+				`spec.targets[0].template.upgradePolicy can only be "Automatic" or "Manual"`,
+				"spec.targets[0].template may specify only one of `downstream.repo` and `downstream.repoExpr`",
+				"spec.targets[0].template may specify only one of `downstream.package` and `downstream.packageExpr`",
+				"spec.targets[0].template.downstream.repoExpr: syntax error",
+				"spec.targets[0].template.labelExprs[0] may specify only one of `key` and `keyExpr`",
+				"spec.targets[0].template.labelExprs[0] may specify only one of `value` and `valueExpr`",
+				"spec.targets[0].template.labelExprs[0].valueExpr: syntax error",
+				"spec.targets[0].template.labelExprs[1] must specify either `key` or `keyExpr`",
+				"spec.targets[0].template.annotationExprs[0].keyExpr: syntax error",
+				"spec.targets[0].template.packageContext.dataExprs[0].valueExpr: syntax error",
+				"spec.targets[0].template.packageContext.removeKeyExprs[1]: syntax error",
+				"spec.targets[0].template.injectors[0] may specify only one of `name` and `nameExpr`",
+				"spec.targets[0].template.injectors[1] must specify either `name` or `nameExpr`",
+				"spec.targets[0].template.injectors[2].nameExpr: syntax error",
+				"spec.targets[0].template.pipeline.validators[0].image must not be empty",
+				"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].valueExpr: syntax error",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := validSet()
+			tc.change(s)
+			f := &fakeCheck{}
+			if diff := cmp.Diff(tc.want, validate(s, f.check)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestValidateRepoExprHasNoRepository: downstream.repoExpr is checked
+// without the repository variable, every other expression with it.
+func TestValidateRepoExprHasNoRepository(t *testing.T) {
+	s := validSet()
+	s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
+		Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("repoDefault"), PackageExpr: ptr("packageDefault")},
+		LabelExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("'k'"), ValueExpr: ptr("repository.name")}},
+	}
+	f := &fakeCheck{}
+	if errs := validate(s, f.check); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if diff := cmp.Diff([]string{"spec.targets[0].template.downstream.repoExpr"}, f.withoutRepository); diff != "" {
+		t.Errorf("checked without repository (-want +got):\n%s", diff)
+	}
+}
