@@ -68,6 +68,7 @@ type Controller struct {
 	cachesSynced []cache.InformerSynced
 
 	queue    workloop.Queue
+	tracker  *workloop.Tracker
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 
@@ -174,7 +175,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.queue.ShutDown()
 		return fmt.Errorf("%s: informer caches did not sync before shutdown", ControllerName)
 	}
-	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics}
+	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics, Tracker: c.tracker}
 	loop.Run(ctx, workers)
 	return nil
 }
@@ -330,3 +331,10 @@ func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {
 	}
 	return uids, nil
 }
+
+// SetTracker makes the worker loop report to t; call it before Run.
+func (c *Controller) SetTracker(t *workloop.Tracker) { c.tracker = t }
+
+// QueueLen is the number of keys waiting to be synced now (not counting
+// delayed ones).
+func (c *Controller) QueueLen() int { return c.queue.Len() }

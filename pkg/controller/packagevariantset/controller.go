@@ -80,8 +80,11 @@ type Controller struct {
 	// objects serves the kinds objectSelectors name.
 	objects *ondemand.Informers
 	cel     *celtemplate.Cache
+	// readinessDelay batches wake-ups by variants' readiness changes.
+	readinessDelay time.Duration
 
 	queue    workloop.Queue
+	tracker  *workloop.Tracker
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 
@@ -100,17 +103,18 @@ func New(ctx context.Context, client versioned.Interface,
 	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client:     client,
-		pvsLister:  pvsInformer.Lister(),
-		pvsIndexer: pvsInformer.Informer().GetIndexer(),
-		pvLister:   pvInformer.Lister(),
-		pvIndexer:  pvInformer.Informer().GetIndexer(),
-		repoLister: repoInformer.Lister(),
-		prIndexer:  prInformer.Informer().GetIndexer(),
-		cel:        celtemplate.NewCache(celtemplate.Options{}),
-		queue:      workloop.NewQueue(ControllerName, m),
-		recorder:   recorder,
-		metrics:    m,
+		client:         client,
+		pvsLister:      pvsInformer.Lister(),
+		pvsIndexer:     pvsInformer.Informer().GetIndexer(),
+		pvLister:       pvInformer.Lister(),
+		pvIndexer:      pvInformer.Informer().GetIndexer(),
+		repoLister:     repoInformer.Lister(),
+		prIndexer:      prInformer.Informer().GetIndexer(),
+		cel:            celtemplate.NewCache(celtemplate.Options{}),
+		readinessDelay: variantStatusDelay,
+		queue:          workloop.NewQueue(ControllerName, m),
+		recorder:       recorder,
+		metrics:        m,
 	}
 	c.syncHandler = c.sync
 
@@ -189,7 +193,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.queue.ShutDown()
 		return fmt.Errorf("%s: informer caches did not sync before shutdown", ControllerName)
 	}
-	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics}
+	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics, Tracker: c.tracker}
 	loop.Run(ctx, workers)
 	return nil
 }
@@ -235,7 +239,7 @@ func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj inte
 		return
 	}
 	if meta.IsStatusConditionTrue(o.Status.Conditions, "Ready") != meta.IsStatusConditionTrue(n.Status.Conditions, "Ready") {
-		c.handleVariant(logger, newObj, variantStatusDelay)
+		c.handleVariant(logger, newObj, c.readinessDelay)
 	}
 }
 
@@ -388,3 +392,15 @@ func packageIndexFunc(obj interface{}) ([]string, error) {
 	}
 	return []string{pr.Namespace + "/" + pr.Spec.RepositoryName + "/" + pr.Spec.PackageName}, nil
 }
+
+// SetTracker makes the worker loop report to t; call it before Run.
+func (c *Controller) SetTracker(t *workloop.Tracker) { c.tracker = t }
+
+// QueueLen is the number of keys waiting to be synced now (not counting
+// delayed ones).
+func (c *Controller) QueueLen() int { return c.queue.Len() }
+
+// SetReadinessDelay sets how long a readiness change of a variant waits
+// before it wakes its set, batched with others (default one second; the
+// offline tool uses 0). Call it before the informers start.
+func (c *Controller) SetReadinessDelay(d time.Duration) { c.readinessDelay = d }

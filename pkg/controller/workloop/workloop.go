@@ -49,6 +49,8 @@ type Loop struct {
 	Sync func(ctx context.Context, key cache.ObjectName) error
 	// Metrics, when set, records each sync.
 	Metrics *metrics.Metrics
+	// Tracker, when set, follows the syncs in hand.
+	Tracker *Tracker
 }
 
 // Run starts workers and blocks until ctx is cancelled. Then it stops
@@ -84,7 +86,15 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	if shutdown {
 		return false
 	}
-	defer l.Queue.Done(key)
+	// The tracker counts the sync as running from here until the key is
+	// Done, so a key re-added meanwhile is back in the queue before the
+	// tracker can report the loop idle.
+	l.Tracker.start()
+	retry := false
+	defer func() {
+		l.Queue.Done(key)
+		l.Tracker.finish(l.Name, key, retry)
+	}()
 	if ctx.Err() != nil {
 		return false
 	}
@@ -99,10 +109,12 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	case apierrors.IsConflict(err):
 		result = metrics.ResultConflict
 		logger.V(2).Info("Conflict; requeueing", "err", err)
+		retry = true
 		l.Queue.AddRateLimited(key)
 	case l.Queue.NumRequeues(key) < MaxRetries:
 		result = metrics.ResultError
 		logger.V(2).Info("Sync failed; retrying", "err", err, "retries", l.Queue.NumRequeues(key))
+		retry = true
 		l.Queue.AddRateLimited(key)
 	default:
 		result = metrics.ResultError

@@ -1,0 +1,77 @@
+package workloop
+
+import (
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// Tracker follows what loops have in hand: syncs running, keys whose last
+// sync failed (a retry is pending), and how many syncs each loop ran. The
+// offline tool, tests and benchmarks use it to tell when controllers are
+// idle. One Tracker may serve several loops.
+type Tracker struct {
+	mu       sync.Mutex
+	inflight int
+	failing  map[string]map[cache.ObjectName]struct{}
+	syncs    map[string]int
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker() *Tracker {
+	return &Tracker{failing: map[string]map[cache.ObjectName]struct{}{}, syncs: map[string]int{}}
+}
+
+func (t *Tracker) start() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inflight++
+}
+
+// finish records the end of a sync; retry says whether the key was queued
+// again because it failed.
+func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inflight--
+	t.syncs[loop]++
+	keys := t.failing[loop]
+	if retry {
+		if keys == nil {
+			keys = map[cache.ObjectName]struct{}{}
+			t.failing[loop] = keys
+		}
+		keys[key] = struct{}{}
+		return
+	}
+	delete(keys, key)
+}
+
+// Idle reports whether no sync is running and no failed key waits for a
+// retry.
+func (t *Tracker) Idle() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.inflight > 0 {
+		return false
+	}
+	for _, keys := range t.failing {
+		if len(keys) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Syncs returns how many syncs the named loop has run.
+func (t *Tracker) Syncs(loop string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.syncs[loop]
+}

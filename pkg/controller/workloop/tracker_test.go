@@ -1,0 +1,85 @@
+package workloop
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+)
+
+// TestTracker: a sync in progress and a failed key waiting for its retry
+// keep the tracker busy; a success or a dropped key frees it; syncs are
+// counted per loop.
+func TestTracker(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	tr := NewTracker()
+	if !tr.Idle() {
+		t.Fatal("new tracker is not idle")
+	}
+	q, _ := newTestQueue(t, nil)
+	var idleDuringSync bool
+	fail := true
+	l := &Loop{Name: testLoop, Queue: q, Tracker: tr, Sync: func(context.Context, cache.ObjectName) error {
+		idleDuringSync = tr.Idle()
+		if fail {
+			return errors.New("boom")
+		}
+		return nil
+	}}
+
+	q.Add(keyA)
+	l.processNext(ctx, ctx)
+	if idleDuringSync {
+		t.Error("tracker idle while a sync runs")
+	}
+	if tr.Idle() {
+		t.Error("tracker idle while a failed key waits for its retry")
+	}
+	fail = false
+	key, _ := q.Get() // the rate-limited retry
+	q.Done(key)
+	q.Add(keyA)
+	l.processNext(ctx, ctx)
+	if !tr.Idle() {
+		t.Error("tracker busy after the retry succeeded")
+	}
+	if got := tr.Syncs(testLoop); got != 2 {
+		t.Errorf("Syncs = %d, want 2", got)
+	}
+
+	// A key that fails past MaxRetries is dropped: nothing waits for it.
+	fail = true
+	for i := 0; i < MaxRetries; i++ {
+		l.Queue.AddRateLimited(keyB)
+		key, _ := q.Get()
+		q.Done(key)
+	}
+	q.Add(keyB)
+	l.processNext(ctx, ctx)
+	if !tr.Idle() {
+		t.Errorf("tracker busy after a key was dropped (requeues %d)", q.NumRequeues(keyB))
+	}
+
+	var nilTracker *Tracker
+	nilTracker.start()
+	nilTracker.finish(testLoop, keyC, true)
+}
+
+// TestTrackerBusyUntilDone: a key re-added while its sync runs is back in
+// the queue before the tracker reports the loop idle.
+func TestTrackerBusyUntilDone(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	tr := NewTracker()
+	q, _ := newTestQueue(t, nil)
+	l := &Loop{Name: testLoop, Queue: q, Tracker: tr, Sync: func(context.Context, cache.ObjectName) error {
+		q.Add(keyA) // an event for the key while it is being synced
+		return nil
+	}}
+	q.Add(keyA)
+	l.processNext(ctx, ctx)
+	if tr.Idle() && q.Len() == 0 {
+		t.Error("idle with an empty queue although the key was re-added during its sync")
+	}
+}
