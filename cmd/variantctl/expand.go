@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline"
+)
+
+func expand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("expand", flag.ContinueOnError)
+	var c common
+	c.register(fs, true)
+	if code, ok := parse(fs, &c, args, stderr); !ok {
+		return code
+	}
+	in, ok := readInput("expand", c.files, stderr)
+	if !ok {
+		return exitBadInput
+	}
+	if len(in.Sets) == 0 {
+		fmt.Fprintln(stderr, "variantctl expand: the input holds no PackageVariantSet; nothing to expand")
+		return exitBadInput
+	}
+	ns, err := in.Namespace(c.namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "variantctl expand: %v\n", err)
+		return exitBadInput
+	}
+	for _, n := range in.AddStandInUpstreams(ns) {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	out, err := offline.Run(ctx, in, offline.RunOptions{Namespace: ns, Timeout: c.timeout, SetsOnly: true})
+	if err != nil {
+		printInputError("expand", err, stderr)
+		return exitBadInput
+	}
+	// Only the variants the sets made, and only the sets' readiness
+	// counts: nothing makes drafts, so no variant becomes Ready.
+	generated := &offline.Outcome{Sets: out.Sets, Events: out.Events, Settled: out.Settled}
+	variants := &offline.Outcome{}
+	for _, v := range out.Variants {
+		if ownedBySet(v) {
+			variants.Variants = append(variants.Variants, withoutStatus(v))
+		}
+	}
+	if err := variants.WriteYAML(stdout); err != nil {
+		fmt.Fprintf(stderr, "variantctl expand: write the output: %v\n", err)
+		return exitBadInput
+	}
+	notReady := generated.NotReady()
+	if out.Settled != "" {
+		fmt.Fprintf(stderr, "variantctl expand: %s\n", out.Settled)
+	}
+	if len(notReady) > 0 || out.Settled != "" {
+		for _, l := range notReady {
+			fmt.Fprintln(stderr, l)
+		}
+		return exitNotReady
+	}
+	fmt.Fprintf(stderr, "%d PackageVariantSets expanded to %d PackageVariants\n", len(out.Sets), len(variants.Variants))
+	return exitOK
+}
+
+func ownedBySet(v *configv1alpha1.PackageVariant) bool {
+	for _, ref := range v.OwnerReferences {
+		if ref.Kind == "PackageVariantSet" {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutStatus(v *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	v = v.DeepCopy()
+	v.Status = configv1alpha1.PackageVariantStatus{}
+	return v
+}

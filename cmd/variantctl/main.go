@@ -1,0 +1,264 @@
+// Command variantctl runs the PackageVariant and PackageVariantSet
+// controllers offline, against an in-memory Porch, so a person can see what
+// variants and sets would produce before they reach a cluster.
+//
+//	variantctl render   -f FILE_OR_DIR ... [--package REPO/PACKAGE[@REVISION]=DIR ...] [--out DIR]
+//	variantctl expand   -f FILE_OR_DIR ...
+//	variantctl validate -f FILE_OR_DIR ...
+//
+// Exit status: 0 when every variant and set is Ready (render, expand) or
+// valid (validate); 1 when some are not; 2 when the input cannot be used.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/porch-variants/variant-controller/pkg/offline"
+)
+
+// Exit statuses.
+const (
+	exitOK       = 0
+	exitNotReady = 1
+	exitBadInput = 2
+)
+
+const usage = `variantctl runs the PackageVariant and PackageVariantSet controllers offline,
+against an in-memory Porch, and shows what they would produce.
+
+Usage:
+  variantctl render   -f FILE_OR_DIR ... [--package REPO/PACKAGE[@REVISION]=DIR ...] [--out DIR]
+      Run both controllers on the input until they settle; print the sets,
+      variants and the package revisions they created or changed (with their
+      files) as one YAML stream, or with --out write each draft's files to
+      DIR/<repository>/<package>/<workspace>/ and print a summary table.
+  variantctl expand   -f FILE_OR_DIR ...
+      Print only the PackageVariants the sets would create (needs the
+      Repositories and selected objects, not the packages).
+  variantctl validate -f FILE_OR_DIR ...
+      Check PackageVariants and PackageVariantSets as the controllers do,
+      CEL expressions compiled; print every problem.
+
+Input: YAML files or directories (recursively; kpt package directories are
+skipped) holding Repository, PackageVariant, PackageVariantSet,
+PackageRevision and PackageRevisionResources objects (as kubectl get -o yaml
+prints them) and any in-cluster objects that injectors or objectSelectors use.
+
+Exit status: 0 all Ready (or valid), 1 some are not (details on stderr),
+2 the input cannot be used.
+
+Run "variantctl COMMAND -h" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// flags common to the commands.
+type common struct {
+	files     stringList
+	namespace string
+	timeout   time.Duration
+	verbosity int
+}
+
+func (c *common) register(fs *flag.FlagSet, withRun bool) {
+	fs.Var(&c.files, "f", "a YAML file or a directory of them (repeatable)")
+	fs.Var(&c.files, "filename", "same as -f")
+	if withRun {
+		fs.StringVar(&c.namespace, "namespace", "", "namespace of objects that name none (default: the one namespace the input uses, else \"default\")")
+		fs.DurationVar(&c.timeout, "timeout", offline.DefaultTimeout, "how long the controllers may take to settle")
+		fs.IntVar(&c.verbosity, "v", 0, "log verbosity of the controllers (0: no logs; 2: each sync)")
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitBadInput
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "render":
+		return render(ctx, rest, stdout, stderr)
+	case "expand":
+		return expand(ctx, rest, stdout, stderr)
+	case "validate":
+		return validate(rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "variantctl: unknown command %q; want render, expand or validate\n\n%s", cmd, usage)
+		return exitBadInput
+	}
+}
+
+// parse parses a command's flags; ok false means exit with the status.
+func parse(fs *flag.FlagSet, c *common, args []string, stderr io.Writer) (int, bool) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitBadInput, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "variantctl %s: unexpected argument %q; give input files with -f\n", fs.Name(), fs.Arg(0))
+		return exitBadInput, false
+	}
+	if len(c.files) == 0 {
+		fmt.Fprintf(stderr, "variantctl %s: no input; give at least one -f FILE_OR_DIR\n", fs.Name())
+		return exitBadInput, false
+	}
+	configureLogs(c.verbosity, stderr)
+	return 0, true
+}
+
+// configureLogs sends the controllers' logs to stderr at the chosen
+// verbosity, or nowhere.
+func configureLogs(v int, stderr io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", fmt.Sprint(v))
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	if v > 0 {
+		klog.SetOutput(stderr)
+	} else {
+		klog.SetOutput(io.Discard)
+	}
+}
+
+// readInput reads -f inputs, printing notes and problems; ok false means
+// the input cannot be used.
+func readInput(cmd string, files []string, stderr io.Writer) (*offline.Input, bool) {
+	in, err := offline.ReadPaths(files)
+	for _, n := range in.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	if err != nil {
+		printInputError(cmd, err, stderr)
+		return nil, false
+	}
+	return in, true
+}
+
+func printInputError(cmd string, err error, stderr io.Writer) {
+	var errs offline.InputErrors
+	if errors.As(err, &errs) {
+		fmt.Fprintf(stderr, "variantctl %s: the input cannot be used:\n", cmd)
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "  %s\n", e)
+		}
+		return
+	}
+	fmt.Fprintf(stderr, "variantctl %s: %v\n", cmd, err)
+}
+
+func render(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	var c common
+	c.register(fs, true)
+	var packages stringList
+	fs.Var(&packages, "package", "load a kpt package directory as a Published revision: REPO/PACKAGE[@REVISION]=DIR (revision 1 by default; repeatable)")
+	outDir := fs.String("out", "", "write each draft's files to DIR/<repository>/<package>/<workspace>/ and print a summary table instead of YAML")
+	if code, ok := parse(fs, &c, args, stderr); !ok {
+		return code
+	}
+	in, ok := readInput("render", c.files, stderr)
+	if !ok {
+		return exitBadInput
+	}
+	var flags []offline.PackageFlag
+	for _, p := range packages {
+		f, err := offline.ParsePackageFlag(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "variantctl render: %v\n", err)
+			return exitBadInput
+		}
+		flags = append(flags, f)
+	}
+	ns, err := in.Namespace(c.namespace)
+	if err != nil {
+		fmt.Fprintf(stderr, "variantctl render: %v\n", err)
+		return exitBadInput
+	}
+	if ns == "" && len(flags) > 0 {
+		fmt.Fprintln(stderr, "variantctl render: the input uses several namespaces; give --namespace for the packages of --package")
+		return exitBadInput
+	}
+	if err := in.AddPackages(ns, flags); err != nil {
+		fmt.Fprintf(stderr, "variantctl render: %v\n", err)
+		return exitBadInput
+	}
+	if len(in.Variants) == 0 && len(in.Sets) == 0 {
+		fmt.Fprintln(stderr, "variantctl render: the input holds no PackageVariant or PackageVariantSet; nothing to render")
+		return exitBadInput
+	}
+	out, err := offline.Run(ctx, in, offline.RunOptions{Namespace: ns, Timeout: c.timeout})
+	if err != nil {
+		printInputError("render", err, stderr)
+		return exitBadInput
+	}
+	if *outDir != "" {
+		err = out.WriteDir(*outDir, stdout)
+	} else {
+		err = out.WriteYAML(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "variantctl render: write the output: %v\n", err)
+		return exitBadInput
+	}
+	return report("render", out, stderr)
+}
+
+// report prints what is not Ready and returns the exit status.
+func report(cmd string, out *offline.Outcome, stderr io.Writer) int {
+	notReady := out.NotReady()
+	if out.Settled != "" {
+		fmt.Fprintf(stderr, "variantctl %s: %s; the output shows how far they got\n", cmd, out.Settled)
+	}
+	for _, e := range out.Events {
+		if e.Type == "Warning" {
+			fmt.Fprintf(stderr, "warning event on %s: %s: %s\n", e.Object, e.Reason, e.Message)
+		}
+	}
+	if len(notReady) > 0 || out.Settled != "" {
+		for _, l := range notReady {
+			fmt.Fprintln(stderr, l)
+		}
+		return exitNotReady
+	}
+	fmt.Fprintf(stderr, "%d PackageVariantSets and %d PackageVariants Ready; %s\n", len(out.Sets), len(out.Variants), revisionSummary(out))
+	return exitOK
+}
+
+func revisionSummary(out *offline.Outcome) string {
+	counts := map[string]int{}
+	for _, r := range out.Revisions {
+		counts[r.Action]++
+	}
+	return fmt.Sprintf("package revisions: %d created, %d changed, %d deleted",
+		counts[offline.ActionCreated], counts[offline.ActionChanged], counts[offline.ActionDeleted])
+}

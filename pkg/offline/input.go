@@ -1,0 +1,459 @@
+package offline
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Source is where an object was read from.
+type Source struct {
+	File string
+	// Doc is the 1-based document number in a multi-document file; Item
+	// the 1-based item of a List document (0 when not in a List).
+	Doc, Item int
+}
+
+func (s Source) String() string {
+	switch {
+	case s.Doc == 0:
+		return s.File
+	case s.Item > 0:
+		return fmt.Sprintf("%s (document %d, item %d)", s.File, s.Doc, s.Item)
+	default:
+		return fmt.Sprintf("%s (document %d)", s.File, s.Doc)
+	}
+}
+
+// InputError says why some input cannot be used: where it is, which object
+// and field, and why.
+type InputError struct {
+	Source Source
+	// Object is "Kind namespace/name" when known.
+	Object string
+	Msg    string
+}
+
+func (e *InputError) Error() string {
+	where := e.Source.String()
+	if e.Object != "" {
+		where += ": " + e.Object
+	}
+	if where == "" {
+		return e.Msg
+	}
+	return where + ": " + e.Msg
+}
+
+// InputErrors are all the problems found in the input.
+type InputErrors []*InputError
+
+func (e InputErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Sourced pairs an object with where it came from.
+type Sourced[T any] struct {
+	Obj    T
+	Source Source
+}
+
+// Revision is a package revision with its files.
+type Revision struct {
+	PR     *porchv1alpha1.PackageRevision
+	Files  map[string]string
+	Source Source
+	// Resources is where its files came from (a PackageRevisionResources
+	// document or a package directory).
+	Resources Source
+	// FromDir marks a revision loaded from a package directory.
+	FromDir bool
+}
+
+// Input is everything a run starts from.
+type Input struct {
+	Repositories []Sourced[*configv1alpha1.Repository]
+	Revisions    []*Revision
+	Variants     []Sourced[*configv1alpha1.PackageVariant]
+	Sets         []Sourced[*configv1alpha2.PackageVariantSet]
+	// Objects are other in-cluster objects (config injection sources,
+	// objectSelector targets).
+	Objects []Sourced[*unstructured.Unstructured]
+	// Notes are things a person should know about how the input was read
+	// (a skipped directory, an ignored cluster-scoped object).
+	Notes []string
+
+	// resources are PackageRevisionResources waiting for their revision.
+	resources map[string]Sourced[*porchv1alpha1.PackageRevisionResources]
+}
+
+const (
+	configV1alpha1 = "config.porch.kpt.dev/v1alpha1"
+	configV1alpha2 = "config.porch.kpt.dev/v1alpha2"
+	porchV1alpha1  = "porch.kpt.dev/v1alpha1"
+)
+
+// ignoredKinds are cluster-scoped kinds a directory of manifests often
+// holds; they play no part in a run.
+var ignoredKinds = map[string]bool{
+	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true,
+	"ClusterRoleBinding": true, "APIService": true,
+}
+
+// ReadPaths reads every YAML document of the given files and directories
+// (recursively: *.yaml, *.yml and *.json; a directory holding a Kptfile is
+// a kpt package and is skipped with a note). It reports every problem it
+// finds, not just the first.
+func ReadPaths(paths []string) (*Input, error) {
+	in := &Input{resources: map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}}
+	var errs InputErrors
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			errs = append(errs, &InputError{Source: Source{File: p}, Msg: statMessage(err)})
+			continue
+		}
+		if !info.IsDir() {
+			errs = append(errs, in.readFile(p)...)
+			continue
+		}
+		walkErr := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				errs = append(errs, &InputError{Source: Source{File: path}, Msg: err.Error()})
+				return nil
+			}
+			if d.IsDir() {
+				if path != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				if _, err := os.Stat(filepath.Join(path, "Kptfile")); err == nil && path != p {
+					in.Notes = append(in.Notes, fmt.Sprintf("skipped %s: it is a kpt package; load it with --package REPO/PACKAGE=%s", path, path))
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			switch strings.ToLower(filepath.Ext(path)) {
+			case ".yaml", ".yml", ".json":
+				errs = append(errs, in.readFile(path)...)
+			}
+			return nil
+		})
+		if walkErr != nil {
+			errs = append(errs, &InputError{Source: Source{File: p}, Msg: walkErr.Error()})
+		}
+	}
+	errs = append(errs, in.attachResources()...)
+	if len(errs) > 0 {
+		return in, errs
+	}
+	return in, nil
+}
+
+func statMessage(err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return "no such file or directory"
+	}
+	return err.Error()
+}
+
+func (in *Input) readFile(path string) InputErrors {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return InputErrors{{Source: Source{File: path}, Msg: err.Error()}}
+	}
+	return in.Read(path, data)
+}
+
+// Read adds the YAML documents of one file's content.
+func (in *Input) Read(file string, data []byte) InputErrors {
+	if in.resources == nil {
+		in.resources = map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}
+	}
+	var errs InputErrors
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		src := Source{File: file, Doc: doc}
+		if err != nil {
+			errs = append(errs, &InputError{Source: src, Msg: "cannot split the file into YAML documents: " + err.Error()})
+			break
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			errs = append(errs, &InputError{Source: src, Msg: "not valid YAML: " + err.Error()})
+			continue
+		}
+		if len(bytes.TrimSpace(js)) == 0 || string(bytes.TrimSpace(js)) == "null" {
+			continue // an empty document
+		}
+		var tm struct {
+			metav1.TypeMeta `json:",inline"`
+			Items           []jsonRaw `json:"items"`
+		}
+		if err := yaml.Unmarshal(js, &tm); err != nil {
+			errs = append(errs, &InputError{Source: src, Msg: "not a Kubernetes object: " + err.Error()})
+			continue
+		}
+		if tm.Kind == "List" || (strings.HasSuffix(tm.Kind, "List") && tm.Items != nil) {
+			for i, item := range tm.Items {
+				if err := in.add(Source{File: file, Doc: doc, Item: i + 1}, item); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
+		if err := in.add(src, js); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// jsonRaw keeps a List item's JSON as it is.
+type jsonRaw []byte
+
+func (r *jsonRaw) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); return nil }
+
+func (in *Input) add(src Source, js []byte) *InputError {
+	var tm metav1.TypeMeta
+	_ = yaml.Unmarshal(js, &tm)
+	fail := func(obj, format string, args ...any) *InputError {
+		return &InputError{Source: src, Object: obj, Msg: fmt.Sprintf(format, args...)}
+	}
+	if tm.APIVersion == "" || tm.Kind == "" {
+		return fail("", "apiVersion and kind are required")
+	}
+	// Decode as the API server does: field names are case-sensitive, a
+	// number is not a string, unknown and duplicate fields are errors.
+	strict := func(into any, kind string) *InputError {
+		strictErrs, err := sigsjson.UnmarshalStrict(js, into)
+		if err != nil {
+			return fail(kind+" "+nameOf(js), "%s", cleanDecodeError(err))
+		}
+		if len(strictErrs) > 0 {
+			msgs := make([]string, len(strictErrs))
+			for i, e := range strictErrs {
+				msgs[i] = cleanDecodeError(e)
+			}
+			return fail(kind+" "+nameOf(js), "%s", strings.Join(msgs, "; "))
+		}
+		return nil
+	}
+	switch {
+	case tm.APIVersion == configV1alpha1 && tm.Kind == "PackageVariant":
+		pv := &configv1alpha1.PackageVariant{}
+		if err := strict(pv, tm.Kind); err != nil {
+			return err
+		}
+		in.Variants = append(in.Variants, Sourced[*configv1alpha1.PackageVariant]{pv, src})
+	case tm.APIVersion == configV1alpha2 && tm.Kind == "PackageVariantSet":
+		pvs := &configv1alpha2.PackageVariantSet{}
+		if err := strict(pvs, tm.Kind); err != nil {
+			return err
+		}
+		in.Sets = append(in.Sets, Sourced[*configv1alpha2.PackageVariantSet]{pvs, src})
+	case tm.APIVersion == configV1alpha1 && tm.Kind == "Repository":
+		repo := &configv1alpha1.Repository{}
+		if err := strict(repo, tm.Kind); err != nil {
+			return err
+		}
+		in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{repo, src})
+	case tm.APIVersion == porchV1alpha1 && tm.Kind == "PackageRevision":
+		pr := &porchv1alpha1.PackageRevision{}
+		if err := strict(pr, tm.Kind); err != nil {
+			return err
+		}
+		in.Revisions = append(in.Revisions, &Revision{PR: pr, Source: src})
+	case tm.APIVersion == porchV1alpha1 && tm.Kind == "PackageRevisionResources":
+		prr := &porchv1alpha1.PackageRevisionResources{}
+		if err := strict(prr, tm.Kind); err != nil {
+			return err
+		}
+		key := prr.Namespace + "/" + prr.Name
+		if prev, ok := in.resources[key]; ok {
+			return fail(tm.Kind+" "+key, "given twice (also in %s)", prev.Source)
+		}
+		in.resources[key] = Sourced[*porchv1alpha1.PackageRevisionResources]{prr, src}
+	case strings.HasPrefix(tm.APIVersion, "config.porch.kpt.dev/") || strings.HasPrefix(tm.APIVersion, "porch.kpt.dev/"):
+		return fail(tm.Kind+" "+nameOf(js), "apiVersion %s kind %s is not served; use %s PackageVariant or Repository, %s PackageVariantSet, %s PackageRevision or PackageRevisionResources",
+			tm.APIVersion, tm.Kind, configV1alpha1, configV1alpha2, porchV1alpha1)
+	case ignoredKinds[tm.Kind]:
+		in.Notes = append(in.Notes, fmt.Sprintf("ignored %s %s in %s: cluster-scoped objects play no part in a run", tm.Kind, nameOf(js), src))
+	default:
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			return fail(tm.Kind+" "+nameOf(js), "%s", err)
+		}
+		if u.GetName() == "" {
+			return fail(tm.Kind, "metadata.name is required")
+		}
+		in.Objects = append(in.Objects, Sourced[*unstructured.Unstructured]{u, src})
+	}
+	return nil
+}
+
+// nameOf reads namespace/name (or name) from an object's JSON.
+func nameOf(js []byte) string {
+	var m struct {
+		metav1.ObjectMeta `json:"metadata"`
+	}
+	_ = yaml.Unmarshal(js, &m)
+	if m.Namespace != "" {
+		return m.Namespace + "/" + m.Name
+	}
+	return m.Name
+}
+
+// cleanDecodeError drops the decoder's layers of prefixes.
+func cleanDecodeError(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		msg = strings.ReplaceAll(msg, prefix, "")
+	}
+	return msg
+}
+
+// attachResources gives each PackageRevision the files of its
+// PackageRevisionResources.
+func (in *Input) attachResources() InputErrors {
+	var errs InputErrors
+	used := map[string]bool{}
+	for _, rev := range in.Revisions {
+		if rev.Files != nil {
+			continue
+		}
+		key := rev.PR.Namespace + "/" + rev.PR.Name
+		prr, ok := in.resources[key]
+		if !ok {
+			errs = append(errs, &InputError{Source: rev.Source, Object: "PackageRevision " + key,
+				Msg: fmt.Sprintf("its files are missing: add its PackageRevisionResources (kubectl get packagerevisionresources -n %s %s -o yaml), or load the package with --package", rev.PR.Namespace, rev.PR.Name)})
+			continue
+		}
+		used[key] = true
+		rev.Files = prr.Obj.Spec.Resources
+		if rev.Files == nil {
+			rev.Files = map[string]string{}
+		}
+		rev.Resources = prr.Source
+	}
+	keys := make([]string, 0, len(in.resources))
+	for k := range in.resources {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !used[k] {
+			prr := in.resources[k]
+			errs = append(errs, &InputError{Source: prr.Source, Object: "PackageRevisionResources " + k,
+				Msg: "no PackageRevision of that name is given; add it (kubectl get packagerevisions -o yaml)"})
+		}
+	}
+	in.resources = map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}
+	return errs
+}
+
+// PackageFlag is a parsed --package REPO/PACKAGE[@REVISION]=DIR.
+type PackageFlag struct {
+	Repo, Package string
+	Revision      int
+	Dir           string
+}
+
+// ParsePackageFlag parses REPO/PACKAGE[@REVISION]=DIR.
+func ParsePackageFlag(v string) (PackageFlag, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("--package %q: %s; want REPO/PACKAGE[@REVISION]=DIR, for example blueprints/app@2=./app", v, why)
+	}
+	ref, dir, ok := strings.Cut(v, "=")
+	if !ok || dir == "" {
+		return PackageFlag{}, bad("no =DIR")
+	}
+	f := PackageFlag{Revision: 1, Dir: dir}
+	if at := strings.LastIndex(ref, "@"); at >= 0 {
+		n, err := strconv.Atoi(ref[at+1:])
+		if err != nil || n < 1 {
+			return PackageFlag{}, bad(fmt.Sprintf("revision %q is not a number of 1 or more", ref[at+1:]))
+		}
+		f.Revision, ref = n, ref[:at]
+	}
+	repo, pkg, ok := strings.Cut(ref, "/")
+	if !ok || repo == "" || pkg == "" {
+		return PackageFlag{}, bad("no REPO/PACKAGE")
+	}
+	if msgs := validation.IsDNS1123Label(repo); len(msgs) > 0 {
+		return PackageFlag{}, bad(fmt.Sprintf("repository name %q: %s", repo, strings.Join(msgs, "; ")))
+	}
+	f.Repo, f.Package = repo, strings.Trim(pkg, "/")
+	return f, nil
+}
+
+// ReadPackageDir reads a kpt package directory: every regular file below
+// it (hidden directories such as .git aside), keyed by slash-separated
+// relative path. It must hold a Kptfile; files must be text.
+func ReadPackageDir(dir string) (map[string]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "Kptfile")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is not a kpt package: it has no Kptfile", dir)
+		}
+		return nil, err
+	}
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !utf8.Valid(data) {
+			return fmt.Errorf("%s is not text (UTF-8); a package revision holds text files only", path)
+		}
+		files[filepath.ToSlash(rel)] = string(data)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}

@@ -1,0 +1,312 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// DefaultNamespace is used when no input names a namespace.
+const DefaultNamespace = "default"
+
+// Namespace picks the namespace for objects that name none: explicit
+// wins; else the one namespace the inputs use; else "default". Inputs in
+// several namespaces need an explicit one only if some object names none.
+func (in *Input) Namespace(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	used := map[string]bool{}
+	unnamed := false
+	note := func(ns string) {
+		if ns == "" {
+			unnamed = true
+		} else {
+			used[ns] = true
+		}
+	}
+	for _, o := range in.Repositories {
+		note(o.Obj.Namespace)
+	}
+	for _, o := range in.Variants {
+		note(o.Obj.Namespace)
+	}
+	for _, o := range in.Sets {
+		note(o.Obj.Namespace)
+	}
+	for _, r := range in.Revisions {
+		note(r.PR.Namespace)
+	}
+	for _, o := range in.Objects {
+		note(o.Obj.GetNamespace())
+	}
+	switch len(used) {
+	case 0:
+		return DefaultNamespace, nil
+	case 1:
+		for ns := range used {
+			return ns, nil
+		}
+	}
+	if !unnamed {
+		return "", nil
+	}
+	names := make([]string, 0, len(used))
+	for ns := range used {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("the input uses several namespaces (%s) and some objects name none; give --namespace", strings.Join(names, ", "))
+}
+
+// AddPackages adds the packages of --package flags as Published revisions
+// in namespace ns, with a Repository for each repository the input lacks.
+// The highest revision of each package gets the kpt.dev/latest-revision
+// label, unless a revision given as a PackageRevision is higher.
+func (in *Input) AddPackages(ns string, flags []PackageFlag) error {
+	for _, f := range flags {
+		files, err := ReadPackageDir(f.Dir)
+		if err != nil {
+			return fmt.Errorf("--package %s/%s=%s: %w", f.Repo, f.Package, f.Dir, err)
+		}
+		in.addPublished(ns, f.Repo, f.Package, f.Revision, files, Source{File: f.Dir})
+	}
+	in.labelLatest()
+	return nil
+}
+
+// addPublished adds a Published revision made here (not from a snapshot),
+// and its Repository when the input has none.
+func (in *Input) addPublished(ns, repo, pkg string, revision int, files map[string]string, src Source) {
+	ws := "v" + strconv.Itoa(revision)
+	pr := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + ws,
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    pkg,
+			RepositoryName: repo,
+			WorkspaceName:  porchv1alpha1.WorkspaceName(ws),
+			Revision:       revision,
+			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
+			Tasks:          []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{}}},
+		},
+	}
+	in.Revisions = append(in.Revisions, &Revision{PR: pr, Files: files, Source: src, Resources: src, FromDir: true})
+	if !in.hasRepository(ns, repo) {
+		in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{&configv1alpha1.Repository{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo},
+			Spec: configv1alpha1.RepositorySpec{
+				Type:    configv1alpha1.RepositoryTypeGit,
+				Content: "Package",
+				Git: &configv1alpha1.GitRepository{
+					Repo:   fmt.Sprintf("https://git.example.com/%s/%s.git", ns, repo),
+					Branch: "main",
+				},
+			},
+		}, src})
+	}
+}
+
+// labelLatest puts kpt.dev/latest-revision on the highest published
+// revision of each package, when that revision was made here; revisions
+// from a snapshot keep the labels they have.
+func (in *Input) labelLatest() {
+	highest := map[string]*Revision{}
+	for _, r := range in.Revisions {
+		if r.PR.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
+			continue
+		}
+		key := r.PR.Namespace + "/" + r.PR.Spec.RepositoryName + "/" + r.PR.Spec.PackageName
+		if h := highest[key]; h == nil || r.PR.Spec.Revision > h.PR.Spec.Revision {
+			highest[key] = r
+		}
+	}
+	for _, r := range in.Revisions {
+		if !r.FromDir {
+			continue
+		}
+		key := r.PR.Namespace + "/" + r.PR.Spec.RepositoryName + "/" + r.PR.Spec.PackageName
+		if highest[key] == r {
+			r.PR.Labels = map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"}
+		} else {
+			delete(r.PR.Labels, porchv1alpha1.LatestPackageRevisionLabel)
+		}
+	}
+}
+
+func (in *Input) hasRepository(ns, name string) bool {
+	for _, r := range in.Repositories {
+		if r.Obj.Namespace == ns && r.Obj.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Load stores the input in sim as a cluster would hold it: Repositories,
+// PackageVariantSets and PackageVariants created through the API (server
+// metadata and status from a snapshot are dropped; owner references follow
+// the new uids), revisions imported with their files, objects with no
+// namespace put in ns. It returns every problem found.
+func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
+	client := sim.Clientset()
+	var errs InputErrors
+	uids := map[types.UID]types.UID{} // snapshot uid -> Sim uid
+	fail := func(src Source, obj string, err error) {
+		errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
+	}
+	defaultNS := func(m *metav1.ObjectMeta) {
+		if m.Namespace == "" {
+			m.Namespace = ns
+		}
+	}
+	for _, o := range in.Repositories {
+		repo := o.Obj.DeepCopy()
+		defaultNS(&repo.ObjectMeta)
+		oldUID := repo.UID
+		clearServerFields(&repo.ObjectMeta)
+		created, err := client.ConfigV1alpha1().Repositories(repo.Namespace).Create(ctx, repo, metav1.CreateOptions{})
+		if err != nil {
+			fail(o.Source, "Repository "+repo.Namespace+"/"+repo.Name, err)
+			continue
+		}
+		if oldUID != "" {
+			uids[oldUID] = created.UID
+		}
+	}
+	for _, o := range in.Sets {
+		pvs := o.Obj.DeepCopy()
+		defaultNS(&pvs.ObjectMeta)
+		oldUID := pvs.UID
+		clearServerFields(&pvs.ObjectMeta)
+		created, err := client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).Create(ctx, pvs, metav1.CreateOptions{})
+		if err != nil {
+			fail(o.Source, "PackageVariantSet "+pvs.Namespace+"/"+pvs.Name, err)
+			continue
+		}
+		if oldUID != "" {
+			uids[oldUID] = created.UID
+		}
+	}
+	for _, o := range in.Variants {
+		pv := o.Obj.DeepCopy()
+		defaultNS(&pv.ObjectMeta)
+		oldUID := pv.UID
+		clearServerFields(&pv.ObjectMeta)
+		remapOwners(&pv.ObjectMeta, uids)
+		created, err := client.ConfigV1alpha1().PackageVariants(pv.Namespace).Create(ctx, pv, metav1.CreateOptions{})
+		if err != nil {
+			fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name, err)
+			continue
+		}
+		if oldUID != "" {
+			uids[oldUID] = created.UID
+		}
+	}
+	for _, r := range in.Revisions {
+		pr := r.PR.DeepCopy()
+		defaultNS(&pr.ObjectMeta)
+		remapOwners(&pr.ObjectMeta, uids)
+		if _, err := sim.Import(pr, r.Files); err != nil {
+			fail(r.Source, "", err)
+		}
+	}
+	for i, o := range in.Objects {
+		if o.Obj.GetNamespace() == "" {
+			u := o.Obj.DeepCopy()
+			u.SetNamespace(ns)
+			in.Objects[i].Obj = u
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// ObjectList returns the in-cluster objects for Options.Objects.
+func (in *Input) ObjectList() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(in.Objects))
+	for i, o := range in.Objects {
+		out[i] = o.Obj
+	}
+	return out
+}
+
+// clearServerFields drops what the API server sets, so that an object from
+// a snapshot can be created again.
+func clearServerFields(m *metav1.ObjectMeta) {
+	m.UID = ""
+	m.ResourceVersion = ""
+	m.Generation = 0
+	m.CreationTimestamp = metav1.Time{}
+	m.DeletionTimestamp = nil
+	m.DeletionGracePeriodSeconds = nil
+	m.ManagedFields = nil
+	m.SelfLink = ""
+}
+
+// remapOwners points owner references at the uids the Sim gave their
+// owners; references to owners not in the input stay as they are.
+func remapOwners(m *metav1.ObjectMeta, uids map[types.UID]types.UID) {
+	for i, ref := range m.OwnerReferences {
+		if uid, ok := uids[ref.UID]; ok {
+			m.OwnerReferences[i].UID = uid
+		}
+	}
+}
+
+// AddStandInUpstreams gives every set whose upstream package is not in the
+// input a stand-in Published revision (the revision the set pins, else 1,
+// holding only a Kptfile), so sets can be expanded without their packages.
+// It returns a note for each stand-in.
+func (in *Input) AddStandInUpstreams(ns string) []string {
+	var notes []string
+	for _, s := range in.Sets {
+		up := s.Obj.Spec.Upstream
+		if up == nil || up.Repo == "" || up.Package == "" {
+			continue // validation reports it
+		}
+		setNS := s.Obj.Namespace
+		if setNS == "" {
+			setNS = ns
+		}
+		if in.hasPackage(setNS, up.Repo, up.Package) {
+			continue
+		}
+		rev := up.Revision
+		if rev < 1 {
+			rev = 1
+		}
+		name := up.Package
+		if i := strings.LastIndex(name, "/"); i >= 0 {
+			name = name[i+1:]
+		}
+		files := map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"}
+		in.addPublished(setNS, up.Repo, up.Package, rev, files, Source{File: "stand-in for " + up.Repo + "/" + up.Package})
+		notes = append(notes, fmt.Sprintf("no revision of upstream package %s/%s in namespace %s is given; using a stand-in revision %d", up.Repo, up.Package, setNS, rev))
+	}
+	in.labelLatest()
+	return notes
+}
+
+func (in *Input) hasPackage(ns, repo, pkg string) bool {
+	for _, r := range in.Revisions {
+		if r.PR.Namespace == ns && r.PR.Spec.RepositoryName == repo && r.PR.Spec.PackageName == pkg {
+			return true
+		}
+	}
+	return false
+}

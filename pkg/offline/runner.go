@@ -1,0 +1,351 @@
+// Package offline runs the PackageVariant and PackageVariantSet controllers,
+// unchanged, against an in-memory Porch (porchsim) until they have nothing
+// more to do. variantctl uses it to show what variants and sets would
+// produce before they reach a cluster; the fleet-scale benchmark uses it to
+// measure the controllers.
+package offline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
+	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// Options tune a Runner.
+type Options struct {
+	// Objects are the in-cluster objects (ConfigMaps and any other kind)
+	// that config injection and objectSelectors read. They do not change
+	// during a run.
+	Objects []*unstructured.Unstructured
+	// Kinds are further kinds the cluster serves, with no objects: an
+	// injector or objectSelector naming one of them finds nothing instead
+	// of reporting an unknown kind. ConfigMap and Secret are always served.
+	Kinds []schema.GroupVersionKind
+	// Workers per controller; 0 means 2.
+	Workers int
+	// Metrics, when set, receives the controllers' metrics.
+	Metrics *metrics.Metrics
+	// SetsOnly runs only the PackageVariantSet controller: variants are
+	// created but nothing makes their drafts.
+	SetsOnly bool
+}
+
+// Event is an Event a controller recorded.
+type Event struct {
+	Object  string // Kind namespace/name
+	Type    string // Normal or Warning
+	Reason  string
+	Message string
+}
+
+// Runner is both controllers running against a Sim.
+type Runner struct {
+	sim      *porchsim.Sim
+	tracker  *workloop.Tracker
+	progress *progress
+	pv       *packagevariant.Controller
+	set      *packagevariantset.Controller
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	events   []Event
+	runErr   error
+	stopOnce sync.Once
+}
+
+// builtinKinds are served even when no object of theirs is given.
+var builtinKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+}
+
+// Start runs both controllers against sim until Stop (or ctx is done). The
+// Sim should hold everything the run starts from; more may be added while
+// the controllers run (as tests and the benchmark do).
+func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error) {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = 2
+	}
+	dyn, mapper, err := objectClient(opts.Objects, opts.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Runner{
+		sim:      sim,
+		tracker:  workloop.NewTracker(),
+		progress: newProgress(),
+		cancel:   cancel,
+		done:     make(chan struct{}),
+	}
+	objects := ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper})
+	client := sim.Clientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	track := func(resource string, inf interface {
+		Informer() cache.SharedIndexInformer
+	}) *trackedInformer {
+		return &trackedInformer{SharedIndexInformer: inf.Informer(), resource: resource, progress: r.progress}
+	}
+	pvs := factory.Config().V1alpha1().PackageVariants()
+	sets := factory.Config().V1alpha2().PackageVariantSets()
+	repos := factory.Config().V1alpha1().Repositories()
+	prs := factory.Porch().V1alpha1().PackageRevisions()
+	pvInf := variantInformer{pvs, track("packagevariants", pvs)}
+	setInf := setInformer{sets, track("packagevariantsets", sets)}
+	repoInf := repositoryInformer{repos, track("repositories", repos)}
+	prInf := revisionInformer{prs, track("packagerevisions", prs)}
+
+	recorder := &eventRecorder{r: r}
+	runs := []func(context.Context, int) error{}
+	if !opts.SetsOnly {
+		r.pv, err = packagevariant.New(ctx, client, pvInf, prInf, objects, recorder, opts.Metrics)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		r.pv.SetTracker(r.tracker)
+		runs = append(runs, r.pv.Run)
+	}
+	r.set, err = packagevariantset.New(ctx, client, setInf, pvInf, repoInf, prInf, objects, recorder, opts.Metrics)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	r.set.SetReadinessDelay(0)
+	r.set.SetTracker(r.tracker)
+	runs = append(runs, r.set.Run)
+
+	factory.Start(ctx.Done())
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx, workers); err != nil {
+				r.mu.Lock()
+				r.runErr = err
+				r.mu.Unlock()
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		factory.Shutdown()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// Stop stops the controllers and waits for them.
+func (r *Runner) Stop() {
+	r.stopOnce.Do(func() {
+		r.cancel()
+		<-r.done
+	})
+}
+
+// Idle reports whether the controllers have nothing to do: every change the
+// Sim delivered has been handled, no sync runs, no key waits in a queue and
+// no failed key waits for a retry.
+func (r *Runner) Idle() bool {
+	return r.progress.caughtUp(r.sim) && r.tracker.Idle() && r.queued() == 0
+}
+
+// settleChecks is how many consecutive checks, pollInterval apart, must
+// find the controllers idle with nothing happening in between.
+const (
+	settleChecks = 3
+	pollInterval = 2 * time.Millisecond
+)
+
+// WaitIdle waits until the controllers are idle and stay so, or until
+// timeout. On timeout it says what is still in hand.
+func (r *Runner) WaitIdle(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := time.NewTicker(pollInterval)
+	defer ticker.Stop()
+	quiet, last := 0, -1
+	for {
+		if err := r.err(); err != nil {
+			return err
+		}
+		// activity changes with every sync; a quiet stretch of idle checks
+		// with no sync in between closes the gap between a key leaving the
+		// queue and its sync being counted as running.
+		activity := r.tracker.Syncs(packagevariant.ControllerName) + r.tracker.Syncs(packagevariantset.ControllerName)
+		if r.Idle() && activity == last {
+			quiet++
+			if quiet >= settleChecks {
+				return nil
+			}
+		} else {
+			quiet = 0
+		}
+		last = activity
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the controllers did not settle within %s: %s", timeout, r.busy())
+		case <-ticker.C:
+		}
+	}
+}
+
+func (r *Runner) busy() string {
+	var parts []string
+	if !r.progress.caughtUp(r.sim) {
+		parts = append(parts, "informers still delivering changes")
+	}
+	if n := r.queued(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d keys queued", n))
+	}
+	if !r.tracker.Idle() {
+		parts = append(parts, "syncs running or failed syncs waiting for a retry")
+	}
+	if len(parts) == 0 {
+		return "work kept arriving"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *Runner) queued() int {
+	n := r.set.QueueLen()
+	if r.pv != nil {
+		n += r.pv.QueueLen()
+	}
+	return n
+}
+
+func (r *Runner) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runErr
+}
+
+// Syncs returns how many syncs each controller ran (by controller name).
+func (r *Runner) Syncs() map[string]int {
+	return map[string]int{
+		packagevariant.ControllerName:    r.tracker.Syncs(packagevariant.ControllerName),
+		packagevariantset.ControllerName: r.tracker.Syncs(packagevariantset.ControllerName),
+	}
+}
+
+// ResyncVariants queues every PackageVariant, as a full informer resync
+// would.
+func (r *Runner) ResyncVariants() {
+	if r.pv != nil {
+		r.pv.EnqueueAll()
+	}
+}
+
+// Events returns the Events the controllers recorded, in order.
+func (r *Runner) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Event(nil), r.events...)
+}
+
+// eventRecorder keeps the controllers' Events.
+type eventRecorder struct{ r *Runner }
+
+func (e *eventRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		if t := fmt.Sprintf("%T", obj); strings.Contains(t, ".") {
+			kind = t[strings.LastIndex(t, ".")+1:]
+		}
+	}
+	name := ""
+	if m, err := meta.Accessor(obj); err == nil {
+		name = m.GetNamespace() + "/" + m.GetName()
+	}
+	e.r.mu.Lock()
+	defer e.r.mu.Unlock()
+	e.r.events = append(e.r.events, Event{Object: kind + " " + name, Type: eventtype, Reason: reason, Message: message})
+}
+
+func (e *eventRecorder) Eventf(obj runtime.Object, eventtype, reason, format string, args ...interface{}) {
+	e.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (e *eventRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...interface{}) {
+	e.Eventf(obj, eventtype, reason, format, args...)
+}
+
+var _ record.EventRecorder = (*eventRecorder)(nil)
+
+// objectClient serves the given objects (and empty builtin and extra
+// kinds) through a fake dynamic client with a matching REST mapper. A kind
+// is namespaced unless one of its objects has no namespace.
+func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind) (*dynamicfake.FakeDynamicClient, meta.RESTMapper, error) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	listKinds := map[schema.GroupVersionResource]string{}
+	scopes := map[schema.GroupVersionKind]meta.RESTScope{}
+	kinds := append(append([]schema.GroupVersionKind(nil), builtinKinds...), extra...)
+	type objectID struct {
+		gk              schema.GroupKind
+		namespace, name string
+	}
+	ids := map[objectID]bool{}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Kind == "" || gvk.Version == "" {
+			return nil, nil, fmt.Errorf("object %s/%s has no apiVersion or kind", o.GetNamespace(), o.GetName())
+		}
+		if o.GetName() == "" {
+			return nil, nil, fmt.Errorf("%s object has no metadata.name", gvk.Kind)
+		}
+		id := objectID{gvk.GroupKind(), o.GetNamespace(), o.GetName()}
+		if ids[id] {
+			return nil, nil, fmt.Errorf("%s %s/%s is given twice", gvk.Kind, o.GetNamespace(), o.GetName())
+		}
+		ids[id] = true
+		kinds = append(kinds, gvk)
+		if o.GetNamespace() == "" {
+			scopes[gvk] = meta.RESTScopeRoot
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range kinds {
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		scope := scopes[gvk]
+		if scope == nil {
+			scope = meta.RESTScopeNamespace
+		}
+		mapper.Add(gvk, scope)
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		listKinds[plural] = gvk.Kind + "List"
+	}
+	var runtimeObjs []runtime.Object
+	for _, o := range objs {
+		runtimeObjs = append(runtimeObjs, o.DeepCopy())
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, runtimeObjs...)
+	return dyn, mapper, nil
+}

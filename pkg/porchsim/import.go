@@ -1,0 +1,112 @@
+package porchsim
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Import stores a PackageRevision with its files as a real Porch reported
+// them (for example `kubectl get packagerevisions -o yaml` and the
+// matching PackageRevisionResources), so a snapshot of a cluster can be
+// replayed. Spec, status, labels, annotations and owner references are kept
+// as given; the Sim assigns uid, resourceVersion, generation and
+// creationTimestamp as it does for any object it stores. The name is
+// derived (<repository>.<package>.<workspace>) when empty.
+//
+// Import checks what Porch itself guarantees of stored revisions: the
+// repository exists, the package name and lifecycle are valid, a Published
+// revision has a revision number (the placeholder has -1 and workspace
+// "main"), an unpublished one has none, and neither the name nor the
+// package's workspace is taken. It is a helper: not counted as a request,
+// never faulted. Returns the stored PackageRevision.
+func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
+	if in == nil {
+		return nil, fmt.Errorf("import: no PackageRevision given")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pr := in.DeepCopy()
+	pr.TypeMeta = metav1.TypeMeta{}
+	spec := &pr.Spec
+	ref := pr.Name
+	if ref == "" {
+		ref = fmt.Sprintf("%s/%s workspace %q", spec.RepositoryName, spec.PackageName, spec.WorkspaceName)
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("PackageRevision %s: %s", ref, fmt.Sprintf(format, args...))
+	}
+	if pr.Namespace == "" {
+		return nil, fail("metadata.namespace is required")
+	}
+	if spec.RepositoryName == "" {
+		return nil, fail("spec.repository is required")
+	}
+	if _, err := s.repositoryLocked(pr.Namespace, spec.RepositoryName); err != nil {
+		return nil, fail("spec.repository: %v", err)
+	}
+	if spec.PackageName == "" {
+		return nil, fail("spec.packageName is required")
+	}
+	if errs := validatePackageName(spec.PackageName); len(errs) > 0 {
+		return nil, fail("spec.packageName: %v", errs.ToAggregate())
+	}
+	if spec.WorkspaceName == "" {
+		return nil, fail("spec.workspaceName is required")
+	}
+	if pr.Name == "" {
+		pr.Name = packageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(pr.Name) {
+		return nil, fail("metadata.name: %s", msg)
+	}
+	switch lc := spec.Lifecycle; lc {
+	case porchv1alpha1.PackageRevisionLifecyclePublished, porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
+		placeholder := spec.WorkspaceName == placeholderWorkspace
+		switch {
+		case placeholder && spec.Revision != porchv1alpha1.PlaceholderRevision:
+			return nil, fail("spec.revision is %d; the placeholder revision (workspace %q) has revision %d", spec.Revision, placeholderWorkspace, porchv1alpha1.PlaceholderRevision)
+		case !placeholder && spec.Revision < 1:
+			return nil, fail("spec.revision is %d; a %s revision has a revision number of 1 or more", spec.Revision, lc)
+		}
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
+		if spec.Revision != 0 {
+			return nil, fail("spec.revision is %d; a %s revision has no revision number (0)", spec.Revision, lc)
+		}
+	case "":
+		return nil, fail("spec.lifecycle is required (Draft, Proposed, Published or DeletionProposed)")
+	default:
+		return nil, fail("spec.lifecycle %q is not one of Draft, Proposed, Published, DeletionProposed", lc)
+	}
+	if _, _, ok := s.packageRevisionLocked(pr.Namespace, pr.Name); ok {
+		return nil, fail("a package revision named %q already exists in namespace %q", pr.Name, pr.Namespace)
+	}
+	for _, e := range s.packageEntriesLocked(pr.Namespace, spec.RepositoryName, spec.PackageName) {
+		other := e.obj.(*porchv1alpha1.PackageRevision)
+		if other.Spec.WorkspaceName == spec.WorkspaceName {
+			return nil, fail("workspace %q of package %q in repository %q is already used by %s", spec.WorkspaceName, spec.PackageName, spec.RepositoryName, other.Name)
+		}
+		if spec.Revision > 0 && other.Spec.Revision == spec.Revision {
+			return nil, fail("revision %d of package %q in repository %q already exists (%s)", spec.Revision, spec.PackageName, spec.RepositoryName, other.Name)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fail("no files: a package revision has at least a Kptfile")
+	}
+	for path := range files {
+		if path == "" || strings.HasPrefix(path, "/") || strings.Contains(path, "..") {
+			return nil, fail("file path %q must be relative and stay inside the package", path)
+		}
+	}
+
+	pr.ResourceVersion = ""
+	pr.ManagedFields = nil
+	pr.DeletionTimestamp = nil
+	pr.DeletionGracePeriodSeconds = nil
+	e := s.insertLocked(resPackageRevisions, pr, copyFiles(files))
+	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
+}
