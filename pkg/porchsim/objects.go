@@ -489,33 +489,36 @@ func (s *Sim) deleteEntryLocked(resource string, e *entry, orphan bool) {
 // deleted, except Published PackageRevisions, which Porch refuses to delete
 // (they keep the dangling reference). With orphan every dependent only loses
 // the reference.
+//
+// Dependents are visited by kind (in the order of kinds), then by name. The
+// list is taken once, up front: a cascade only removes objects and owner
+// references, so each dependent is looked up again and skipped if it is gone
+// or no longer names the owner.
 func (s *Sim) collectGarbageLocked(namespace string, owner types.UID, orphan bool) {
-	for _, k := range kinds {
-		for _, key := range s.sortedKeysLocked(k.resource, namespace) {
-			e, ok := s.objects[k.resource][key]
-			if !ok {
-				continue // removed by the cascade meanwhile
-			}
-			refs := mustAccessor(e.obj).GetOwnerReferences()
-			i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == owner })
-			if i < 0 {
-				continue
-			}
-			rest := slices.Delete(slices.Clone(refs), i, i+1)
-			if orphan || s.anyOwnerExistsLocked(rest) {
-				obj := e.obj.DeepCopyObject()
-				if len(rest) == 0 {
-					rest = nil
-				}
-				mustAccessor(obj).SetOwnerReferences(rest)
-				s.replaceLocked(k.resource, e, obj)
-				continue
-			}
-			if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok && deleteRefusal(pr) != "" {
-				continue
-			}
-			s.deleteEntryLocked(k.resource, e, false)
+	for _, ref := range s.dependentsLocked(namespace, owner) {
+		e, ok := s.objects[ref.resource][ref.key]
+		if !ok {
+			continue // removed by the cascade meanwhile
 		}
+		refs := mustAccessor(e.obj).GetOwnerReferences()
+		i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == owner })
+		if i < 0 {
+			continue
+		}
+		rest := slices.Delete(slices.Clone(refs), i, i+1)
+		if orphan || s.anyOwnerExistsLocked(rest) {
+			obj := e.obj.DeepCopyObject()
+			if len(rest) == 0 {
+				rest = nil
+			}
+			mustAccessor(obj).SetOwnerReferences(rest)
+			s.replaceLocked(ref.resource, e, obj)
+			continue
+		}
+		if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok && deleteRefusal(pr) != "" {
+			continue
+		}
+		s.deleteEntryLocked(ref.resource, e, false)
 	}
 }
 

@@ -680,15 +680,13 @@ func (s *Sim) packageRevisionLocked(ns, name string) (*porchv1alpha1.PackageRevi
 	return e.obj.(*porchv1alpha1.PackageRevision), e.files, true
 }
 
-// packageEntriesLocked lists the revisions of one package, by name.
+// packageEntriesLocked lists the revisions of one package, by name, from
+// the package index (see index.go).
 func (s *Sim) packageEntriesLocked(ns, repo, pkg string) []*entry {
-	var out []*entry
-	for _, key := range s.sortedKeysLocked(resPackageRevisions, ns) {
-		e := s.objects[resPackageRevisions][key]
-		pr := e.obj.(*porchv1alpha1.PackageRevision)
-		if pr.Spec.RepositoryName == repo && pr.Spec.PackageName == pkg {
-			out = append(out, e)
-		}
+	names := slices.Sorted(maps.Keys(s.packages[packageKey{ns, repo, pkg}]))
+	out := make([]*entry, 0, len(names))
+	for _, name := range names {
+		out = append(out, s.objects[resPackageRevisions][objectKey{ns, name}])
 	}
 	return out
 }

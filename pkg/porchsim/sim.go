@@ -55,6 +55,9 @@ type Sim struct {
 	uidSeq  int64
 	objects map[string]map[objectKey]*entry // by resource
 	uids    map[types.UID]objectRef
+	// packages and dependents index objects (see index.go).
+	packages   map[packageKey]map[string]struct{}
+	dependents map[types.UID]map[objectRef]struct{}
 
 	requests map[string]int
 	faults   []*faultState
@@ -91,11 +94,13 @@ type entry struct {
 // New returns an empty Sim.
 func New() *Sim {
 	s := &Sim{
-		objects:  map[string]map[objectKey]*entry{},
-		uids:     map[types.UID]objectRef{},
-		requests: map[string]int{},
-		logs:     map[string]*eventLog{},
-		changed:  make(chan struct{}),
+		objects:    map[string]map[objectKey]*entry{},
+		uids:       map[types.UID]objectRef{},
+		packages:   map[packageKey]map[string]struct{}{},
+		dependents: map[types.UID]map[objectRef]struct{}{},
+		requests:   map[string]int{},
+		logs:       map[string]*eventLog{},
+		changed:    make(chan struct{}),
 	}
 	for _, k := range kinds {
 		s.objects[k.resource] = map[objectKey]*entry{}
@@ -281,9 +286,10 @@ func (s *Sim) insertLocked(resource string, obj runtime.Object, files map[string
 	m.SetGeneration(1)
 	m.SetResourceVersion(s.nextRVLocked())
 	e := &entry{obj: obj, files: files}
-	key := objectKey{m.GetNamespace(), m.GetName()}
-	s.objects[resource][key] = e
-	s.uids[m.GetUID()] = objectRef{resource, key}
+	ref := objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}
+	s.objects[resource][ref.key] = e
+	s.uids[m.GetUID()] = ref
+	s.indexLocked(ref, obj)
 	s.emitLocked(resource, watch.Added, obj, nil)
 	return e
 }
@@ -293,8 +299,10 @@ func (s *Sim) insertLocked(resource string, obj runtime.Object, files map[string
 // generation.
 func (s *Sim) replaceLocked(resource string, e *entry, obj runtime.Object) {
 	old := e.obj
-	mustAccessor(obj).SetResourceVersion(s.nextRVLocked())
+	m := mustAccessor(obj)
+	m.SetResourceVersion(s.nextRVLocked())
 	e.obj = obj
+	s.reindexLocked(objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}, old, obj)
 	s.emitLocked(resource, watch.Modified, obj, old)
 }
 
@@ -303,8 +311,12 @@ func (s *Sim) replaceLocked(resource string, e *entry, obj runtime.Object) {
 func (s *Sim) removeLocked(resource string, e *entry, obj runtime.Object) {
 	m := mustAccessor(obj)
 	m.SetResourceVersion(s.nextRVLocked())
-	delete(s.objects[resource], objectKey{m.GetNamespace(), m.GetName()})
+	ref := objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}
+	delete(s.objects[resource], ref.key)
 	delete(s.uids, m.GetUID())
+	// The index entries are those of the stored state, which obj (the
+	// final state) may differ from.
+	s.unindexLocked(ref, e.obj)
 	s.emitLocked(resource, watch.Deleted, obj, nil)
 	s.collectGarbageLocked(m.GetNamespace(), m.GetUID(), e.orphan)
 }

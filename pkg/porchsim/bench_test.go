@@ -1,0 +1,123 @@
+package porchsim
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// storeSizes are the numbers of downstream objects the benchmarks start
+// with. A request must cost the same at every size: the fleet benchmark has
+// 10,000 of each kind, and a per-request cost that grows with the store makes
+// it quadratic.
+var storeSizes = []int{1000, 10000}
+
+// benchFleet is the fixture with n downstream packages in repository
+// "deploy", each with one published revision owned by a PackageVariant of the
+// same name. The objects are stored directly: setting up through requests
+// would make the benchmark's setup, not its loop, the thing measured.
+func benchFleet(b *testing.B, n int) *Sim {
+	b.Helper()
+	s := New()
+	s.AddRepository(ns, "blueprints", false, nil)
+	s.AddRepository(ns, "deploy", true, nil)
+	if _, err := s.AddPublished(ns, "blueprints", "app", 1, blueprint(1, "app:v1", "readme\n")); err != nil {
+		b.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range n {
+		name := fmt.Sprintf("site-%05d", i)
+		pv := s.insertLocked(resPackageVariants, newVariant(name), nil)
+		s.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecyclePublished, pv.obj), nil)
+	}
+	return s
+}
+
+// benchRevision is a revision of the downstream package pkg owned by owner.
+func benchRevision(pkg string, lc porchv1alpha1.PackageRevisionLifecycle, owner runtime.Object) *porchv1alpha1.PackageRevision {
+	m := mustAccessor(owner)
+	revision := 0
+	if lc == porchv1alpha1.PackageRevisionLifecyclePublished {
+		revision = 1
+	}
+	return &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      packageRevisionName("deploy", pkg, "packagevariant-1"),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: configv1alpha1.SchemeGroupVersion.String(),
+				Kind:       "PackageVariant",
+				Name:       m.GetName(),
+				UID:        m.GetUID(),
+				Controller: ptr(true),
+			}},
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    pkg,
+			RepositoryName: "deploy",
+			WorkspaceName:  "packagevariant-1",
+			Revision:       revision,
+			Lifecycle:      lc,
+		},
+	}
+}
+
+// BenchmarkCreateClone measures a PackageRevision create (a clone into a new
+// downstream package), which applies Porch's per-package rules: workspace
+// uniqueness and "clone only creates a package".
+func BenchmarkCreateClone(b *testing.B) {
+	for _, n := range storeSizes {
+		b.Run(fmt.Sprintf("revisions=%d", n), func(b *testing.B) {
+			s := benchFleet(b, n)
+			prs := s.Clientset().PorchV1alpha1().PackageRevisions(ns)
+			ctx := context.Background()
+			i := 0
+			for b.Loop() {
+				in := newDraft("deploy", fmt.Sprintf("new-%07d", i), "packagevariant-1", cloneTask(upstreamV1))
+				if _, err := prs.Create(ctx, in, metav1.CreateOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkGarbageCollection measures deleting an owner whose dependent is
+// collected: each op creates a PackageVariant owning a Draft, then deletes
+// the variant, which removes the Draft through garbage collection (two
+// owners removed, so two collector runs).
+func BenchmarkGarbageCollection(b *testing.B) {
+	for _, n := range storeSizes {
+		b.Run(fmt.Sprintf("owners=%d", n), func(b *testing.B) {
+			s := benchFleet(b, n)
+			pvs := s.Clientset().ConfigV1alpha1().PackageVariants(ns)
+			ctx := context.Background()
+			i := 0
+			for b.Loop() {
+				name := fmt.Sprintf("gone-%07d", i)
+				pv, err := pvs.Create(ctx, newVariant(name), metav1.CreateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.mu.Lock()
+				draft := s.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
+				s.mu.Unlock()
+				if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.PackageRevision(ns, mustAccessor(draft.obj).GetName()); err == nil {
+					b.Fatalf("the draft owned by %s was not collected", name)
+				}
+				i++
+			}
+		})
+	}
+}
