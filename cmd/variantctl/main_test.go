@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+)
+
+const (
+	examplesFleet   = "../../examples/fleet"
+	examplesPackage = "blueprints/app=../../examples/packages/app"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func variantctl(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func (r result) want(t *testing.T, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// documents splits a YAML stream into kind -> names.
+func documents(t *testing.T, stream string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	r := utilyaml.NewYAMLReader(bufioReader(stream))
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			break
+		}
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatalf("output is not YAML: %v\n%s", err, doc)
+		}
+		if obj.Kind != "" {
+			out[obj.Kind] = append(out[obj.Kind], obj.Metadata.Name)
+		}
+	}
+	return out
+}
+
+// TestRenderExamples is the README's first command: the example fleet
+// renders to four set variants plus the hand-written one, each with a
+// draft holding its region's settings, and exits 0.
+func TestRenderExamples(t *testing.T) {
+	r := variantctl(t, "render", "-f", examplesFleet, "--package", examplesPackage)
+	r.want(t, exitOK)
+	docs := documents(t, r.stdout)
+	wantVariants := []string{
+		"edge-app-prod-ap-south-app", "edge-app-prod-eu-west-app", "edge-app-prod-us-east-app",
+		"edge-app-prod-us-east-canary-app", "staging-us-east-app",
+	}
+	if got := strings.Join(docs["PackageVariant"], " "); got != strings.Join(wantVariants, " ") {
+		t.Errorf("variants = %s, want %s", got, strings.Join(wantVariants, " "))
+	}
+	if n := len(docs["PackageRevisionResources"]); n != 5 {
+		t.Errorf("%d PackageRevisionResources, want 5", n)
+	}
+	for _, want := range []string{
+		"kpt.dev/injected-resource: region-ap-south",
+		"kpt.dev/injected-resource: region-us-east",
+		"PackageVariant.staging-us-east-app.set-namespace.0",
+		"message: 'package variants successfully reconciled: 4 desired, 4 exist, 4 Ready'",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if !strings.Contains(r.stderr, "1 PackageVariantSets and 5 PackageVariants Ready") {
+		t.Errorf("stderr lacks the summary:\n%s", r.stderr)
+	}
+}
+
+// TestRenderOut writes each draft under DIR/<repository>/<package>/<workspace>/
+// and prints a table instead of YAML.
+func TestRenderOut(t *testing.T) {
+	dir := t.TempDir()
+	r := variantctl(t, "render", "-f", examplesFleet, "--package", examplesPackage, "--out", dir)
+	r.want(t, exitOK)
+	if !strings.HasPrefix(r.stdout, "REPOSITORY") || strings.Count(r.stdout, "created") != 5 {
+		t.Errorf("summary table:\n%s", r.stdout)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "prod-eu-west", "app", "packagevariant-1", "region-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "region: eu-west") {
+		t.Errorf("prod-eu-west region-config.yaml:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "staging-eu-west")); !os.IsNotExist(err) {
+		t.Errorf("staging-eu-west has no variant but was written (%v)", err)
+	}
+}
+
+// TestRenderNotReady exits 1 and prints the variant's conditions when its
+// upstream does not exist.
+func TestRenderNotReady(t *testing.T) {
+	r := variantctl(t, "render", "-f", "testdata/missing-upstream.yaml")
+	r.want(t, exitNotReady)
+	if !strings.Contains(r.stderr, "PackageVariant team/lost is not Ready") ||
+		!strings.Contains(r.stderr, `could not find upstream package "nosuchpackage" in repository "blueprints"`) {
+		t.Errorf("stderr does not say why:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stdout, "name: lost") {
+		t.Errorf("the variant is not in the output:\n%s", r.stdout)
+	}
+}
+
+// TestRenderBadInput exits 2 naming the file, document, object and field.
+func TestRenderBadInput(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown field": {
+			args: []string{"-f", "testdata/typo.yaml"},
+			want: `testdata/typo.yaml (document 1): PackageVariant team/typo: unknown field "spec.injector"`,
+		},
+		"missing file": {
+			args: []string{"-f", "testdata/nosuchfile.yaml"},
+			want: "testdata/nosuchfile.yaml: no such file or directory",
+		},
+		"bad --package": {
+			args: []string{"-f", examplesFleet, "--package", "blueprints=../../examples/packages/app"},
+			want: `--package "blueprints=../../examples/packages/app": no REPO/PACKAGE`,
+		},
+		"--package without a Kptfile": {
+			args: []string{"-f", examplesFleet, "--package", "blueprints/app=testdata"},
+			want: "testdata is not a kpt package: it has no Kptfile",
+		},
+		"no input": {
+			args: []string{},
+			want: "no input; give at least one -f FILE_OR_DIR",
+		},
+		"no variants": {
+			args: []string{"-f", examplesFleet + "/repositories.yaml"},
+			want: "no PackageVariant or PackageVariantSet; nothing to render",
+		},
+		"unknown flag": {
+			args: []string{"--nosuchflag"},
+			want: "flag provided but not defined: -nosuchflag",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := variantctl(t, append([]string{"render"}, tc.args...)...)
+			r.want(t, exitBadInput)
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, r.stderr)
+			}
+		})
+	}
+}
+
+// TestValidate: valid input exits 0; every problem of every object is
+// printed and exits 1; undecodable input exits 2.
+func TestValidate(t *testing.T) {
+	r := variantctl(t, "validate", "-f", examplesFleet)
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "1 PackageVariants and 1 PackageVariantSets are valid") {
+		t.Errorf("stdout:\n%s", r.stdout)
+	}
+
+	r = variantctl(t, "validate", "-f", "testdata/invalid.yaml")
+	r.want(t, exitNotReady)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`invalid.yaml \(document 1\): PackageVariant team/no-downstream: missing required field spec.downstream`),
+		regexp.MustCompile(`invalid.yaml \(document 1\): PackageVariant team/no-downstream: spec.adoptionPolicy field can only be "adoptNone" or "adoptExisting"`),
+		regexp.MustCompile(`invalid.yaml \(document 2\): PackageVariantSet team/broken-cel: .*spec.targets\[0\].template.labelExprs\[0\].valueExpr`),
+		regexp.MustCompile(`invalid.yaml \(document 2\): PackageVariantSet team/broken-cel: .*spec.targets\[0\].template.annotationExprs\[0\].valueExpr.*nosuchvariable`),
+	} {
+		if !want.MatchString(r.stdout) {
+			t.Errorf("output does not match %s:\n%s", want, r.stdout)
+		}
+	}
+
+	r = variantctl(t, "validate", "-f", "testdata/typo.yaml")
+	r.want(t, exitBadInput)
+}
+
+// TestExpand prints only the variants the set would make, without drafts;
+// a broken set exits 1; input without a set exits 2.
+func TestExpand(t *testing.T) {
+	r := variantctl(t, "expand", "-f", examplesFleet)
+	r.want(t, exitOK)
+	docs := documents(t, r.stdout)
+	if len(docs) != 1 || len(docs["PackageVariant"]) != 4 {
+		t.Errorf("want 4 PackageVariants only, got %v", docs)
+	}
+	if strings.Contains(r.stdout, "staging-us-east-app") {
+		t.Error("expand printed the hand-written variant")
+	}
+	if strings.Contains(r.stdout, "status:") {
+		t.Error("expand printed variant status")
+	}
+	// The variants decode as PackageVariants and carry the rendered CEL.
+	var pv configv1alpha1.PackageVariant
+	first := strings.Split(r.stdout, "\n---\n")[0]
+	if err := yaml.UnmarshalStrict([]byte(first), &pv); err != nil {
+		t.Fatalf("first variant: %v", err)
+	}
+	if pv.Name != "edge-app-prod-ap-south-app" || pv.Spec.Labels["region"] != "ap-south" || pv.Spec.Injectors[0].Name != "region-ap-south" {
+		t.Errorf("first variant = %s labels %v injectors %+v", pv.Name, pv.Spec.Labels, pv.Spec.Injectors)
+	}
+	if !strings.Contains(r.stderr, "using a stand-in revision 1") {
+		t.Errorf("stderr does not mention the stand-in upstream:\n%s", r.stderr)
+	}
+
+	r = variantctl(t, "expand", "-f", "testdata/invalid.yaml")
+	r.want(t, exitNotReady)
+	if !strings.Contains(r.stderr, "PackageVariantSet team/broken-cel is not Ready") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+
+	r = variantctl(t, "expand", "-f", "testdata/missing-upstream.yaml")
+	r.want(t, exitBadInput)
+}
+
+// TestCommands: no command or an unknown one exits 2 with the usage; help
+// exits 0.
+func TestCommands(t *testing.T) {
+	variantctl(t).want(t, exitBadInput)
+	r := variantctl(t, "frobnicate")
+	r.want(t, exitBadInput)
+	if !strings.Contains(r.stderr, `unknown command "frobnicate"`) {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	r = variantctl(t, "help")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "variantctl render") {
+		t.Errorf("help:\n%s", r.stdout)
+	}
+	variantctl(t, "render", "-h").want(t, exitOK)
+}
+
+func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
