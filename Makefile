@@ -2,10 +2,10 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin
-BINARIES := variant-controller
+BINARIES := variant-controller variantctl
 GO_PACKAGES := ./...
 
-.PHONY: all build test generate verify verify-codegen verify-gofmt vet help
+.PHONY: all build test example generate verify verify-codegen verify-gofmt vet help
 
 all: build
 
@@ -18,6 +18,9 @@ build: ## Build the binaries into bin/.
 		echo "go build -o $(BIN)/$$b ./cmd/$$b"; \
 		CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/$$b ./cmd/$$b || exit 1; \
 	done
+
+example: ## Render the example fleet offline into out/ (the README's first command).
+	$(GO) run ./cmd/variantctl render -f examples/fleet --package blueprints/app=examples/packages/app --out out/
 
 test: ## Run every test with the race detector.
 	$(GO) test -race $(GO_PACKAGES)

@@ -7,11 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
@@ -157,9 +159,9 @@ func (in *Input) hasRepository(ns, name string) bool {
 
 // Load stores the input in sim as a cluster would hold it: Repositories,
 // PackageVariantSets and PackageVariants created through the API (server
-// metadata and status from a snapshot are dropped; owner references follow
-// the new uids), revisions imported with their files, objects with no
-// namespace put in ns. It returns every problem found.
+// metadata from a snapshot is dropped, status is kept, owner references
+// follow the new uids), revisions imported with their files, objects with
+// no namespace put in ns. It returns every problem found.
 func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
 	client := sim.Clientset()
 	var errs InputErrors
@@ -196,6 +198,14 @@ func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
 			fail(o.Source, "PackageVariantSet "+pvs.Namespace+"/"+pvs.Name, err)
 			continue
 		}
+		if !equality.Semantic.DeepEqual(pvs.Status, configv1alpha2.PackageVariantSetStatus{}) {
+			// A snapshot's status, as the cluster holds it.
+			created.Status = pvs.Status
+			if created, err = client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				fail(o.Source, "PackageVariantSet "+pvs.Namespace+"/"+pvs.Name, err)
+				continue
+			}
+		}
 		if oldUID != "" {
 			uids[oldUID] = created.UID
 		}
@@ -210,6 +220,13 @@ func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
 		if err != nil {
 			fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name, err)
 			continue
+		}
+		if !equality.Semantic.DeepEqual(pv.Status, configv1alpha1.PackageVariantStatus{}) {
+			created.Status = pv.Status
+			if created, err = client.ConfigV1alpha1().PackageVariants(pv.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name, err)
+				continue
+			}
 		}
 		if oldUID != "" {
 			uids[oldUID] = created.UID

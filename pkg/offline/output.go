@@ -236,7 +236,7 @@ func stableDoc(obj runtime.Object, apiVersion, kind string) (map[string]interfac
 		}
 	}
 	if st, ok := m["status"].(map[string]interface{}); ok {
-		delete(st, "publishedAt")
+		delete(st, "publishTimestamp")
 		delete(st, "observedGeneration")
 		if conds, ok := st["conditions"].([]interface{}); ok {
 			for _, c := range conds {

@@ -332,13 +332,13 @@ func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porc
 		return nil, nil, refuse("clone %q: %v", upstream, err)
 	}
 	if repo.Spec.Deployment {
-		if _, ok := out[packageContextFile]; !ok {
-			pc, err := packageContext(lastSegment(spec.PackageName))
-			if err != nil {
-				return nil, nil, apierrors.NewInternalError(err)
-			}
-			out[packageContextFile] = pc
+		// Porch's package context generator writes the file afresh, as
+		// kpt's builtin does: whatever the upstream held there is replaced.
+		pc, err := packageContext(lastSegment(spec.PackageName))
+		if err != nil {
+			return nil, nil, apierrors.NewInternalError(err)
 		}
+		out[packageContextFile] = pc
 	}
 	return out, lock.upstreamLock(), nil
 }

@@ -227,7 +227,11 @@ func TestCloneRecordsUpstream(t *testing.T) {
 	}
 }
 
-func TestClonedPackageContextIsKept(t *testing.T) {
+// TestClonedPackageContextIsRegenerated: a clone into a deployment
+// repository gets a fresh package-context.yaml named for the new package,
+// whatever the upstream held there (kpt's package context generator drops
+// existing package context resources).
+func TestClonedPackageContextIsRegenerated(t *testing.T) {
 	s, c := fixture(t)
 	files := blueprint(1, "app:v1", "readme\n")
 	files[packageContextFile] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\ndata:\n  name: app\n  region: eu\n"
@@ -235,8 +239,12 @@ func TestClonedPackageContextIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask("blueprints.app.v2")))
-	if got := resources(t, s, pr.Name)[packageContextFile]; got != files[packageContextFile] {
-		t.Errorf("an existing package-context.yaml must not be replaced, got:\n%s", got)
+	want, err := packageContext("foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resources(t, s, pr.Name)[packageContextFile]; got != want {
+		t.Errorf("package-context.yaml = \n%s\nwant a fresh one:\n%s", got, want)
 	}
 }
 
