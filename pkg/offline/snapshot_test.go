@@ -1,0 +1,148 @@
+package offline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/ktesting"
+	"sigs.k8s.io/yaml"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// snapshot writes what the Sim holds as `kubectl get -o yaml` prints it
+// (a v1 List with server metadata and status), plus the given objects.
+func snapshot(t *testing.T, ctx context.Context, sim *porchsim.Sim, in *Input) string {
+	t.Helper()
+	c := sim.Clientset()
+	var items []interface{}
+	add := func(obj runtime.Object, apiVersion, kind string) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m["apiVersion"], m["kind"] = apiVersion, kind
+		items = append(items, m)
+	}
+	repos, err := c.ConfigV1alpha1().Repositories("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range repos.Items {
+		add(&repos.Items[i], configV1alpha1, "Repository")
+	}
+	sets, _ := c.ConfigV1alpha2().PackageVariantSets("").List(ctx, metav1.ListOptions{})
+	for i := range sets.Items {
+		add(&sets.Items[i], configV1alpha2, "PackageVariantSet")
+	}
+	pvs, _ := c.ConfigV1alpha1().PackageVariants("").List(ctx, metav1.ListOptions{})
+	for i := range pvs.Items {
+		add(&pvs.Items[i], configV1alpha1, "PackageVariant")
+	}
+	prs, _ := c.PorchV1alpha1().PackageRevisions("").List(ctx, metav1.ListOptions{})
+	for i := range prs.Items {
+		pr := &prs.Items[i]
+		add(pr, porchV1alpha1, "PackageRevision")
+		prr, err := c.PorchV1alpha1().PackageRevisionResources(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(prr, porchV1alpha1, "PackageRevisionResources")
+	}
+	for _, o := range in.Objects {
+		items = append(items, o.Obj.Object)
+	}
+	b, err := yaml.Marshal(map[string]interface{}{"apiVersion": "v1", "kind": "List", "items": items, "metadata": map[string]interface{}{"resourceVersion": ""}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestReplaySnapshot: the state a run leaves, dumped as kubectl prints it
+// and read back, is a settled fleet: replaying it creates and changes
+// nothing, and every variant is Ready. A new upstream revision on top of
+// the snapshot moves every variant to it without a second draft anywhere.
+func TestReplaySnapshot(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	in := readTestInput(t, "fleet.yaml", "variant.yaml")
+	sim := porchsim.New()
+	if err := in.Load(ctx, sim, "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Start(ctx, sim, Options{Objects: in.ObjectList()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	path := filepath.Join(t.TempDir(), "snapshot.yaml")
+	if err := os.WriteFile(path, []byte(snapshot(t, ctx, sim, in)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	replayed, err := ReadPaths([]string{path})
+	if err != nil {
+		t.Fatalf("the snapshot cannot be read back: %v", err)
+	}
+	out := render(t, replayed, RunOptions{})
+	if lines := out.NotReady(); len(lines) > 0 {
+		t.Errorf("not Ready after replay: %v", lines)
+	}
+	if len(out.Variants) != 3 {
+		t.Errorf("%d variants after replay, want 3", len(out.Variants))
+	}
+	for _, rev := range out.Revisions {
+		t.Errorf("replaying a settled fleet %s %s", rev.Action, rev.PR.Name)
+	}
+
+	// Revision 2 of the blueprint, on top of the snapshot.
+	bumped, err := ReadPaths([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, err := ParsePackageFlag("blueprints/app@2=" + filepath.Join("testdata", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bumped.AddPackages("fleet", []PackageFlag{flag}); err != nil {
+		t.Fatal(err)
+	}
+	out = render(t, bumped, RunOptions{})
+	if lines := out.NotReady(); len(lines) > 0 {
+		t.Errorf("not Ready after the bump: %v", lines)
+	}
+	for _, v := range out.Variants {
+		if v.Status.Applied == nil || v.Status.Applied.Upstream != "blueprints.app.v2" {
+			t.Errorf("variant %s applied %+v, want upstream blueprints.app.v2", v.Name, v.Status.Applied)
+		}
+		if !meta.IsStatusConditionTrue(v.Status.Conditions, "Ready") {
+			t.Errorf("variant %s not Ready", v.Name)
+		}
+	}
+	drafts := map[string]int{}
+	var stream bytes.Buffer
+	if err := out.WriteYAML(&stream); err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range out.Revisions {
+		if rev.Action != ActionDeleted && rev.PR.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+			drafts[rev.PR.Spec.RepositoryName]++
+		}
+	}
+	for _, repo := range []string{"prod-a", "prod-b", "dev-a"} {
+		if drafts[repo] != 1 {
+			t.Errorf("%s has %d drafts touched by the bump, want exactly 1\n%s", repo, drafts[repo], stream.String())
+		}
+	}
+}
