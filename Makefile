@@ -39,3 +39,11 @@ verify-gofmt:
 
 vet:
 	$(GO) vet $(GO_PACKAGES)
+
+.PHONY: cluster-up cluster-down
+
+cluster-up: ## Start a local control plane on 127.0.0.1; `hack/local-cluster.sh env` prints how to use it.
+	hack/local-cluster.sh up
+
+cluster-down: ## Stop the local control plane and remove its state.
+	hack/local-cluster.sh down
