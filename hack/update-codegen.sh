@@ -2,6 +2,9 @@
 # Regenerates everything derived from the API types in pkg/apis:
 #   - deepcopy and register code next to the types,
 #   - the typed clientset, listers and informers in pkg/generated,
+#   - the OpenAPI definitions of the Porch types in pkg/generated/openapi
+#     (served by cmd/porchsim-apiserver; the generic API server needs them
+#     for server-side apply and kubectl explain),
 #   - the CRDs in deploy/crd (and Porch's Repository CRD in hack/crd, for
 #     local clusters and tests; Porch installs the real one).
 # Works offline once the Go modules are in the module cache.
@@ -32,6 +35,18 @@ kube::codegen::gen_client \
     --output-dir "${ROOT}/pkg/generated" \
     --output-pkg "${MODULE}/pkg/generated" \
     --plural-exceptions "PackageRevisionResources:PackageRevisionResources" \
+    --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
+    "${ROOT}/pkg/apis"
+
+# The API rule report lists the conventions Porch's wire types break (we keep
+# Porch's field names and list shapes); it is rewritten on every run, so a new
+# violation shows up as a diff in review.
+kube::codegen::gen_openapi \
+    --output-dir "${ROOT}/pkg/generated/openapi" \
+    --output-pkg "${MODULE}/pkg/generated/openapi" \
+    --report-filename "${ROOT}/pkg/generated/openapi/api-rule-violations.list" \
+    --update-report \
+    --output-model-name-file zz_generated.model_name.go \
     --boilerplate "${ROOT}/hack/boilerplate.go.txt" \
     "${ROOT}/pkg/apis"
 

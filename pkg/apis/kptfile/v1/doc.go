@@ -6,6 +6,8 @@
 // comments, key order and unknown fields survive.
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=dev.kpt.v1
 package v1
 
 // KptFileName is the file name of a package's Kptfile.

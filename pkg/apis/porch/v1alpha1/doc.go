@@ -5,5 +5,7 @@
 // JSON field names and value types).
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=dev.kpt.porch.v1alpha1
 // +groupName=porch.kpt.dev
 package v1alpha1
