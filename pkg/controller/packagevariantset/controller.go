@@ -6,6 +6,7 @@ package packagevariantset
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -82,6 +83,12 @@ type Controller struct {
 	cel     *celtemplate.Cache
 	// readinessDelay batches wake-ups by variants' readiness changes.
 	readinessDelay time.Duration
+	// expectations are the variants created that the cache does not show
+	// yet.
+	expectations *expectations
+	// statusWrites holds, by set UID, the resourceVersion of the set's
+	// last status write, so that its echo does not wake the set again.
+	statusWrites sync.Map
 
 	queue    workloop.Queue
 	tracker  *workloop.Tracker
@@ -112,6 +119,7 @@ func New(ctx context.Context, client versioned.Interface,
 		prIndexer:      prInformer.Informer().GetIndexer(),
 		cel:            celtemplate.NewCache(celtemplate.Options{}),
 		readinessDelay: variantStatusDelay,
+		expectations:   newExpectations(),
 		queue:          workloop.NewQueue(ControllerName, m),
 		recorder:       recorder,
 		metrics:        m,
@@ -146,11 +154,17 @@ func New(ctx context.Context, client versioned.Interface,
 		funcs    cache.ResourceEventHandlerFuncs
 	}{
 		{pvsInformer.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueueSet,
-			UpdateFunc: func(_, newObj interface{}) { c.enqueueSet(newObj) },
+			AddFunc: c.enqueueSet,
+			UpdateFunc: func(oldObj, newObj interface{}) {
+				if !c.ownStatusWrite(oldObj, newObj) {
+					c.enqueueSet(newObj)
+				}
+			},
 			DeleteFunc: func(obj interface{}) {
 				if m := objectMeta(obj); m != nil {
 					c.cel.Forget(m.GetUID())
+					c.expectations.forget(m.GetUID())
+					c.statusWrites.Delete(m.GetUID())
 				}
 			},
 		}},
@@ -207,6 +221,21 @@ func (c *Controller) enqueueSet(obj interface{}) {
 	c.queue.Add(key)
 }
 
+// ownStatusWrite reports whether an update of a set is the echo of its
+// own last status write. Syncing again for it would compute the same
+// status from the same inputs: whatever changed since has its own event
+// (readiness changes of variants arrive batched, after readinessDelay, and
+// an echo must not undo that batching with an immediate sync).
+func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
+	o, ok1 := oldObj.(*configv1alpha2.PackageVariantSet)
+	n, ok2 := newObj.(*configv1alpha2.PackageVariantSet)
+	if !ok1 || !ok2 || o.Generation != n.Generation {
+		return false
+	}
+	rv, ok := c.statusWrites.Load(n.UID)
+	return ok && rv == n.ResourceVersion
+}
+
 // both calls handle for the old and the new object of every event.
 func both(handle func(obj interface{})) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
@@ -255,6 +284,9 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 	if ref == nil || ref.Kind != "PackageVariantSet" || ref.APIVersion != configv1alpha2.SchemeGroupVersion.String() {
 		return
 	}
+	// Any event of the variant means the cache has caught up with its
+	// creation.
+	c.expectations.observe(ref.UID, m.GetName())
 	pvs, err := c.pvsLister.PackageVariantSets(m.GetNamespace()).Get(ref.Name)
 	if err != nil || pvs.UID != ref.UID {
 		return

@@ -58,8 +58,10 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	if equality.Semantic.DeepEqual(old.Status, pvs.Status) {
 		return nil
 	}
-	if _, err := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).UpdateStatus(ctx, pvs, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).UpdateStatus(ctx, pvs, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update status of PackageVariantSet %s/%s: %w", pvs.Namespace, pvs.Name, err)
 	}
+	c.statusWrites.Store(updated.UID, updated.ResourceVersion)
 	return nil
 }

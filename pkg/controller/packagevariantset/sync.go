@@ -136,17 +136,28 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 			continue
 		}
 		name := variantName(w.id)
-		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name); err == nil && other.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
-			problems = append(problems, fmt.Sprintf("PackageVariant %s (for downstream %s/%s) already exists and does not belong to this set; delete or rename it",
-				name, w.spec.Downstream.Repo, w.spec.Downstream.Package))
+		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name); err == nil {
+			if other.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
+				problems = append(problems, fmt.Sprintf("PackageVariant %s (for downstream %s/%s) already exists and does not belong to this set; delete or rename it",
+					name, w.spec.Downstream.Repo, w.spec.Downstream.Package))
+			}
+			// Ours, and in the cache since this sync listed the set's
+			// variants: its event has queued the set again.
+			continue
+		}
+		if c.expectations.created(pvs.UID, name) {
+			// Made by an earlier sync; the cache has not shown it yet.
 			continue
 		}
 		pv := c.newVariant(pvs, name, w.spec)
+		c.expectations.expect(pvs.UID, name)
 		_, err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Create(ctx, pv, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			// Made by an earlier sync; the cache has not shown it yet.
+			// Made by an earlier sync whose expectation has expired, or by a
+			// previous run; the cache has not shown it yet.
 		case err != nil:
+			c.expectations.observe(pvs.UID, name)
 			writeErrs = append(writeErrs, fmt.Errorf("create PackageVariant %s: %w", name, err))
 		default:
 			created++
@@ -257,34 +268,24 @@ func countReady(variants map[string]*configv1alpha1.PackageVariant) int32 {
 	return n
 }
 
-// specEqual compares specs, taking nil and empty maps and lists as equal.
+// specEqual compares specs, taking nil and empty maps and lists as equal,
+// and a package context with no data and no keys to remove as none. It
+// runs for every variant on every sync of a set, so it copies nothing.
 func specEqual(a, b *configv1alpha1.PackageVariantSpec) bool {
-	return equality.Semantic.DeepEqual(normalize(a), normalize(b))
+	// Semantic.DeepEqual already takes nil and empty maps and lists as
+	// equal; only the empty package context needs help.
+	return equality.Semantic.DeepEqual(withoutEmptyContext(a), withoutEmptyContext(b))
 }
 
-func normalize(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariantSpec {
-	s = s.DeepCopy()
-	if len(s.Labels) == 0 {
-		s.Labels = nil
+// withoutEmptyContext returns s, or, when its package context is empty, a
+// shallow copy of s without it (shared with s, so only for reading).
+func withoutEmptyContext(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariantSpec {
+	if pc := s.PackageContext; pc == nil || len(pc.Data) > 0 || len(pc.RemoveKeys) > 0 {
+		return s
 	}
-	if len(s.Annotations) == 0 {
-		s.Annotations = nil
-	}
-	if len(s.Injectors) == 0 {
-		s.Injectors = nil
-	}
-	if pc := s.PackageContext; pc != nil {
-		if len(pc.Data) == 0 {
-			pc.Data = nil
-		}
-		if len(pc.RemoveKeys) == 0 {
-			pc.RemoveKeys = nil
-		}
-		if pc.Data == nil && pc.RemoveKeys == nil {
-			s.PackageContext = nil
-		}
-	}
-	return s
+	out := *s
+	out.PackageContext = nil
+	return &out
 }
 
 // packageRevisions lists the revisions of one package from the cache.

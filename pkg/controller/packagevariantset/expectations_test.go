@@ -1,0 +1,212 @@
+package packagevariantset
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// fakeClock is a settable clock for the expectations' now field.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestExpectations(t *testing.T) {
+	const set, other types.UID = "set-1", "set-2"
+	expect := func(uid types.UID, name string) func(*expectations, *fakeClock) {
+		return func(e *expectations, _ *fakeClock) { e.expect(uid, name) }
+	}
+	observe := func(uid types.UID, name string) func(*expectations, *fakeClock) {
+		return func(e *expectations, _ *fakeClock) { e.observe(uid, name) }
+	}
+	// A step acts on the expectations and then asks created(set, "v1").
+	type step struct {
+		do   func(*expectations, *fakeClock)
+		want bool
+	}
+	cases := map[string]struct {
+		reason string
+		steps  []step
+	}{
+		"NothingExpected": {
+			reason: "a variant the set never created is created",
+			steps:  []step{{want: false}},
+		},
+		"CreatedUntilObserved": {
+			reason: "a created variant is not created again until the cache shows it",
+			steps: []step{
+				{do: expect(set, "v1"), want: true},
+				{want: true},
+				{do: observe(set, "v1"), want: false},
+			},
+		},
+		"OtherNameDoesNotSettle": {
+			reason: "another variant of the set appearing settles only its own expectation",
+			steps: []step{
+				{do: expect(set, "v1"), want: true},
+				{do: expect(set, "v2"), want: true},
+				{do: observe(set, "v2"), want: true},
+			},
+		},
+		"OtherSetDoesNotSettle": {
+			reason: "a variant of the same name of another set does not settle it",
+			steps:  []step{{do: func(e *expectations, _ *fakeClock) { e.expect(set, "v1"); e.observe(other, "v1") }, want: true}},
+		},
+		"Overdue": {
+			reason: "a variant the cache never shows (deleted before a relist) is created again after the timeout",
+			steps: []step{
+				{do: expect(set, "v1"), want: true},
+				{do: func(_ *expectations, c *fakeClock) { c.t = c.t.Add(expectationTimeout - time.Second) }, want: true},
+				{do: func(_ *expectations, c *fakeClock) { c.t = c.t.Add(2 * time.Second) }, want: false},
+			},
+		},
+		"ForgottenWithTheSet": {
+			reason: "a deleted set's expectations go with it",
+			steps: []step{
+				{do: expect(set, "v1"), want: true},
+				{do: func(e *expectations, _ *fakeClock) { e.forget(set) }, want: false},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clock := &fakeClock{t: time.Unix(1000, 0)}
+			e := newExpectations()
+			e.now = clock.now
+			for i, s := range tc.steps {
+				if s.do != nil {
+					s.do(e, clock)
+				}
+				if got := e.created(set, "v1"); got != s.want {
+					t.Errorf("%s\nstep %d: created = %v, want %v", tc.reason, i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// createdVariants are the names of the PackageVariants the actions create.
+func createdVariants(actions []core.Action) []string {
+	var names []string
+	for _, a := range actions {
+		if c, ok := a.(core.CreateAction); ok && a.GetResource().Resource == "packagevariants" {
+			names = append(names, c.GetObject().(*configv1alpha1.PackageVariant).Name)
+		}
+	}
+	return names
+}
+
+// TestSyncCreatesEachVariantOnce: while the cache does not show the
+// variants a sync created, later syncs do not send their creates again; a
+// create that failed is retried; a variant whose creation the cache has
+// shown and that was deleted since is created again.
+func TestSyncCreatesEachVariantOnce(t *testing.T) {
+	logger, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1", "edge-2"))
+	f.sets = append(f.sets, s)
+	f.repos = append(f.repos, repository("ns", "edge-1", nil), repository("ns", "edge-2", nil))
+	f.objects = append(f.objects, s)
+	c, factory := f.newController(ctx)
+	upstream := revision("ns", "blueprints", "app", "v1")
+	upstream.Spec.Revision = 1
+	if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
+		t.Fatal(err)
+	}
+	failOnce := true
+	f.client.PrependReactor("create", "packagevariants", func(a core.Action) (bool, runtime.Object, error) {
+		if a.(core.CreateAction).GetObject().(*configv1alpha1.PackageVariant).Name == "s-edge-2-app" && failOnce {
+			failOnce = false
+			return true, nil, apierrors.NewServiceUnavailable("try later")
+		}
+		return false, nil, nil
+	})
+	key := cache.ObjectName{Namespace: "ns", Name: "s"}
+	sync := func(wantErr bool) []string {
+		t.Helper()
+		f.client.ClearActions()
+		if err := c.syncHandler(ctx, key); (err != nil) != wantErr {
+			t.Fatalf("sync: error %v, want error: %v", err, wantErr)
+		}
+		return createdVariants(f.client.Actions())
+	}
+
+	if diff := cmp.Diff([]string{"s-edge-1-app", "s-edge-2-app"}, sync(true)); diff != "" {
+		t.Errorf("first sync (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"s-edge-2-app"}, sync(false)); diff != "" {
+		t.Errorf("sync with a lagging cache: only the failed create is retried (-want +got):\n%s", diff)
+	}
+	if got := sync(false); len(got) != 0 {
+		t.Errorf("sync with a lagging cache created %v again", got)
+	}
+
+	// The cache shows edge-1's variant being added and then deleted.
+	pv, err := f.client.ConfigV1alpha1().PackageVariants("ns").Get(ctx, "s-edge-1-app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.handleVariant(logger, pv, 0)
+	c.handleVariant(logger, tombstone(t, pv), 0)
+	if err := f.client.ConfigV1alpha1().PackageVariants("ns").Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"s-edge-1-app"}, sync(false)); diff != "" {
+		t.Errorf("after the deletion (-want +got):\n%s", diff)
+	}
+}
+
+// TestOwnStatusWriteDoesNotWakeTheSet: the echo of the set's own status
+// write is not a reason to sync again; anybody else's update, and a spec
+// change, are.
+func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
+	s.Generation, s.ResourceVersion = 1, "10"
+	f.sets = append(f.sets, s)
+	f.objects = append(f.objects, s)
+	c, _ := f.newController(ctx)
+	f.client.PrependReactor("update", "packagevariantsets", func(a core.Action) (bool, runtime.Object, error) {
+		obj := a.(core.UpdateAction).GetObject().(*configv1alpha2.PackageVariantSet).DeepCopy()
+		obj.ResourceVersion = "11"
+		return true, obj, nil
+	})
+	// No upstream revision: the sync reports it in status, which it writes.
+	if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	echo := s.DeepCopy()
+	echo.ResourceVersion = "11"
+	foreign := s.DeepCopy()
+	foreign.ResourceVersion = "12"
+	specChanged := echo.DeepCopy()
+	specChanged.Generation = 2
+	cases := map[string]struct {
+		reason string
+		new    *configv1alpha2.PackageVariantSet
+		want   bool
+	}{
+		"Echo":        {reason: "the set's own status write comes back", new: echo, want: true},
+		"Foreign":     {reason: "somebody else updated the set", new: foreign, want: false},
+		"SpecChanged": {reason: "the same resourceVersion with another generation is not the echo", new: specChanged, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := c.ownStatusWrite(s, tc.new); got != tc.want {
+				t.Errorf("%s: ownStatusWrite = %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
