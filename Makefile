@@ -5,7 +5,7 @@ BIN := bin
 BINARIES := variant-controller variantctl
 GO_PACKAGES := ./...
 
-.PHONY: all build test example generate verify verify-codegen verify-gofmt vet help
+.PHONY: all build test bench example generate verify verify-codegen verify-gofmt vet help
 
 all: build
 
@@ -24,6 +24,9 @@ example: ## Render the example fleet offline into out/ (the README's first comma
 
 test: ## Run every test with the race detector.
 	$(GO) test -race $(GO_PACKAGES)
+
+bench: ## Run the fleet benchmark: 100, 1,000 and 10,000 variants, each phase once (BENCHMARKS.md); minutes, not part of test.
+	$(GO) test -run '^$$' -bench BenchmarkFleet -benchtime=1x -timeout 30m ./pkg/offline/...
 
 generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
 	hack/update-codegen.sh
