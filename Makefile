@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 BIN := bin
-BINARIES := variant-controller variantctl
+BINARIES := variant-controller variantctl porchsim-apiserver
 GO_PACKAGES := ./...
 
 .PHONY: all build test bench example generate verify verify-codegen verify-gofmt vet help
@@ -50,3 +50,14 @@ cluster-up: ## Start a local control plane on 127.0.0.1; `hack/local-cluster.sh 
 
 cluster-down: ## Stop the local control plane and remove its state.
 	hack/local-cluster.sh down
+
+.PHONY: e2e dev-up dev-down
+
+e2e: ## End-to-end tests on a fresh local control plane (builds Kubernetes once, ~15 min cold).
+	hack/e2e.sh
+
+dev-up: ## A local cluster with Porch's API, the controller and the example fleet, to try with kubectl.
+	hack/dev.sh up
+
+dev-down: ## Stop what dev-up started.
+	hack/dev.sh down

@@ -151,11 +151,19 @@ func (s *Sim) Publish(namespace, name string) error {
 	default:
 		return fmt.Errorf("publish %s/%s: lifecycle is %s, not Draft or Proposed", namespace, name, pr.Spec.Lifecycle)
 	}
+	s.publishLocked(e)
+	return nil
+}
+
+// publishLocked publishes a Draft or Proposed revision: the next revision
+// number, the kpt.dev/latest-revision label, the placeholder's files.
+func (s *Sim) publishLocked(e *entry) {
+	pr := e.obj.(*porchv1alpha1.PackageRevision)
 	repo, pkg := pr.Spec.RepositoryName, pr.Spec.PackageName
-	revision := s.nextRevisionLocked(namespace, repo, pkg)
+	revision := s.nextRevisionLocked(pr.Namespace, repo, pkg)
 	// Drop the old label first, so that no reader ever sees two latest
 	// revisions.
-	s.dropLatestLabelLocked(namespace, repo, pkg)
+	s.dropLatestLabelLocked(pr.Namespace, repo, pkg)
 	obj := e.obj.(*porchv1alpha1.PackageRevision).DeepCopy()
 	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
 	obj.Spec.Revision = revision
@@ -168,8 +176,7 @@ func (s *Sim) Publish(namespace, name string) error {
 	obj.Status.PublishedBy = publishedBy
 	obj.Status.PublishedAt = &published
 	s.replaceLocked(resPackageRevisions, e, obj)
-	s.syncPlaceholderLocked(namespace, repo, pkg, e.files)
-	return nil
+	s.syncPlaceholderLocked(pr.Namespace, repo, pkg, e.files)
 }
 
 // SetResources writes the files of a Draft as a person would: it counts as

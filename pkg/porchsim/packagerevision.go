@@ -63,9 +63,16 @@ func deleteRefusal(pr *porchv1alpha1.PackageRevision) string {
 var packageRevisionResourcesGR = porchv1alpha1.Resource(resPackageRevisionResources)
 
 func (s *Sim) servePackageRevisionLocked(action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
+	if sub == "approval" && verb == "update" {
+		// approval is for people and other automation (the controllers
+		// never call it); tests use the Publish helper.
+		pr, ok := action.(clienttesting.UpdateAction).GetObject().(*porchv1alpha1.PackageRevision)
+		if !ok {
+			return nil, apierrors.NewBadRequest("expected a PackageRevision")
+		}
+		return s.approveLocked(ns, pr)
+	}
 	if sub != "" {
-		// approval is for people and other automation; the controllers
-		// never call it, so the Sim has the Publish helper instead.
 		return nil, notServed(action)
 	}
 	k := packageRevisionKind

@@ -69,8 +69,9 @@ func (c *Config) New() (*Server, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(porchv1alpha1.GroupName, Scheme, parameterCodec, Codecs)
 	porch := c.Sim.Clientset().PorchV1alpha1()
 	group.VersionedResourcesStorageMap[porchv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"packagerevisions":         newPackageRevisions(porch),
-		"packagerevisionresources": newPackageRevisionResources(porch),
+		"packagerevisions":          newPackageRevisions(porch),
+		"packagerevisions/approval": &approval{client: porch, sim: c.Sim.Clientset().(invoker)},
+		"packagerevisionresources":  newPackageRevisionResources(porch),
 	}
 	if err := gs.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("install %s: %w", porchv1alpha1.GroupName, err)

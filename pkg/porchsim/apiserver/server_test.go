@@ -44,8 +44,9 @@ func TestDiscoveryListsBothResourcesWithPorchVerbs(t *testing.T) {
 		got[r.Name] = resource{r.Kind, r.Namespaced, verbs}
 	}
 	want := map[string]resource{
-		"packagerevisions":         {"PackageRevision", true, []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
-		"packagerevisionresources": {"PackageRevisionResources", true, []string{"get", "list", "patch", "update"}},
+		"packagerevisions":          {"PackageRevision", true, []string{"create", "delete", "get", "list", "patch", "update", "watch"}},
+		"packagerevisions/approval": {"PackageRevision", true, []string{"get", "patch", "update"}},
+		"packagerevisionresources":  {"PackageRevisionResources", true, []string{"get", "list", "patch", "update"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("GET /apis/porch.kpt.dev/v1alpha1 (-want +got):\n%s", diff)
