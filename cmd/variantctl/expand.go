@@ -40,7 +40,6 @@ func expand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Only the variants the sets made, and only the sets' readiness
 	// counts: nothing makes drafts, so no variant becomes Ready.
-	generated := &offline.Outcome{Sets: out.Sets, Events: out.Events, Settled: out.Settled}
 	variants := &offline.Outcome{}
 	for _, v := range out.Variants {
 		if ownedBySet(v) {
@@ -51,18 +50,9 @@ func expand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "variantctl expand: write the output: %v\n", err)
 		return exitBadInput
 	}
-	notReady := generated.NotReady()
-	if out.Settled != "" {
-		fmt.Fprintf(stderr, "variantctl expand: %s\n", out.Settled)
-	}
-	if len(notReady) > 0 || out.Settled != "" {
-		for _, l := range notReady {
-			fmt.Fprintln(stderr, l)
-		}
-		return exitNotReady
-	}
-	fmt.Fprintf(stderr, "%d PackageVariantSets expanded to %d PackageVariants\n", len(out.Sets), len(variants.Variants))
-	return exitOK
+	sets := &offline.Outcome{Sets: out.Sets, Events: out.Events, Settled: out.Settled}
+	return report("expand", sets, fmt.Sprintf("%d PackageVariantSets expanded to %d PackageVariants",
+		len(out.Sets), len(variants.Variants)), stderr)
 }
 
 func ownedBySet(v *configv1alpha1.PackageVariant) bool {

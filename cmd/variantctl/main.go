@@ -230,11 +230,13 @@ func render(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "variantctl render: write the output: %v\n", err)
 		return exitBadInput
 	}
-	return report("render", out, stderr)
+	return report("render", out, fmt.Sprintf("%d PackageVariantSets and %d PackageVariants Ready; %s",
+		len(out.Sets), len(out.Variants), revisionSummary(out)), stderr)
 }
 
-// report prints what is not Ready and returns the exit status.
-func report(cmd string, out *offline.Outcome, stderr io.Writer) int {
+// report prints what is not Ready (or the summary when all is) and returns
+// the exit status.
+func report(cmd string, out *offline.Outcome, summary string, stderr io.Writer) int {
 	notReady := out.NotReady()
 	if out.Settled != "" {
 		fmt.Fprintf(stderr, "variantctl %s: %s; the output shows how far they got\n", cmd, out.Settled)
@@ -250,7 +252,7 @@ func report(cmd string, out *offline.Outcome, stderr io.Writer) int {
 		}
 		return exitNotReady
 	}
-	fmt.Fprintf(stderr, "%d PackageVariantSets and %d PackageVariants Ready; %s\n", len(out.Sets), len(out.Variants), revisionSummary(out))
+	fmt.Fprintln(stderr, summary)
 	return exitOK
 }
 

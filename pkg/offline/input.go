@@ -87,9 +87,6 @@ type Revision struct {
 	PR     *porchv1alpha1.PackageRevision
 	Files  map[string]string
 	Source Source
-	// Resources is where its files came from (a PackageRevisionResources
-	// document or a package directory).
-	Resources Source
 	// FromDir marks a revision loaded from a package directory.
 	FromDir bool
 }
@@ -361,7 +358,6 @@ func (in *Input) attachResources() InputErrors {
 		if rev.Files == nil {
 			rev.Files = map[string]string{}
 		}
-		rev.Resources = prr.Source
 	}
 	keys := make([]string, 0, len(in.resources))
 	for k := range in.resources {

@@ -92,10 +92,8 @@ func (in *Input) AddPackages(ns string, flags []PackageFlag) error {
 func (in *Input) addPublished(ns, repo, pkg string, revision int, files map[string]string, src Source) {
 	ws := "v" + strconv.Itoa(revision)
 	pr := &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns,
-			Name:      repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + ws,
-		},
+		// No name: porchsim.Import derives it as Porch does.
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    pkg,
 			RepositoryName: repo,
@@ -105,7 +103,7 @@ func (in *Input) addPublished(ns, repo, pkg string, revision int, files map[stri
 			Tasks:          []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{}}},
 		},
 	}
-	in.Revisions = append(in.Revisions, &Revision{PR: pr, Files: files, Source: src, Resources: src, FromDir: true})
+	in.Revisions = append(in.Revisions, &Revision{PR: pr, Files: files, Source: src, FromDir: true})
 	if !in.hasRepository(ns, repo) {
 		in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{&configv1alpha1.Repository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo},
