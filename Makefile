@@ -5,12 +5,12 @@ BIN := bin
 BINARIES := variant-controller variantctl porchsim-apiserver
 GO_PACKAGES := ./...
 
-.PHONY: all build test bench example generate verify verify-codegen verify-gofmt vet help
+.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help vet help
 
 all: build
 
 help: ## Show the targets.
-	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## Build the binaries into bin/.
 	@mkdir -p $(BIN)
@@ -31,7 +31,7 @@ bench: ## Run the fleet benchmark: 100, 1,000 and 10,000 variants, each phase on
 generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
 	hack/update-codegen.sh
 
-verify: verify-codegen verify-gofmt vet ## Generated code current, gofmt clean, go vet clean.
+verify: verify-codegen verify-gofmt verify-make-help vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions.
 
 verify-codegen:
 	hack/verify-codegen.sh
@@ -39,6 +39,9 @@ verify-codegen:
 verify-gofmt:
 	@out="$$(gofmt -l $$(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt: these files need 'gofmt -w':"; echo "$$out"; exit 1; fi
+
+verify-make-help:
+	@hack/verify-make-help.sh
 
 vet:
 	$(GO) vet $(GO_PACKAGES)

@@ -7,7 +7,8 @@
 #     for server-side apply and kubectl explain),
 #   - the CRDs in deploy/crd (and Porch's Repository CRD in hack/crd, for
 #     local clusters and tests; Porch installs the real one).
-# Works offline once the Go modules are in the module cache.
+# Downloads what it needs (the code generators and controller-gen at the
+# versions pinned here and in go.mod); works offline once they are cached.
 set -o errexit
 set -o nounset
 set -o pipefail
@@ -17,7 +18,17 @@ cd "${ROOT}"
 
 MODULE="$(go list -m)"
 CONTROLLER_GEN_VERSION="${CONTROLLER_GEN_VERSION:-v0.23.0}"
+# `go list -m -f {{.Dir}}` prints nothing for a module that is not in the
+# module cache yet (a fresh machine), so download it first; a no-op when it
+# is there. The version is the one go.mod pins.
+CODEGEN_VERSION="$(go list -m -f '{{.Version}}' k8s.io/code-generator)"
+echo "Making sure k8s.io/code-generator@${CODEGEN_VERSION} is in the module cache"
+go mod download k8s.io/code-generator
 CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+if [ -z "${CODEGEN_PKG}" ] || [ ! -f "${CODEGEN_PKG}/kube_codegen.sh" ]; then
+    echo "update-codegen: k8s.io/code-generator@${CODEGEN_VERSION} has no kube_codegen.sh in the module cache (${CODEGEN_PKG:-no directory}); check 'go mod download k8s.io/code-generator'" >&2
+    exit 1
+fi
 
 # shellcheck source=/dev/null
 source "${CODEGEN_PKG}/kube_codegen.sh"
