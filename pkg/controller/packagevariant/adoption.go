@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
 // adopt takes over the revisions of the downstream package that nobody
@@ -38,7 +39,7 @@ func (c *Controller) adopt(ctx context.Context, st *state) error {
 		for k, v := range pv.Spec.Annotations {
 			upd.Annotations[k] = v
 		}
-		adopted, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+		adopted, err := c.porch.update(ctx, upd)
 		if err != nil {
 			return fmt.Errorf("adopt %s: %w", pr.Name, err)
 		}
@@ -47,6 +48,64 @@ func (c *Controller) adopt(ctx context.Context, st *state) error {
 		st.dsRevs[i] = adopted
 	}
 	return nil
+}
+
+// repairLostMetadata gives the variant's own revisions back the metadata
+// Porch lost. When writes into one repository overlap, Porch can hand back a
+// new draft without its labels, annotations and owner references; the
+// variant would then take its own draft for a stranger's. A revision is
+// recognised as the variant's own when it has no controller, lacks the
+// push-on-render-failure annotation every draft the variant creates
+// carries (so both were lost together, rather than a person removing the
+// owner reference), and its name is one the variant created or lists in
+// its status. It gets the owner reference, labels and annotations the
+// variant gives a new draft; nothing it has is removed.
+func (c *Controller) repairLostMetadata(ctx context.Context, st *state) error {
+	pv := st.pv
+	own := map[string]bool{c.expectations.lastCreated(pv.UID): true}
+	for _, t := range pv.Status.DownstreamTargets {
+		own[t.Name] = true
+	}
+	if a := pv.Status.Applied; a != nil {
+		own[a.Downstream] = true
+	}
+	for i, pr := range st.dsRevs {
+		if !own[pr.Name] || isPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
+			continue
+		}
+		if _, ok := pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation]; ok {
+			continue
+		}
+		upd := pr.DeepCopy()
+		upd.OwnerReferences = append(withoutOwner(upd.OwnerReferences, pv.UID), ownerReference(pv))
+		upd.Labels = mergeMissing(upd.Labels, pv.Spec.Labels)
+		upd.Annotations = mergeMissing(upd.Annotations, draftAnnotations(pv))
+		repaired, err := c.porch.update(ctx, upd)
+		if err != nil {
+			return fmt.Errorf("restore the metadata of %s: %w", pr.Name, err)
+		}
+		klog.FromContext(ctx).Info("Restored lost metadata of own revision", "packageRevision", klog.KObj(pr))
+		c.recorder.Eventf(pv, corev1.EventTypeWarning, "MetadataRestored",
+			"%s came back from Porch without its owner reference, labels and annotations; restored them", pr.Name)
+		st.dsRevs[i] = repaired
+	}
+	return nil
+}
+
+// mergeMissing adds the entries of add that m lacks; existing values win.
+func mergeMissing(m, add map[string]string) map[string]string {
+	if len(add) == 0 {
+		return m
+	}
+	if m == nil {
+		m = map[string]string{}
+	}
+	for k, v := range add {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // downstreamWinner decides which of the variants targeting the same

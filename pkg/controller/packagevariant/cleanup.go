@@ -26,12 +26,13 @@ func hasFinalizer(pv *configv1alpha1.PackageVariant) bool {
 // addFinalizer makes sure the variant cannot disappear before its
 // downstream revisions were deleted or orphaned.
 func (c *Controller) addFinalizer(ctx context.Context, pv *configv1alpha1.PackageVariant) (*configv1alpha1.PackageVariant, error) {
-	pv = pv.DeepCopy()
-	pv.Finalizers = append(pv.Finalizers, configv1alpha1.Finalizer)
-	updated, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).Update(ctx, pv, metav1.UpdateOptions{})
+	upd := pv.DeepCopy()
+	upd.Finalizers = append(upd.Finalizers, configv1alpha1.Finalizer)
+	updated, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("add finalizer to PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
+	c.written.record(pv.ResourceVersion, updated)
 	return updated, nil
 }
 
@@ -40,24 +41,40 @@ func (c *Controller) addFinalizer(ctx context.Context, pv *configv1alpha1.Packag
 //     moved to DeletionProposed (Porch does not delete published packages
 //     directly) and released, so that a person approves the deletion;
 //   - orphan: only the variant's owner reference is removed.
+//
+// pr may come from a cache that lags. Porch ignores delete preconditions,
+// so before deleting, the revision is read live: a revision that has become
+// Published (or DeletionProposed) meanwhile, or that the variant no longer
+// owns, is treated as it is now, never deleted on stale information.
 func (c *Controller) release(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision, why string) error {
 	logger := klog.FromContext(ctx)
-	prs := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace)
+	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete && deletable(pr) {
+		live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get %s: %w", pr.Name, err)
+		}
+		if !hasOwner(live, pv.UID) {
+			return nil
+		}
+		pr = live
+	}
 	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete {
-		switch pr.Spec.Lifecycle {
-		case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
-			err := prs.Delete(ctx, pr.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pr.UID}})
-			if err != nil && !apierrors.IsNotFound(err) {
+		switch {
+		case deletable(pr):
+			if err := c.porch.delete(ctx, pr); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete %s: %w", pr.Name, err)
 			}
 			logger.Info("Deleted downstream revision", "packageRevision", klog.KObj(pr), "lifecycle", pr.Spec.Lifecycle, "why", why)
 			c.recorder.Eventf(pv, corev1.EventTypeNormal, "Deleted", "Deleted %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
 			return nil
-		case porchv1alpha1.PackageRevisionLifecyclePublished:
+		case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished:
 			upd := pr.DeepCopy()
 			upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
 			upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
-			if _, err := prs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("propose deletion of %s: %w", pr.Name, err)
 			}
 			logger.Info("Proposed deletion of published downstream revision", "packageRevision", klog.KObj(pr), "why", why)
@@ -69,12 +86,22 @@ func (c *Controller) release(ctx context.Context, pv *configv1alpha1.PackageVari
 	// orphan, or a DeletionProposed revision: keep it, let go of it.
 	upd := pr.DeepCopy()
 	upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
-	if _, err := prs.Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("orphan %s: %w", pr.Name, err)
 	}
 	logger.Info("Orphaned downstream revision", "packageRevision", klog.KObj(pr), "why", why)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Orphaned", "Released %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
 	return nil
+}
+
+// deletable reports whether the delete policy deletes a revision outright:
+// it is not published yet.
+func deletable(pr *porchv1alpha1.PackageRevision) bool {
+	switch pr.Spec.Lifecycle {
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
+		return true
+	}
+	return false
 }
 
 // cleanup runs while the variant is being deleted: every revision it owns
@@ -120,6 +147,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	}
 	c.expectations.forget(pv.UID)
 	c.conflicts.Delete(pv.UID)
+	c.written.forget(pv.UID)
 	klog.FromContext(ctx).V(2).Info("Cleaned up; finalizer removed", "policy", deletionPolicy(pv))
 	return nil
 }

@@ -20,11 +20,11 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
-// prWrite is what a test sees of a write to a PackageRevision.
+// prWrite is what a test sees of a write to a PackageRevision. Deletes
+// carry no preconditions: Porch ignores them.
 type prWrite struct {
 	Verb      string
 	Name      string
-	UID       types.UID // delete precondition
 	Lifecycle porchv1alpha1.PackageRevisionLifecycle
 	Owners    []metav1.OwnerReference
 }
@@ -33,16 +33,16 @@ func prWrites(t *testing.T, actions []core.Action) []prWrite {
 	t.Helper()
 	var out []prWrite
 	for _, a := range actions {
-		if a.GetResource().Resource != "packagerevisions" {
+		// Reads are not writes; release reads live before deleting.
+		if a.GetResource().Resource != "packagerevisions" || a.GetVerb() == "get" {
 			continue
 		}
 		switch a := a.(type) {
 		case core.DeleteAction:
-			w := prWrite{Verb: "delete", Name: a.GetName()}
-			if p := a.GetDeleteOptions().Preconditions; p != nil && p.UID != nil {
-				w.UID = *p.UID
+			if a.GetDeleteOptions().Preconditions != nil {
+				t.Errorf("delete of %s sent preconditions %+v, which Porch ignores", a.GetName(), a.GetDeleteOptions().Preconditions)
 			}
-			out = append(out, w)
+			out = append(out, prWrite{Verb: "delete", Name: a.GetName()})
 		case core.UpdateAction:
 			pr := a.GetObject().(*porchv1alpha1.PackageRevision)
 			out = append(out, prWrite{Verb: "update", Name: pr.Name, Lifecycle: pr.Spec.Lifecycle, Owners: pr.OwnerReferences})
@@ -81,19 +81,19 @@ func TestRelease(t *testing.T) {
 		want      prWrite
 	}{
 		"DeleteDraft": {
-			reason: "delete policy deletes a Draft, guarded by its UID",
+			reason: "delete policy deletes a Draft",
 			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: draft,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws", UID: "uid-ws"},
+			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
 		},
 		"DeleteProposed": {
 			reason: "delete policy deletes a Proposed revision",
 			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: proposed,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws", UID: "uid-ws"},
+			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
 		},
 		"DefaultPolicyIsDelete": {
 			reason: "an empty deletion policy deletes",
 			policy: "", lifecycle: draft,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws", UID: "uid-ws"},
+			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
 		},
 		"DeletePublished": {
 			reason: "delete policy proposes deletion of a Published revision and lets go of it, other owners kept",
@@ -150,6 +150,57 @@ func TestRelease(t *testing.T) {
 	}
 }
 
+// TestReleaseReadsLiveBeforeDeleting: the cache says Draft, but Porch
+// knows better. Porch ignores delete preconditions, so release reads the
+// revision live and acts on what it is now: a revision published meanwhile
+// is proposed for deletion, never deleted; one the variant no longer owns is
+// left alone.
+func TestReleaseReadsLiveBeforeDeleting(t *testing.T) {
+	published := porchv1alpha1.PackageRevisionLifecyclePublished
+	cases := map[string]struct {
+		reason string
+		live   func(pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision)
+		want   []prWrite
+	}{
+		"PublishedMeanwhile": {
+			reason: "a cached Draft that a person published meanwhile is proposed for deletion, not deleted",
+			live:   func(_ *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
+			want: []prWrite{{Verb: "update", Name: "deploy.app.ws", Lifecycle: porchv1alpha1.PackageRevisionLifecycleDeletionProposed,
+				Owners: []metav1.OwnerReference{keeper}}},
+		},
+		"ReleasedMeanwhile": {
+			reason: "a revision no longer owned by the variant is left alone",
+			live: func(pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) {
+				pr.OwnerReferences = withoutOwner(pr.OwnerReferences, pv.UID)
+			},
+		},
+		"Unchanged": {
+			reason: "a revision that is still the variant's Draft is deleted",
+			live:   func(*configv1alpha1.PackageVariant, *porchv1alpha1.PackageRevision) {},
+			want:   []prWrite{{Verb: "delete", Name: "deploy.app.ws"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+			cached := ownedRev(pv, "ws", porchv1alpha1.PackageRevisionLifecycleDraft)
+			live := cached.DeepCopy()
+			tc.live(pv, live)
+			f := newFixture(t)
+			f.revs = []*porchv1alpha1.PackageRevision{cached}
+			f.objects = []runtime.Object{live}
+			c, _ := f.newController(ctx)
+			if err := c.release(ctx, pv, cached, "test"); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, prWrites(t, writeActions(f.client.Actions()))); diff != "" {
+				t.Errorf("%s: API writes (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestReleaseOfVanishedRevision(t *testing.T) {
 	for _, policy := range []configv1alpha1.DeletionPolicy{configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan} {
 		t.Run(string(policy), func(t *testing.T) {
@@ -188,9 +239,9 @@ func TestCleanup(t *testing.T) {
 	otherNS := revision("other", "deploy", "app", "packagevariant-1", pv)
 
 	allDone := []prWrite{
-		{Verb: "delete", Name: "deploy-old.app.packagevariant-1", UID: "uid-elsewhere"},
-		{Verb: "delete", Name: "deploy.app.packagevariant-1", UID: "uid-packagevariant-1"},
-		{Verb: "delete", Name: "deploy.app.packagevariant-2", UID: "uid-packagevariant-2"},
+		{Verb: "delete", Name: "deploy-old.app.packagevariant-1"},
+		{Verb: "delete", Name: "deploy.app.packagevariant-1"},
+		{Verb: "delete", Name: "deploy.app.packagevariant-2"},
 		{Verb: "update", Name: "deploy.app.v1", Lifecycle: porchv1alpha1.PackageRevisionLifecycleDeletionProposed, Owners: []metav1.OwnerReference{keeper}},
 	}
 	type outcome struct {

@@ -22,6 +22,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
@@ -54,6 +55,8 @@ const (
 // Controller is the PackageVariant controller.
 type Controller struct {
 	client versioned.Interface
+	// porch makes every write to Porch, one at a time per repository.
+	porch *porchWriter
 
 	pvLister  configlisters.PackageVariantLister
 	pvIndexer cache.Indexer
@@ -62,6 +65,9 @@ type Controller struct {
 
 	injection    *ondemand.Informers
 	expectations *expectations
+	// written holds the controller's own writes of variants that the
+	// cache may not show yet.
+	written *writtenVariants
 	// conflicts remembers, by variant UID, the winner each losing variant
 	// last reported, so a Conflict event is sent once per conflict.
 	conflicts sync.Map
@@ -89,11 +95,13 @@ func New(ctx context.Context, client versioned.Interface,
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:       client,
+		porch:        &porchWriter{client: client.PorchV1alpha1(), locks: repolock.New()},
 		pvLister:     pvInformer.Lister(),
 		pvIndexer:    pvInformer.Informer().GetIndexer(),
 		prLister:     prInformer.Lister(),
 		prIndexer:    prInformer.Informer().GetIndexer(),
 		expectations: newExpectations(),
+		written:      newWrittenVariants(),
 		queue:        workloop.NewQueue(ControllerName, m),
 		recorder:     recorder,
 		metrics:      m,

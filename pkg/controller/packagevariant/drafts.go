@@ -102,6 +102,13 @@ func copyMap(in map[string]string) map[string]string {
 // createDraft asks Porch for a new Draft of the downstream package made by
 // task. It returns errDraftPending when the draft already existed, so the
 // caller waits for the cache instead of guessing.
+//
+// The draft asks Porch to store the files of a resources update even when
+// its pipeline fails to render (porch.kpt.dev/push-on-render-failure):
+// without it a failed render leaves the bare clone, which carries none of
+// the variant's changes and no sign of the failure, for a person to
+// publish; with it the draft holds the variant's changes and a Rendered=False
+// condition that Porch shows on the PackageRevision.
 func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.PackageRevision, task porchv1alpha1.Task, why string) (*porchv1alpha1.PackageRevision, error) {
 	ds := pv.Spec.Downstream
 	ws := nextWorkspace(revs)
@@ -111,7 +118,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 			Namespace:       pv.Namespace,
 			OwnerReferences: []metav1.OwnerReference{ownerReference(pv)},
 			Labels:          copyMap(pv.Spec.Labels),
-			Annotations:     copyMap(pv.Spec.Annotations),
+			Annotations:     draftAnnotations(pv),
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    ds.Package,
@@ -121,7 +128,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 			Tasks:          []porchv1alpha1.Task{task},
 		},
 	}
-	created, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Create(ctx, pr, metav1.CreateOptions{})
+	created, err := c.porch.create(ctx, pr)
 	if apierrors.IsAlreadyExists(err) {
 		// A retry after a lost response, or a cache that lags: the draft is
 		// there. Wait until the cache shows it rather than make another.
@@ -135,6 +142,17 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
 	return created, nil
+}
+
+// draftAnnotations are the annotations of a draft the variant creates: the
+// variant's own, and Porch's push-on-render-failure (see createDraft).
+func draftAnnotations(pv *configv1alpha1.PackageVariant) map[string]string {
+	out := copyMap(pv.Spec.Annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[porchv1alpha1.PushOnRenderFailureAnnotation] = "true"
+	return out
 }
 
 func cloneTask(upstream *porchv1alpha1.PackageRevision) porchv1alpha1.Task {
@@ -201,23 +219,38 @@ type mutationError struct{ err error }
 func (e *mutationError) Error() string { return e.err.Error() }
 func (e *mutationError) Unwrap() error { return e.err }
 
-// upToDate reports whether the variant's last write went to pr and nothing
-// it depends on has changed since: then nothing needs reading or writing.
+// upToDate reports whether the variant's last write went to pr, rendered,
+// and nothing it depends on has changed since: then nothing needs reading or
+// writing.
 func (c *Controller) upToDate(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
 	a := pv.Status.Applied
 	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
-		a.InputsDigest != "" && a.InputsDigest == c.inputsDigest(pv, upstream.Name, a.Injected)
+		a.InputsDigest != "" && a.InputsDigest == c.inputsDigest(pv, upstream.Name, a.Injected) &&
+		!renderFailed(pv, pr.Name)
+}
+
+// renderFailed reports whether the variant's last write to a revision
+// failed to render (status.downstreamTargets says so): the write is made
+// again, so that Porch renders again, even if the files need no change.
+func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
+	for _, t := range pv.Status.DownstreamTargets {
+		if t.Name == name {
+			return t.RenderStatus.Err != ""
+		}
+	}
+	return false
 }
 
 // applyTo reads a revision's files, applies the variant's mutations and,
-// when write is true and something changed, stores them (Porch renders the
-// pipeline and returns the outcome). It records what it wrote in
-// pv.Status.Applied. It returns whether the files needed a change.
+// when write is true and something changed (or the last render of the
+// revision failed), stores them: Porch renders the pipeline and returns the
+// outcome, recorded in rendered. It records what it wrote in
+// pv.Status.Applied. It returns whether the files needed a change. A
+// pipeline that fails to render is a *renderError.
 func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, write bool, rendered map[string]porchv1alpha1.RenderStatus) (bool, error) {
-	prrs := c.client.PorchV1alpha1().PackageRevisionResources(pr.Namespace)
-	prr, err := prrs.Get(ctx, pr.Name, metav1.GetOptions{})
+	prr, err := c.porch.getResources(ctx, pr)
 	if err != nil {
-		return false, fmt.Errorf("get resources of %s: %w", pr.Name, err)
+		return false, err
 	}
 	if prr.Spec.Resources == nil {
 		return false, &mutationError{fmt.Errorf("package revision %s has no resources", pr.Name)}
@@ -226,22 +259,42 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
 	}
-	files := prr.Spec.Resources
-	if res.Changed && write {
+	if !write {
+		if res.Changed {
+			return true, nil
+		}
+	} else if res.Changed || renderFailed(pv, pr.Name) {
 		prr = prr.DeepCopy()
 		prr.Spec.Resources = res.Files
-		updated, err := prrs.Update(ctx, prr, metav1.UpdateOptions{})
+		updated, err := c.porch.updateResources(ctx, pr, prr)
+		if rerr, ok := isRenderError(err); ok {
+			rendered[pr.Name] = failedRender(rerr)
+			if rerr.stored {
+				// Porch kept the files: remember them as the controller's
+				// own, so the draft is not taken for a person's edit later.
+				if kept, gerr := c.porch.getResources(ctx, pr); gerr == nil {
+					c.recordApplied(pv, pr, upstream, res.Candidates, kept.Spec.Resources)
+				}
+			}
+			return true, err
+		}
 		if err != nil {
 			return true, fmt.Errorf("update resources of %s: %w", pr.Name, err)
 		}
-		files = updated.Spec.Resources
+		prr = updated
 		rendered[pr.Name] = updated.Status.RenderStatus
 		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
 	}
-	if res.Changed && !write {
-		return true, nil
-	}
-	injected := injectedObjects(res.Candidates)
+	c.recordApplied(pv, pr, upstream, res.Candidates, prr.Spec.Resources)
+	return res.Changed, nil
+}
+
+// recordApplied remembers in the variant's status what its downstream pr
+// holds now (files) and what that was made from, so that the next sync
+// knows without reading the package whether anything needs doing, and
+// whether a person edited the draft since.
+func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string) {
+	injected := injectedObjects(cands)
 	pv.Status.Applied = &configv1alpha1.AppliedState{
 		Downstream:      pr.Name,
 		Upstream:        upstream.Name,
@@ -249,5 +302,15 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 		ResourcesDigest: resourcesDigest(files),
 		Injected:        injected,
 	}
-	return res.Changed, nil
+}
+
+// failedRender is the render status of a resources update Porch refused:
+// the pipeline's message, and a non-zero exit code (Porch answers with an
+// error, not with the function results).
+func failedRender(rerr *renderError) porchv1alpha1.RenderStatus {
+	rs := porchv1alpha1.RenderStatus{Err: rerr.details}
+	rs.Result.APIVersion = "kpt.dev/v1"
+	rs.Result.Kind = "FunctionResultList"
+	rs.Result.ExitCode = 1
+	return rs
 }

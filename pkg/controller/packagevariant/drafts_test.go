@@ -197,7 +197,7 @@ func TestCreateDraft(t *testing.T) {
 			Name: wantName, Namespace: "ns",
 			OwnerReferences: []metav1.OwnerReference{ownerReference(pv)},
 			Labels:          map[string]string{"team": "a"},
-			Annotations:     map[string]string{"note": "made by pv"},
+			Annotations:     map[string]string{"note": "made by pv", porchv1alpha1.PushOnRenderFailureAnnotation: "true"},
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName: "team/app", RepositoryName: "deploy", WorkspaceName: "packagevariant-5",
@@ -213,7 +213,7 @@ func TestCreateDraft(t *testing.T) {
 		wantCreated bool
 	}{
 		"Created": {
-			reason:      "the draft gets Porch's name, the next workspace, the owner reference, labels, annotations and the task",
+			reason:      "the draft gets Porch's name, the next workspace, the owner reference, labels, annotations (with push-on-render-failure) and the task",
 			wantCreated: true,
 		},
 		"AlreadyExists": {

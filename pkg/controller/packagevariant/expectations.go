@@ -21,6 +21,10 @@ type expectations struct {
 	mu      sync.Mutex
 	now     func() time.Time
 	pending map[types.UID]expectation
+	// created is the last draft each variant created, seen or not: Porch
+	// can hand a new draft back without its metadata, and then only this
+	// (or the variant's status) tells that the draft is the variant's own.
+	created map[types.UID]string
 }
 
 type expectation struct {
@@ -29,7 +33,7 @@ type expectation struct {
 }
 
 func newExpectations() *expectations {
-	return &expectations{now: time.Now, pending: map[types.UID]expectation{}}
+	return &expectations{now: time.Now, pending: map[types.UID]expectation{}, created: map[types.UID]string{}}
 }
 
 // expect records that variant uid created the PackageRevision name.
@@ -37,6 +41,15 @@ func (e *expectations) expect(uid types.UID, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.pending[uid] = expectation{name: name, at: e.now()}
+	e.created[uid] = name
+}
+
+// lastCreated is the name of the last draft variant uid created ("" if
+// none since the process started).
+func (e *expectations) lastCreated(uid types.UID) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.created[uid]
 }
 
 // observe is called for every PackageRevision the cache shows; it settles
@@ -71,4 +84,5 @@ func (e *expectations) forget(uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.pending, uid)
+	delete(e.created, uid)
 }

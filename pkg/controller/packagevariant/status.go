@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,9 @@ const (
 	ReasonNewRevision        = "NewUpstreamRevision"
 	ReasonDeleting           = "Deleting"
 	ReasonDeletionProposed   = "DeletionProposed"
+	// ReasonRenderFailed: Porch could not render the downstream package's
+	// pipeline with the variant's changes.
+	ReasonRenderFailed = "RenderFailed"
 )
 
 const readyMessage = "successfully ensured downstream package variant"
@@ -72,6 +76,24 @@ func setReady(pv *configv1alpha1.PackageVariant, message string) {
 	setCondition(pv, ConditionReady, metav1.ConditionTrue, ReasonNoErrors, message)
 }
 
+// reportRenderFailure says that Porch could not render a downstream
+// revision with the variant's changes, what the pipeline said and what to
+// do. A Warning event is recorded when the failure starts or its message
+// changes, not on every retry.
+func (c *Controller) reportRenderFailure(pv *configv1alpha1.PackageVariant, rerr *renderError) {
+	kept := "Porch stored nothing: the draft keeps the files it had"
+	if rerr.stored {
+		kept = "Porch stored the variant's changes unrendered, with a Rendered=False condition in the Kptfile; do not publish the draft"
+	}
+	msg := fmt.Sprintf("the pipeline of %s failed to render: %s. %s. Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff",
+		rerr.name, rerr.details, kept)
+	prev := meta.FindStatusCondition(pv.Status.Conditions, ConditionReady)
+	if prev == nil || prev.Reason != ReasonRenderFailed || prev.Message != msg {
+		c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRenderFailed, "%s", msg)
+	}
+	setNotReady(pv, ReasonRenderFailed, msg)
+}
+
 // setTargets lists the downstream revisions the variant controls: its
 // Drafts and Proposed ones, else its latest Published one. Render outcomes
 // already recorded for a revision are kept.
@@ -103,9 +125,11 @@ func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.Pa
 	if equality.Semantic.DeepEqual(old.Status, pv.Status) {
 		return nil
 	}
-	if _, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).UpdateStatus(ctx, pv, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update status of PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
+	c.written.record(old.ResourceVersion, updated)
 	return nil
 }
 

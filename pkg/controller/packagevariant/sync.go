@@ -16,6 +16,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 )
 
 // sync reconciles one PackageVariant. Contract: NotFound -> nil; an invalid
@@ -33,6 +34,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get PackageVariant %s: %w", key, err)
 	}
+	pv = c.written.latest(pv)
 	if pv.DeletionTimestamp != nil {
 		return c.cleanup(ctx, pv)
 	}
@@ -46,7 +48,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if errors.Is(syncErr, errDraftPending) {
 		syncErr = nil
 	}
-	if syncErr != nil && !apierrors.IsConflict(syncErr) {
+	if syncErr != nil && !apierrors.IsConflict(syncErr) && !workloop.IsReported(syncErr) {
 		// Say what fails while it is retried; the next success replaces it.
 		setNotReady(desired, ReasonError, fmt.Sprintf("%v; retrying", syncErr))
 	}
@@ -112,6 +114,9 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 
 	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
 	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+	if err := c.repairLostMetadata(ctx, st); err != nil {
+		return err
+	}
 	if err := c.adopt(ctx, st); err != nil {
 		return err
 	}
@@ -122,6 +127,10 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 	if errors.As(err, &merr) {
 		setNotReady(pv, ReasonError, merr.Error()+"; fix the upstream package or the variant")
 		err = nil
+	}
+	if rerr, ok := isRenderError(err); ok {
+		c.reportRenderFailure(pv, rerr)
+		err = workloop.Reported(err)
 	}
 	setTargets(pv, st.targets(), st.rendered)
 	return err
@@ -298,21 +307,22 @@ func (c *Controller) ensureDrafts(ctx context.Context, st *state) error {
 // replaceDraft deletes a stale draft the controller made and nobody edited,
 // and makes a fresh one from the new upstream: an upgrade of the latest
 // published revision, or a clone when nothing was published yet.
+//
+// Porch ignores delete preconditions, so "nobody edited it" is checked live,
+// immediately before the delete: the revision must still be a Draft the
+// variant controls, and its files must be the ones the controller last
+// wrote. An edit saved between that check and the delete (one round trip)
+// would still be lost; Porch offers no atomic check-and-delete.
 func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) (bool, error) {
 	pv := st.pv
 	a := pv.Status.Applied
 	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
 		return false, nil
 	}
-	prr, err := c.client.PorchV1alpha1().PackageRevisionResources(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-	if err != nil {
-		return false, fmt.Errorf("get resources of %s: %w", d.Name, err)
+	if unedited, err := c.uneditedLive(ctx, pv, d, a.ResourcesDigest); err != nil || !unedited {
+		return false, err
 	}
-	if resourcesDigest(prr.Spec.Resources) != a.ResourcesDigest {
-		return false, nil
-	}
-	if err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Delete(ctx, d.Name,
-		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &d.UID, ResourceVersion: &d.ResourceVersion}}); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.porch.delete(ctx, d); err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("delete stale draft %s: %w", d.Name, err)
 	}
 	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
@@ -344,6 +354,27 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	}
 	setReady(pv, readyMessage)
 	return true, nil
+}
+
+// uneditedLive reads a draft and its files from Porch, not from the cache,
+// and reports whether it is still a Draft the variant controls whose files
+// are the ones with digest want.
+func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision, want string) (bool, error) {
+	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %s: %w", d.Name, err)
+	}
+	if live.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft || controllerUID(live) != pv.UID {
+		return false, nil
+	}
+	prr, err := c.porch.getResources(ctx, live)
+	if err != nil {
+		return false, err
+	}
+	return resourcesDigest(prr.Spec.Resources) == want, nil
 }
 
 // createUpgrade makes an upgrade draft of a published downstream revision

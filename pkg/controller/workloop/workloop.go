@@ -5,6 +5,7 @@ package workloop
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -22,6 +23,30 @@ import (
 // limiter (5ms doubling per failure, capped at 1000s) the retries are spaced
 // 5ms, 10ms, 20ms ... 82s apart: about 2m45s of retrying in all.
 const MaxRetries = 15
+
+// Reported wraps an error the sync handler has already reported where a
+// person looks (a condition and an event), which keeps happening until
+// something changes: a package whose pipeline fails to render, say. The loop
+// retries such a key with backoff for as long as it fails and never drops
+// it, and a Tracker does not count it as work in hand: nothing will change
+// until the world does.
+func Reported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reportedError{err: err}
+}
+
+type reportedError struct{ err error }
+
+func (e *reportedError) Error() string { return e.err.Error() }
+func (e *reportedError) Unwrap() error { return e.err }
+
+// IsReported reports whether err is (or wraps) an error made by Reported.
+func IsReported(err error) bool {
+	var r *reportedError
+	return errors.As(err, &r)
+}
 
 // Queue is the workqueue type both controllers use: keys are namespace/name.
 type Queue = workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -82,6 +107,7 @@ func (l *Loop) Run(ctx context.Context, workers int) {
 }
 
 func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
+	var err error
 	key, shutdown := l.Queue.Get()
 	if shutdown {
 		return false
@@ -93,14 +119,15 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	retry := false
 	defer func() {
 		l.Queue.Done(key)
-		l.Tracker.finish(l.Name, key, retry)
+		// A reported failure is retried, but it is not work in hand.
+		l.Tracker.finish(l.Name, key, retry && !IsReported(err))
 	}()
 	if ctx.Err() != nil {
 		return false
 	}
 
 	start := time.Now()
-	err := l.Sync(syncCtx, key)
+	err = l.Sync(syncCtx, key)
 	logger := klog.FromContext(syncCtx).WithValues("key", key.String())
 	result := metrics.ResultSuccess
 	switch {
@@ -109,6 +136,13 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	case apierrors.IsConflict(err):
 		result = metrics.ResultConflict
 		logger.V(2).Info("Conflict; requeueing", "err", err)
+		retry = true
+		l.Queue.AddRateLimited(key)
+	case IsReported(err):
+		// Reported in the object's status already; keep trying, ever
+		// more slowly (the rate limiter caps the delay), never drop.
+		result = metrics.ResultError
+		logger.V(2).Info("Sync failed; reported, retrying with backoff", "err", err, "retries", l.Queue.NumRequeues(key))
 		retry = true
 		l.Queue.AddRateLimited(key)
 	case l.Queue.NumRequeues(key) < MaxRetries:

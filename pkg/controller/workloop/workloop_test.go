@@ -175,6 +175,14 @@ func TestProcessNext(t *testing.T) {
 			priorFailures: MaxRetries, err: conflict(),
 			wantCalls: []string{"AddRateLimited ns/a"}, wantRequeues: MaxRetries + 1, wantResult: metrics.ResultConflict,
 		},
+		"reported error is retried rate-limited": {
+			err:       Reported(errors.New("render failed")),
+			wantCalls: []string{"AddRateLimited ns/a"}, wantRequeues: 1, wantResult: metrics.ResultError,
+		},
+		"reported error is never dropped": {
+			priorFailures: 3 * MaxRetries, err: fmt.Errorf("sync: %w", Reported(errors.New("render failed"))),
+			wantCalls: []string{"AddRateLimited ns/a"}, wantRequeues: 3*MaxRetries + 1, wantResult: metrics.ResultError,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -213,6 +221,40 @@ func TestProcessNext(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReportedFailureIsNotWorkInHand: a key whose sync failed with a
+// reported error waits for its retry, but the Tracker calls the loop idle
+// (variantctl settles on it); an unreported failure keeps it busy.
+func TestReportedFailureIsNotWorkInHand(t *testing.T) {
+	cases := map[string]struct {
+		err      error
+		wantIdle bool
+	}{
+		"reported failure":   {err: Reported(errors.New("render failed")), wantIdle: true},
+		"unreported failure": {err: errors.New("boom"), wantIdle: false},
+		"success":            {wantIdle: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			q, _ := newTestQueue(t, nil)
+			tracker := NewTracker()
+			// A key that failed unreported before: a reported failure
+			// or a success must clear it.
+			tracker.start()
+			tracker.finish(testLoop, keyA, true)
+			q.Add(keyA)
+			l := &Loop{Name: testLoop, Queue: q, Tracker: tracker, Sync: func(context.Context, cache.ObjectName) error { return tc.err }}
+			l.processNext(ctx, ctx)
+			if got := tracker.Idle(); got != tc.wantIdle {
+				t.Errorf("Idle() = %v, want %v", got, tc.wantIdle)
+			}
+		})
+	}
+	if Reported(nil) != nil {
+		t.Error("Reported(nil) is not nil")
 	}
 }
 

@@ -9,6 +9,12 @@ import (
 // LatestPackageRevisionLabel marks the latest Published revision of a package.
 const LatestPackageRevisionLabel = "kpt.dev/latest-revision"
 
+// PushOnRenderFailureAnnotation, set to "true" on a PackageRevision, makes
+// Porch store the files of a resources update even when the pipeline fails
+// to render them (the update is still answered with an error, and the
+// Kptfile records a Rendered=False condition).
+const PushOnRenderFailureAnnotation = "porch.kpt.dev/push-on-render-failure"
+
 // PlaceholderRevision is spec.revision of the placeholder PackageRevision that
 // tracks a repository branch (workspace "main"); Porch refuses to clone or
 // edit from it.

@@ -1,0 +1,134 @@
+package packagevariant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
+	porchclient "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/typed/porch/v1alpha1"
+)
+
+// porchWriter makes every write the controller sends to Porch. Writes into
+// one repository go one at a time, across all workers: Porch commits each
+// write to the repository's branch and loses one of two overlapping writes
+// after answering it. Porch's answers are translated into the errors the
+// rest of the controller reasons about: a create that already happened is
+// AlreadyExists (Porch says 500), a stale resourceVersion is a Conflict
+// (Porch says 500), a pipeline that fails to render is a *renderError.
+type porchWriter struct {
+	client porchclient.PorchV1alpha1Interface
+	locks  *repolock.Locks
+}
+
+// renderError is Porch's answer to a resources update whose pipeline
+// failed. details is what the pipeline said; stored says whether Porch kept
+// the files anyway (porch.kpt.dev/push-on-render-failure) or stored nothing.
+type renderError struct {
+	name    string
+	details string
+	stored  bool
+	err     error
+}
+
+func (e *renderError) Error() string {
+	return fmt.Sprintf("rendering %s failed: %s", e.name, e.details)
+}
+
+func (e *renderError) Unwrap() error { return e.err }
+
+// classify turns Porch's answer to a write into the error kinds callers
+// check with apierrors: AlreadyExists, Conflict, NotFound; a render failure
+// becomes a *renderError. Anything else is returned as it is.
+func classify(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case helper.IsRenderFailure(err):
+		details, stored := helper.RenderFailureDetails(err)
+		return &renderError{name: name, details: details, stored: stored, err: err}
+	case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):
+		return err
+	case helper.IsAlreadyExists(err):
+		return apierrors.NewAlreadyExists(porchv1alpha1.Resource("packagerevisions"), name)
+	case helper.IsConflict(err):
+		return apierrors.NewConflict(porchv1alpha1.Resource("packagerevisions"), name, err)
+	}
+	return err
+}
+
+// lock waits for the repository a revision lives in.
+func (w *porchWriter) lock(ctx context.Context, namespace, repo string) (func(), error) {
+	unlock, err := w.locks.Lock(ctx, namespace, repo)
+	if err != nil {
+		return nil, fmt.Errorf("wait for other writes into repository %s/%s: %w", namespace, repo, err)
+	}
+	return unlock, nil
+}
+
+func (w *porchWriter) create(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	created, err := w.client.PackageRevisions(pr.Namespace).Create(ctx, pr, metav1.CreateOptions{})
+	return created, classify(pr.Name, err)
+}
+
+func (w *porchWriter) update(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	updated, err := w.client.PackageRevisions(pr.Namespace).Update(ctx, pr, metav1.UpdateOptions{})
+	return updated, classify(pr.Name, err)
+}
+
+// delete deletes a revision. Porch ignores delete preconditions, so none
+// are sent: a caller that must not delete a changed revision checks it live
+// right before (see replaceDraft).
+func (w *porchWriter) delete(ctx context.Context, pr *porchv1alpha1.PackageRevision) error {
+	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
+}
+
+// getResources reads a revision's files live (PackageRevisionResources are
+// not watched).
+func (w *porchWriter) getResources(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevisionResources, error) {
+	prr, err := w.client.PackageRevisionResources(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get resources of %s: %w", pr.Name, err)
+	}
+	return prr, nil
+}
+
+// updateResources stores a Draft's files; Porch renders the pipeline and
+// stores the rendered files, or refuses (a *renderError).
+func (w *porchWriter) updateResources(ctx context.Context, pr *porchv1alpha1.PackageRevision, prr *porchv1alpha1.PackageRevisionResources) (*porchv1alpha1.PackageRevisionResources, error) {
+	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	updated, err := w.client.PackageRevisionResources(pr.Namespace).Update(ctx, prr, metav1.UpdateOptions{})
+	return updated, classify(pr.Name, err)
+}
+
+// isRenderError reports whether err is (or wraps) a render failure, and
+// returns it.
+func isRenderError(err error) (*renderError, bool) {
+	var r *renderError
+	ok := errors.As(err, &r)
+	return r, ok
+}
