@@ -164,7 +164,9 @@ func TestReleaseReadsLiveBeforeDeleting(t *testing.T) {
 	}{
 		"PublishedMeanwhile": {
 			reason: "a cached Draft that a person published meanwhile is proposed for deletion, not deleted",
-			live:   func(_ *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
+			live: func(_ *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) {
+				pr.Spec.Lifecycle = published
+			},
 			want: []prWrite{{Verb: "update", Name: "deploy.app.ws", Lifecycle: porchv1alpha1.PackageRevisionLifecycleDeletionProposed,
 				Owners: []metav1.OwnerReference{keeper}}},
 		},
