@@ -149,7 +149,7 @@ func TestAddPackages(t *testing.T) {
 		for _, pr := range sim.PackageRevisions("ns") {
 			got = append(got, pr.Name+" "+strconv.Itoa(pr.Spec.Revision)+" latest="+pr.Labels[porchv1alpha1.LatestPackageRevisionLabel])
 		}
-		want := []string{"blueprints.app.v1 1 latest=", "blueprints.app.v2 2 latest=true"}
+		want := []string{"blueprints.app.main -1 latest=", "blueprints.app.v1 1 latest=", "blueprints.app.v2 2 latest=true"}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("revisions (-want +got):\n%s", diff)
 		}

@@ -316,10 +316,12 @@ func (f *fleet) bump(tb testing.TB) phase {
 
 // downstream is the revisions of the downstream packages with the given
 // lifecycle.
+// downstream are the downstream revisions in lifecycle lc, without the
+// placeholders Porch makes at each package's first publish.
 func (f *fleet) downstream(lc porchv1alpha1.PackageRevisionLifecycle) []porchv1alpha1.PackageRevision {
 	var out []porchv1alpha1.PackageRevision
 	for _, pr := range f.sim.PackageRevisions(fleetNS) {
-		if pr.Spec.RepositoryName != "blueprints" && pr.Spec.Lifecycle == lc {
+		if pr.Spec.RepositoryName != "blueprints" && pr.Spec.Lifecycle == lc && pr.Spec.Revision != porchv1alpha1.PlaceholderRevision {
 			out = append(out, pr)
 		}
 	}

@@ -21,11 +21,14 @@ import (
 // The controllers have caught up with the Sim when every handler of a
 // resource has handled the Sim's newest delivered change of it.
 type progress struct {
+	sim      *porchsim.Sim
 	mu       sync.Mutex
 	handlers map[string][]*int64 // by resource
 }
 
-func newProgress() *progress { return &progress{handlers: map[string][]*int64{}} }
+func newProgress(sim *porchsim.Sim) *progress {
+	return &progress{sim: sim, handlers: map[string][]*int64{}}
+}
 
 func (p *progress) register(resource string) *int64 {
 	p.mu.Lock()
@@ -43,7 +46,7 @@ func (p *progress) handled(seen *int64, obj interface{}) {
 	if err != nil {
 		return
 	}
-	rv := porchsim.ParseResourceVersion(m.GetResourceVersion())
+	rv := p.sim.Sequence(m.GetResourceVersion())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if rv > *seen {
@@ -53,11 +56,11 @@ func (p *progress) handled(seen *int64, obj interface{}) {
 
 // caughtUp reports whether every handler has handled the newest change of
 // its resource the Sim has delivered.
-func (p *progress) caughtUp(sim *porchsim.Sim) bool {
+func (p *progress) caughtUp() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for resource, handlers := range p.handlers {
-		latest := sim.DeliveredResourceVersion(resource)
+		latest := p.sim.DeliveredResourceVersion(resource)
 		for _, seen := range handlers {
 			if *seen < latest {
 				return false

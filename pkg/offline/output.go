@@ -238,6 +238,9 @@ func stableDoc(obj runtime.Object, apiVersion, kind string) (map[string]interfac
 	if st, ok := m["status"].(map[string]interface{}); ok {
 		delete(st, "publishTimestamp")
 		delete(st, "observedGeneration")
+		// selfLock names the revision's commit, which is its
+		// resourceVersion: not stable between runs.
+		delete(st, "selfLock")
 		if conds, ok := st["conditions"].([]interface{}); ok {
 			for _, c := range conds {
 				if cm, ok := c.(map[string]interface{}); ok {

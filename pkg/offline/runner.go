@@ -96,7 +96,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	r := &Runner{
 		sim:      sim,
 		tracker:  workloop.NewTracker(),
-		progress: newProgress(),
+		progress: newProgress(sim),
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
@@ -170,7 +170,7 @@ func (r *Runner) Stop() {
 // Sim delivered has been handled, no sync runs, no key waits in a queue and
 // no failed key waits for a retry.
 func (r *Runner) Idle() bool {
-	return r.progress.caughtUp(r.sim) && r.tracker.Idle() && r.queued() == 0
+	return r.progress.caughtUp() && r.tracker.Idle() && r.queued() == 0
 }
 
 // settleChecks is how many consecutive checks, pollInterval apart, must
@@ -199,7 +199,7 @@ func (r *Runner) WaitIdle(ctx context.Context, timeout time.Duration) error {
 		if r.Idle() && activity == last {
 			quiet++
 			if quiet >= settleChecks {
-				return nil
+				return r.overlaps()
 			}
 		} else {
 			quiet = 0
@@ -213,9 +213,25 @@ func (r *Runner) WaitIdle(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// overlaps is an error when the controllers made writes into one
+// repository that overlapped: real Porch can lose one of them, so it is a
+// defect of the controllers, never of the input.
+func (r *Runner) overlaps() error {
+	o := r.sim.Overlaps()
+	if len(o) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(o))
+	for _, x := range o {
+		msgs = append(msgs, x.String())
+	}
+	return fmt.Errorf("the controllers overlapped writes into one repository, which real Porch can lose (a defect of variant-controller, please report it): %s",
+		strings.Join(msgs, "; "))
+}
+
 func (r *Runner) busy() string {
 	var parts []string
-	if !r.progress.caughtUp(r.sim) {
+	if !r.progress.caughtUp() {
 		parts = append(parts, "informers still delivering changes")
 	}
 	if n := r.queued(); n > 0 {

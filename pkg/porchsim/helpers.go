@@ -19,8 +19,8 @@ import (
 // if no Kptfile is given it creates a minimal one). revision must be the
 // next revision of that package (error otherwise). The workspace is
 // "v<revision>"; the kpt.dev/latest-revision label moves to the new revision
-// and the package's placeholder, if any, gets its files. Returns the stored
-// PackageRevision.
+// and the package's placeholder (made at the first publish, as Porch does)
+// gets its files. Returns the stored PackageRevision.
 func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -48,7 +48,6 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: namespace,
-			Labels:    map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"},
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    pkg,
@@ -59,21 +58,24 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 			Tasks:          []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{}}},
 		},
 		Status: porchv1alpha1.PackageRevisionStatus{
-			Deployment:  r.Spec.Deployment,
-			PublishedBy: publishedBy,
-			PublishedAt: &published,
+			UpstreamLock: &porchv1alpha1.UpstreamLock{},
+			Deployment:   r.Spec.Deployment,
+			PublishedBy:  publishedBy,
+			PublishedAt:  &published,
 		},
 	}
 	mirrorKptfile(pr, files)
-	s.dropLatestLabelLocked(namespace, repo, pkg)
-	s.insertLocked(resPackageRevisions, pr, files)
-	s.syncPlaceholderLocked(namespace, repo, pkg, files)
-	return pr.DeepCopy(), nil
+	e := s.insertLocked(resPackageRevisions, pr, files)
+	s.recomputeLatestLocked(namespace, repo, pkg)
+	s.syncPlaceholderLocked(e)
+	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
 // AddPlaceholder stores the "main" placeholder revision (revision -1,
-// workspace main, Published) of a package. It holds the files of the
-// package's latest revision, or a minimal Kptfile.
+// workspace main, Published) of a package that has none: what Porch shows
+// for a package whose branch holds it although no revision was published
+// through Porch. It holds the files of the package's latest revision, or a
+// minimal Kptfile. (Publishing makes the placeholder by itself.)
 func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.PackageRevision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -108,14 +110,15 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 			Revision:       porchv1alpha1.PlaceholderRevision,
 			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
 		},
-		Status: porchv1alpha1.PackageRevisionStatus{Deployment: r.Spec.Deployment},
+		Status: porchv1alpha1.PackageRevisionStatus{UpstreamLock: &porchv1alpha1.UpstreamLock{}, Deployment: r.Spec.Deployment},
 	}
 	mirrorKptfile(pr, files)
-	s.insertLocked(resPackageRevisions, pr, files)
-	return pr.DeepCopy(), nil
+	e := s.insertLocked(resPackageRevisions, pr, files)
+	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
-// Propose moves a Draft to Proposed, as a person would.
+// Propose moves a Draft to Proposed, as a person would. As through the
+// API, the package is rendered first; a failing pipeline refuses it.
 func (s *Sim) Propose(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,17 +130,18 @@ func (s *Sim) Propose(namespace, name string) error {
 	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
 		return fmt.Errorf("propose %s/%s: lifecycle is %s, not Draft", namespace, name, pr.Spec.Lifecycle)
 	}
-	obj := pr.DeepCopy()
-	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
-	obj.Generation++
-	s.replaceLocked(resPackageRevisions, e, obj)
+	in := pr.DeepCopy()
+	in.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+	if _, err := s.updatePackageRevisionLocked(namespace, in); err != nil {
+		return fmt.Errorf("propose %s/%s: %w", namespace, name, err)
+	}
 	return nil
 }
 
 // Publish moves a Draft or Proposed revision to Published, as an approver
 // would: it gets the next revision number of its package and the
-// kpt.dev/latest-revision label, and the package's placeholder, if any, gets
-// its files.
+// kpt.dev/latest-revision label, and the package's placeholder (made at the
+// first publish) gets its files.
 func (s *Sim) Publish(namespace, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,30 +159,6 @@ func (s *Sim) Publish(namespace, name string) error {
 	return nil
 }
 
-// publishLocked publishes a Draft or Proposed revision: the next revision
-// number, the kpt.dev/latest-revision label, the placeholder's files.
-func (s *Sim) publishLocked(e *entry) {
-	pr := e.obj.(*porchv1alpha1.PackageRevision)
-	repo, pkg := pr.Spec.RepositoryName, pr.Spec.PackageName
-	revision := s.nextRevisionLocked(pr.Namespace, repo, pkg)
-	// Drop the old label first, so that no reader ever sees two latest
-	// revisions.
-	s.dropLatestLabelLocked(pr.Namespace, repo, pkg)
-	obj := e.obj.(*porchv1alpha1.PackageRevision).DeepCopy()
-	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
-	obj.Spec.Revision = revision
-	obj.Generation++
-	if obj.Labels == nil {
-		obj.Labels = map[string]string{}
-	}
-	obj.Labels[porchv1alpha1.LatestPackageRevisionLabel] = "true"
-	published := now()
-	obj.Status.PublishedBy = publishedBy
-	obj.Status.PublishedAt = &published
-	s.replaceLocked(resPackageRevisions, e, obj)
-	s.syncPlaceholderLocked(pr.Namespace, repo, pkg, e.files)
-}
-
 // SetResources writes the files of a Draft as a person would: it counts as
 // an edit (the revision gets a new resourceVersion and a MODIFIED event).
 func (s *Sim) SetResources(namespace, name string, files map[string]string) error {
@@ -191,7 +171,7 @@ func (s *Sim) SetResources(namespace, name string, files map[string]string) erro
 	if lc := e.obj.(*porchv1alpha1.PackageRevision).Spec.Lifecycle; lc != porchv1alpha1.PackageRevisionLifecycleDraft {
 		return fmt.Errorf("set resources of %s/%s: lifecycle is %s, not Draft", namespace, name, lc)
 	}
-	s.setFilesLocked(e, copyFiles(files))
+	s.setFilesLocked(e, copyFiles(files), nil)
 	return nil
 }
 

@@ -225,33 +225,44 @@ func readKptfile(content string) (*kptfilev1.KptFile, error) {
 	return &kf, nil
 }
 
-// kptfileMirror is what Porch mirrors from the root Kptfile into the
-// PackageRevision: info.readinessGates into spec.readinessGates and
-// status.conditions into status.conditions.
-func kptfileMirror(files map[string]string) ([]porchv1alpha1.ReadinessGate, []porchv1alpha1.Condition, error) {
+// kptfileMirrors are what Porch mirrors from the root Kptfile into the
+// PackageRevision.
+type kptfileMirrors struct {
+	gates      []porchv1alpha1.ReadinessGate
+	conditions []porchv1alpha1.Condition
+	metadata   *porchv1alpha1.PackageMetadata
+}
+
+// kptfileMirror reads what Porch mirrors from the root Kptfile into the
+// PackageRevision: info.readinessGates into spec.readinessGates,
+// status.conditions into status.conditions, and the Kptfile's own labels
+// and annotations into spec.packageMetadata.
+func kptfileMirror(files map[string]string) (kptfileMirrors, error) {
 	content, ok := files[kptfileName]
 	if !ok {
-		return nil, nil, nil
+		return kptfileMirrors{}, nil
 	}
 	kf, err := readKptfile(content)
 	if err != nil {
-		return nil, nil, err
+		return kptfileMirrors{}, err
 	}
-	var gates []porchv1alpha1.ReadinessGate
+	var m kptfileMirrors
 	if kf.Info != nil {
 		for _, g := range kf.Info.ReadinessGates {
-			gates = append(gates, porchv1alpha1.ReadinessGate{ConditionType: g.ConditionType})
+			m.gates = append(m.gates, porchv1alpha1.ReadinessGate{ConditionType: g.ConditionType})
 		}
 	}
-	var conds []porchv1alpha1.Condition
 	if kf.Status != nil {
 		for _, c := range kf.Status.Conditions {
-			conds = append(conds, porchv1alpha1.Condition{
+			m.conditions = append(m.conditions, porchv1alpha1.Condition{
 				Type: c.Type, Status: porchv1alpha1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message,
 			})
 		}
 	}
-	return gates, conds, nil
+	if len(kf.Metadata.Labels) > 0 || len(kf.Metadata.Annotations) > 0 {
+		m.metadata = &porchv1alpha1.PackageMetadata{Labels: kf.Metadata.Labels, Annotations: kf.Metadata.Annotations}
+	}
+	return m, nil
 }
 
 // render stands in for Porch rendering the package pipeline: no function

@@ -486,8 +486,9 @@ func (s *Sim) deleteEntryLocked(resource string, e *entry, orphan bool) {
 // background-propagation style but synchronously (the dependents' events
 // follow the owner's DELETED event): a dependent that another existing owner
 // still holds loses the dangling owner reference; any other dependent is
-// deleted, except Published PackageRevisions, which Porch refuses to delete
-// (they keep the dangling reference). With orphan every dependent only loses
+// deleted, except the PackageRevisions Porch refuses to delete (Published
+// ones, and upstreams of other revisions): they keep the dangling
+// reference. With orphan every dependent only loses
 // the reference.
 //
 // Dependents are visited by kind (in the order of kinds), then by name. The
@@ -515,7 +516,7 @@ func (s *Sim) collectGarbageLocked(namespace string, owner types.UID, orphan boo
 			s.replaceLocked(ref.resource, e, obj)
 			continue
 		}
-		if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok && deleteRefusal(pr) != "" {
+		if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok && s.deleteRefusalLocked(pr) != nil {
 			continue
 		}
 		s.deleteEntryLocked(ref.resource, e, false)

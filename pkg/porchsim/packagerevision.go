@@ -6,19 +6,17 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
-	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -41,21 +39,65 @@ func isPublished(lc porchv1alpha1.PackageRevisionLifecycle) bool {
 	return lc == porchv1alpha1.PackageRevisionLifecyclePublished || lc == porchv1alpha1.PackageRevisionLifecycleDeletionProposed
 }
 
-// refuse is how Porch reports an operation its engine refuses: an internal
-// error carrying the reason.
+// refuse is how Porch reports an operation its engine refuses: a 500
+// InternalError carrying the reason.
 func refuse(format string, args ...any) error {
 	return apierrors.NewInternalError(fmt.Errorf(format, args...))
 }
 
-// deleteRefusal says why Porch would refuse to delete a revision ("" if it
-// would not).
-func deleteRefusal(pr *porchv1alpha1.PackageRevision) string {
+// staleResourceVersion is Porch's answer to an update with a stale
+// resourceVersion: the API machinery's conflict, wrapped in a 500 (Porch's
+// engine returns the conflict as a plain error).
+func staleResourceVersion(resource, name string) error {
+	return apierrors.NewInternalError(apierrors.NewConflict(porchv1alpha1.Resource(resource), name, errors.New(helper.OptimisticLockMessage)))
+}
+
+// checkUpdateVersion applies Porch's optimistic concurrency to an update.
+func checkUpdateVersion(resource, name, sent, current string) error {
+	switch sent {
+	case "":
+		return refuse("resourceVersion must be specified for an update")
+	case current:
+		return nil
+	}
+	return staleResourceVersion(resource, name)
+}
+
+// deleteRefusalLocked is Porch's answer to a delete of a revision it does
+// not delete (nil when it would): a Published revision must be proposed for
+// deletion first, and a revision other revisions were cloned or upgraded
+// from is never deleted (both 403).
+func (s *Sim) deleteRefusalLocked(pr *porchv1alpha1.PackageRevision) error {
+	gr := porchv1alpha1.Resource(resPackageRevisions)
 	switch {
 	case isPlaceholder(pr):
-		return fmt.Sprintf("the placeholder revision %q tracks a branch and cannot be deleted", pr.Name)
+		return refuse("the placeholder revision %q tracks a branch and cannot be deleted", pr.Name)
 	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished:
-		return fmt.Sprintf("cannot delete package revision %q with lifecycle Published; propose its deletion (lifecycle %s) first",
-			pr.Name, porchv1alpha1.PackageRevisionLifecycleDeletionProposed)
+		return apierrors.NewForbidden(gr, pr.Name, errors.New(
+			"published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion"))
+	}
+	if downstream := s.downstreamOfLocked(pr.Namespace, pr.Name); downstream != "" {
+		return apierrors.NewForbidden(gr, pr.Name, fmt.Errorf("cannot delete package revision, it is referenced as upstream by: %s", downstream))
+	}
+	return nil
+}
+
+// downstreamOfLocked names a revision (placeholders aside) whose clone or
+// upgrade task names upstream as its (new) upstream, "" if none does; Porch
+// refuses to delete such an upstream.
+func (s *Sim) downstreamOfLocked(namespace, upstream string) string {
+	for _, key := range s.sortedKeysLocked(resPackageRevisions, namespace) {
+		pr := s.objects[resPackageRevisions][key].obj.(*porchv1alpha1.PackageRevision)
+		if isPlaceholder(pr) {
+			continue
+		}
+		for _, t := range pr.Spec.Tasks {
+			switch {
+			case t.Type == porchv1alpha1.TaskTypeClone && t.Clone != nil && t.Clone.Upstream.UpstreamRef != nil && t.Clone.Upstream.UpstreamRef.Name == upstream,
+				t.Type == porchv1alpha1.TaskTypeUpgrade && t.Upgrade != nil && t.Upgrade.NewUpstream.Name == upstream:
+				return pr.Name
+			}
+		}
 	}
 	return ""
 }
@@ -89,7 +131,8 @@ func (s *Sim) servePackageRevisionLocked(action clienttesting.Action, ns, sub, v
 		if err != nil {
 			return nil, err
 		}
-		return k.newList(items, strconv.FormatInt(s.rv, 10)), nil
+		// Porch's lists carry no resourceVersion.
+		return k.newList(items, ""), nil
 	case "create":
 		pr, ok := action.(clienttesting.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
 		if !ok {
@@ -114,7 +157,8 @@ func (s *Sim) servePackageRevisionLocked(action clienttesting.Action, ns, sub, v
 		}
 		return s.updatePackageRevisionLocked(ns, patched.(*porchv1alpha1.PackageRevision))
 	case "delete":
-		return nil, s.deletePackageRevisionLocked(ns, action.(clienttesting.DeleteAction).GetName(), deleteOptions(action))
+		// Porch ignores delete options: preconditions protect nothing.
+		return nil, s.deletePackageRevisionLocked(ns, action.(clienttesting.DeleteAction).GetName())
 	case "delete-collection":
 		r := action.(clienttesting.DeleteCollectionAction).GetListRestrictions()
 		items, err := s.listLocked(k, ns, r.Labels, r.Fields, packageRevisionFieldLabels)
@@ -124,7 +168,7 @@ func (s *Sim) servePackageRevisionLocked(action clienttesting.Action, ns, sub, v
 		var errs []error
 		for _, it := range items {
 			pr := it.(*porchv1alpha1.PackageRevision)
-			errs = append(errs, s.deletePackageRevisionLocked(pr.Namespace, pr.Name, metav1.DeleteOptions{}))
+			errs = append(errs, s.deletePackageRevisionLocked(pr.Namespace, pr.Name))
 		}
 		return nil, errors.Join(errs...)
 	}
@@ -132,14 +176,15 @@ func (s *Sim) servePackageRevisionLocked(action clienttesting.Action, ns, sub, v
 }
 
 // createPackageRevisionLocked creates a Draft as Porch does: the name is
-// derived from the spec and the one task decides the draft's files.
+// derived from the spec, the one task makes the draft's files, and the
+// package is rendered; a render failure refuses the create.
 func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
 	if ns == "" {
 		ns = in.Namespace
 	}
 	spec := &in.Spec
 	if spec.RepositoryName == "" {
-		return nil, apierrors.NewBadRequest("spec.repository is required")
+		return nil, apierrors.NewBadRequest("spec.repositoryName is required")
 	}
 	repoEntry, ok := s.objects[resRepositories][objectKey{ns, spec.RepositoryName}]
 	if !ok {
@@ -178,25 +223,41 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 		return nil, apierrors.NewInvalid(packageRevisionKind.gk, name, errs)
 	}
 
-	// The name is checked before anything else so that a retried create is
-	// answered AlreadyExists, whatever its task.
-	if e, ok := s.objects[resPackageRevisions][objectKey{ns, name}]; ok {
-		existing := e.obj.(*porchv1alpha1.PackageRevision)
-		if existing.Spec.RepositoryName == spec.RepositoryName && existing.Spec.PackageName == spec.PackageName {
-			return nil, workspaceNotUnique(name, spec.PackageName, spec.RepositoryName, workspace)
-		}
-		return nil, apierrors.NewAlreadyExists(packageRevisionKind.gr, name)
-	}
+	// Porch's checks, in Porch's order: the workspace (and so the name)
+	// first, so that a retried create is told the revision exists whatever
+	// its task; then a clone of a package that exists; then a new package
+	// over an existing one.
 	revs := s.packageRevisionsLocked(ns, spec.RepositoryName, spec.PackageName)
 	for _, r := range revs {
 		if string(r.Spec.WorkspaceName) == workspace {
-			return nil, workspaceNotUnique(name, spec.PackageName, spec.RepositoryName, workspace)
+			return nil, refuse("%s; package revision with name %s in repo %s with workspaceName %s already exists",
+				helper.WorkspaceNotUniqueMessage, spec.PackageName, spec.RepositoryName, workspace)
+		}
+	}
+	if _, ok := s.objects[resPackageRevisions][objectKey{ns, name}]; ok {
+		// Another package whose dotted path makes the same name.
+		return nil, refuse("%s; package revision %s already exists", helper.WorkspaceNotUniqueMessage, name)
+	}
+	task := spec.Tasks[0]
+	if len(revs) > 0 {
+		switch task.Type {
+		case porchv1alpha1.TaskTypeClone:
+			return nil, refuse("`clone` cannot create a new revision for package %q that already exists in repo %q; make subsequent revisions using `copy`",
+				spec.PackageName, spec.RepositoryName)
+		case porchv1alpha1.TaskTypeInit:
+			return nil, refuse("package %q already exists in repository %q", spec.PackageName, spec.RepositoryName)
 		}
 	}
 
 	files, lock, err := s.applyTaskLocked(ns, repo, spec, revs)
 	if err != nil {
 		return nil, err
+	}
+	rendered := s.render(files)
+	if rendered.failed {
+		// Porch renders a new draft before it stores it; a failure
+		// refuses the create and nothing is stored.
+		return nil, refuse("%s", rendered.message)
 	}
 	pr := &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
@@ -208,40 +269,24 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 			OwnerReferences: slices.Clone(in.OwnerReferences),
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
-			PackageName:     spec.PackageName,
-			RepositoryName:  spec.RepositoryName,
-			WorkspaceName:   spec.WorkspaceName,
-			Lifecycle:       porchv1alpha1.PackageRevisionLifecycleDraft,
-			Tasks:           in.DeepCopy().Spec.Tasks,
-			PackageMetadata: spec.PackageMetadata.DeepCopy(),
+			PackageName:    spec.PackageName,
+			RepositoryName: spec.RepositoryName,
+			WorkspaceName:  spec.WorkspaceName,
+			Lifecycle:      porchv1alpha1.PackageRevisionLifecycleDraft,
+			Tasks:          in.DeepCopy().Spec.Tasks,
 		},
 		Status: porchv1alpha1.PackageRevisionStatus{
 			UpstreamLock: lock,
 			Deployment:   repo.Spec.Deployment,
 		},
 	}
-	mirrorKptfile(pr, files)
-	s.insertLocked(resPackageRevisions, pr, files)
-	return pr.DeepCopy(), nil
-}
-
-// workspaceNotUnique is Porch's refusal of a second revision with the same
-// workspace. Since the name is derived from the workspace it is also the
-// answer to a retried create, so it is an AlreadyExists error (409) that
-// carries Porch's message.
-func workspaceNotUnique(name, pkg, repo, workspace string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure,
-		Code:   http.StatusConflict,
-		Reason: metav1.StatusReasonAlreadyExists,
-		Details: &metav1.StatusDetails{
-			Group: porchv1alpha1.GroupName,
-			Kind:  resPackageRevisions,
-			Name:  name,
-		},
-		Message: fmt.Sprintf("package revision workspaceNames must be unique; package revision with name %s in repo %s "+
-			"with workspaceName %s already exists", pkg, repo, workspace),
-	}}
+	if pr.Status.UpstreamLock == nil {
+		pr.Status.UpstreamLock = &porchv1alpha1.UpstreamLock{}
+	}
+	mirrorKptfile(pr, rendered.files)
+	e := s.insertLocked(resPackageRevisions, pr, rendered.files)
+	e.skipped = rendered.skipped
+	return e.obj.DeepCopyObject(), nil
 }
 
 // validatePackageName checks a package path: segments separated by "/",
@@ -289,7 +334,7 @@ func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *
 			}
 			return nil, nil, invalid("clone", "clone.upstreamRef.upstreamRef.name is required")
 		}
-		return s.cloneLocked(ns, repo, spec, c.Upstream.UpstreamRef.Name, revs)
+		return s.cloneLocked(ns, repo, spec, c.Upstream.UpstreamRef.Name)
 
 	case porchv1alpha1.TaskTypeEdit:
 		if task.Edit == nil || task.Edit.Source == nil || task.Edit.Source.Name == "" {
@@ -306,46 +351,26 @@ func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *
 			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("porchsim supports only the %s upgrade strategy, not %q",
 				porchv1alpha1.ResourceMerge, u.Strategy))
 		}
-		return s.upgradeLocked(ns, spec, u)
+		return s.upgradeLocked(ns, spec, u, revs)
 	}
 	return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("task type %q is not supported by porchsim (init, clone, edit and upgrade are)", task.Type))
 }
 
-func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porchv1alpha1.PackageRevisionSpec, upstream string,
-	revs []*porchv1alpha1.PackageRevision) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
-	if len(revs) > 0 {
-		return nil, nil, refuse("`clone` cannot create a new revision for package %q that already exists in repo %q; "+
-			"make subsequent revisions using `edit`", spec.PackageName, spec.RepositoryName)
-	}
+func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porchv1alpha1.PackageRevisionSpec, upstream string) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
 	src, files, ok := s.packageRevisionLocked(ns, upstream)
 	if !ok {
-		return nil, nil, refuse("upstream package revision %q of clone not found", upstream)
+		return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", upstream, upstream)
 	}
 	if isPlaceholder(src) {
-		return nil, nil, refuse("cloning from the placeholder revision %q (revision -1, workspace %q, which tracks a branch) is refused; "+
-			"clone a published revision", upstream, src.Spec.WorkspaceName)
+		return nil, nil, refuse("upstream revision may not be the placeholder package revision %s/%s", src.Spec.RepositoryName, src.Name)
 	}
 	if !isPublished(src.Spec.Lifecycle) {
 		return nil, nil, refuse("upstream package revision %q is %s; only a published revision can be cloned", upstream, src.Spec.Lifecycle)
 	}
 	lock := s.lockLocked(src)
-	out, err := withKptfile(files, spec.PackageName, func(n *yaml.RNode) error {
-		if err := setName(n, lastSegment(spec.PackageName)); err != nil {
-			return err
-		}
-		return setUpstream(n, lock)
-	})
+	out, err := s.engine.clone(files, spec.PackageName, repo.Spec.Deployment, lock)
 	if err != nil {
-		return nil, nil, refuse("clone %q: %v", upstream, err)
-	}
-	if repo.Spec.Deployment {
-		// Porch's package context generator writes the file afresh, as
-		// kpt's builtin does: whatever the upstream held there is replaced.
-		pc, err := packageContext(lastSegment(spec.PackageName))
-		if err != nil {
-			return nil, nil, apierrors.NewInternalError(err)
-		}
-		out[packageContextFile] = pc
+		return nil, nil, refuse("failed to clone package %q: %v", upstream, err)
 	}
 	return out, lock.upstreamLock(), nil
 }
@@ -354,26 +379,35 @@ func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, sou
 	src, files, ok := s.packageRevisionLocked(ns, source)
 	switch {
 	case !ok:
-		return nil, nil, refuse("source package revision %q of edit not found", source)
+		return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", source, source)
 	case src.Spec.RepositoryName != spec.RepositoryName || src.Spec.PackageName != spec.PackageName:
 		return nil, nil, refuse("source %q of edit is a revision of package %q in repository %q, not of package %q in repository %q",
 			source, src.Spec.PackageName, src.Spec.RepositoryName, spec.PackageName, spec.RepositoryName)
 	case isPlaceholder(src):
-		return nil, nil, refuse("editing from the placeholder revision %q (revision -1, which tracks a branch) is refused; "+
-			"edit a published revision", source)
+		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", src.Spec.RepositoryName, src.Name)
 	case !isPublished(src.Spec.Lifecycle):
 		return nil, nil, refuse("source %q of edit is %s; only a published revision can be edited", source, src.Spec.Lifecycle)
 	}
 	return copyFiles(files), src.Status.UpstreamLock.DeepCopy(), nil
 }
 
-func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, u *porchv1alpha1.PackageUpgradeTaskSpec) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
+func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, u *porchv1alpha1.PackageUpgradeTaskSpec,
+	revs []*porchv1alpha1.PackageRevision) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
+	// Porch checks, among the package's own revisions, that the sources of
+	// the upgrade are published before it fetches anything.
+	for _, r := range revs {
+		for _, name := range []string{u.OldUpstream.Name, u.NewUpstream.Name, u.LocalPackageRevisionRef.Name} {
+			if r.Name == name && !isPublished(r.Spec.Lifecycle) {
+				return nil, nil, refuse("all source PackageRevisions of upgrade task must be published, %q is not", r.Name)
+			}
+		}
+	}
 	var prs [3]*porchv1alpha1.PackageRevision
 	var files [3]map[string]string
 	for i, name := range []string{u.OldUpstream.Name, u.NewUpstream.Name, u.LocalPackageRevisionRef.Name} {
 		pr, f, ok := s.packageRevisionLocked(ns, name)
 		if !ok {
-			return nil, nil, refuse("source package revision %q of upgrade not found", name)
+			return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", name, name)
 		}
 		prs[i], files[i] = pr, f
 	}
@@ -383,188 +417,95 @@ func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, 
 		}
 	}
 	oldUp, newUp, local := prs[0], prs[1], prs[2]
-	if local.Spec.RepositoryName != spec.RepositoryName || local.Spec.PackageName != spec.PackageName {
-		return nil, nil, refuse("local revision %q of upgrade is a revision of package %q in repository %q, not of package %q in repository %q",
-			local.Name, local.Spec.PackageName, local.Spec.RepositoryName, spec.PackageName, spec.RepositoryName)
-	}
 	if isPlaceholder(newUp) {
-		return nil, nil, refuse("upgrading to the placeholder revision %q (revision -1, which tracks a branch) is refused; "+
-			"upgrade to a published revision", newUp.Name)
+		return nil, nil, refuse("target upstream revision may not be the placeholder package revision %s/%s", newUp.Spec.RepositoryName, newUp.Name)
 	}
-	merged, err := mergePackages(files[0], files[1], files[2])
-	if err != nil {
-		return nil, nil, refuse("upgrade from %q to %q: %v", oldUp.Name, newUp.Name, err)
+	if isPlaceholder(local) {
+		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", local.Spec.RepositoryName, local.Name)
 	}
 	lock := s.lockLocked(newUp)
-	out, err := withKptfile(merged, spec.PackageName, func(n *yaml.RNode) error {
-		if err := setName(n, lastSegment(spec.PackageName)); err != nil {
-			return err
-		}
-		return setUpstream(n, lock)
-	})
+	out, err := s.engine.upgrade(files[0], files[1], files[2], spec.PackageName, lock)
 	if err != nil {
-		return nil, nil, refuse("upgrade to %q: %v", newUp.Name, err)
+		return nil, nil, refuse("error updating the package %q to revision %q: %v", spec.PackageName, newUp.Name, err)
 	}
+	_ = oldUp
 	return out, lock.upstreamLock(), nil
 }
 
-// lockLocked is where a published revision lives in git: its repository's
-// URL, the package directory, the tag <package>/v<revision> and a made-up,
-// deterministic commit.
+// lockLocked is where a published revision lives in git, as a clone of it
+// records it: its repository's URL (ending in .git), the package directory,
+// the tag <package>/v<revision> and a made-up, deterministic commit.
 func (s *Sim) lockLocked(src *porchv1alpha1.PackageRevision) gitLock {
-	repo := src.Spec.RepositoryName
-	if e, ok := s.objects[resRepositories][objectKey{src.Namespace, repo}]; ok {
-		if g := e.obj.(*configv1alpha1.Repository).Spec.Git; g != nil && g.Repo != "" {
-			repo = g.Repo
-		}
-	}
 	ref := fmt.Sprintf("%s/v%d", src.Spec.PackageName, src.Spec.Revision)
+	url := s.repositoryURLLocked(src.Namespace, src.Spec.RepositoryName)
+	if !strings.HasSuffix(url, ".git") {
+		url += ".git"
+	}
 	return gitLock{
-		repo:      repo,
+		repo:      url,
 		directory: src.Spec.PackageName,
 		ref:       ref,
 		commit:    fakeCommit(src.Namespace, src.Spec.RepositoryName, ref),
 	}
 }
 
+// repositoryURLLocked is the git URL of a repository (its name when it has
+// none).
+func (s *Sim) repositoryURLLocked(namespace, repo string) string {
+	if e, ok := s.objects[resRepositories][objectKey{namespace, repo}]; ok {
+		if g := e.obj.(*configv1alpha1.Repository).Spec.Git; g != nil && g.Repo != "" {
+			return g.Repo
+		}
+	}
+	return repo
+}
+
+// fillSelfLockLocked records in a PackageRevision about to be stored where
+// it lives in git: drafts/<package>/<workspace>,
+// proposed/<package>/<workspace>, <package>/v<revision>, or the branch
+// (main) for the placeholder, at its commit (its resourceVersion).
+func (s *Sim) fillSelfLockLocked(pr *porchv1alpha1.PackageRevision) {
+	ref := ""
+	switch {
+	case isPlaceholder(pr):
+		ref = placeholderWorkspace
+	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
+		ref = fmt.Sprintf("drafts/%s/%s", pr.Spec.PackageName, pr.Spec.WorkspaceName)
+	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed:
+		ref = fmt.Sprintf("proposed/%s/%s", pr.Spec.PackageName, pr.Spec.WorkspaceName)
+	default:
+		ref = fmt.Sprintf("%s/v%d", pr.Spec.PackageName, pr.Spec.Revision)
+	}
+	pr.Status.SelfLock = gitLock{
+		repo:      s.repositoryURLLocked(pr.Namespace, pr.Spec.RepositoryName),
+		directory: pr.Spec.PackageName,
+		ref:       ref,
+		commit:    pr.ResourceVersion,
+	}.upstreamLock()
+}
+
 // mirrorKptfile copies what Porch mirrors from the Kptfile into the
-// revision; an unparseable Kptfile leaves the mirrors as they were.
+// revision: readiness gates, conditions and the package metadata; an
+// unparseable Kptfile leaves the mirrors as they were.
 func mirrorKptfile(pr *porchv1alpha1.PackageRevision, files map[string]string) {
-	gates, conds, err := kptfileMirror(files)
+	m, err := kptfileMirror(files)
 	if err != nil {
 		return
 	}
-	pr.Spec.ReadinessGates = gates
-	pr.Status.Conditions = conds
+	pr.Spec.ReadinessGates = m.gates
+	pr.Status.Conditions = m.conditions
+	pr.Spec.PackageMetadata = m.metadata
 }
 
-// updatePackageRevisionLocked applies Porch's update rules: a Draft or
-// Proposed revision may change its metadata, lifecycle (Draft <-> Proposed),
-// readinessGates and packageMetadata; a Published or DeletionProposed one
-// only its metadata and its lifecycle (Published <-> DeletionProposed).
-// Publishing is not an update: Porch does it through the approval
-// subresource, which the Sim replaces with the Publish helper.
-func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
-	if ns == "" {
-		ns = in.Namespace
-	}
-	k := packageRevisionKind
-	e, err := s.lookupLocked(k, ns, in.Name)
-	if err != nil {
-		return nil, err
-	}
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
-	switch in.ResourceVersion {
-	case "":
-		return nil, apierrors.NewBadRequest("resourceVersion must be specified for an update")
-	case cur.ResourceVersion:
-	default:
-		return nil, apierrors.NewConflict(k.gr, cur.Name, errors.New(optimisticLockMsg))
-	}
-
-	obj := cur.DeepCopy()
-	obj.Labels = maps.Clone(in.Labels)
-	obj.Annotations = maps.Clone(in.Annotations)
-	obj.Finalizers = slices.Clone(in.Finalizers)
-	obj.OwnerReferences = slices.Clone(in.OwnerReferences)
-	if cur.DeletionTimestamp != nil && len(in.Finalizers) == 0 {
-		// Removing the last finalizer of a revision being deleted deletes it.
-		return s.storeUpdateLocked(resPackageRevisions, e, obj), nil
-	}
-
-	var errs field.ErrorList
-	if in.Labels[porchv1alpha1.LatestPackageRevisionLabel] != cur.Labels[porchv1alpha1.LatestPackageRevisionLabel] {
-		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels", porchv1alpha1.LatestPackageRevisionLabel),
-			"label is managed by porch and cannot be modified by users"))
-	}
-	if cur.DeletionTimestamp != nil {
-		for _, f := range in.Finalizers {
-			if !slices.Contains(cur.Finalizers, f) {
-				errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
-					"no new finalizers can be added if the object is being deleted"))
-				break
-			}
-		}
-	}
-	lc := in.Spec.Lifecycle
-	lcPath := field.NewPath("spec", "lifecycle")
-	switch cur.Spec.Lifecycle {
-	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
-		if lc == "" {
-			lc = porchv1alpha1.PackageRevisionLifecycleDraft
-		}
-		if lc != porchv1alpha1.PackageRevisionLifecycleDraft && lc != porchv1alpha1.PackageRevisionLifecycleProposed {
-			errs = append(errs, field.Invalid(lcPath, lc, "value can be only updated to Draft,Proposed "+
-				"(a Proposed revision is published through the approval subresource)"))
-		}
-		specPath := field.NewPath("spec")
-		for _, f := range []struct {
-			name     string
-			old, new any
-		}{
-			{"packageName", cur.Spec.PackageName, in.Spec.PackageName},
-			{"repository", cur.Spec.RepositoryName, in.Spec.RepositoryName},
-			{"workspaceName", cur.Spec.WorkspaceName, in.Spec.WorkspaceName},
-			{"revision", cur.Spec.Revision, in.Spec.Revision},
-			{"parent", cur.Spec.Parent, in.Spec.Parent},
-			{"tasks", cur.Spec.Tasks, in.Spec.Tasks},
-		} {
-			if !equality.Semantic.DeepEqual(f.old, f.new) {
-				errs = append(errs, field.Forbidden(specPath.Child(f.name), "field is immutable"))
-			}
-		}
-	default: // Published, DeletionProposed
-		if !isPublished(lc) {
-			errs = append(errs, field.Invalid(lcPath, lc, "value can be only updated to Published,DeletionProposed"))
-		} else if isPlaceholder(cur) && lc != cur.Spec.Lifecycle {
-			errs = append(errs, field.Forbidden(lcPath, "the lifecycle of the placeholder revision cannot change"))
-		}
-		inSpec := in.Spec.DeepCopy()
-		inSpec.Lifecycle = cur.Spec.Lifecycle
-		if !equality.Semantic.DeepEqual(*inSpec, cur.Spec) {
-			errs = append(errs, field.Invalid(field.NewPath("spec"), "...",
-				"spec can only update package with lifecycle value one of Draft,Proposed"))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(k.gk, cur.Name, errs)
-	}
-
-	obj.Spec.Lifecycle = lc
-	if !isPublished(cur.Spec.Lifecycle) {
-		obj.Spec.PackageMetadata = in.Spec.PackageMetadata.DeepCopy()
-		if !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates) {
-			obj.Spec.ReadinessGates = slices.Clone(in.Spec.ReadinessGates)
-			// Porch keeps the gates in the Kptfile; write them there so
-			// that the next mirror does not undo the change.
-			if _, ok := e.files[kptfileName]; ok {
-				files, err := withKptfile(e.files, cur.Spec.PackageName, func(n *yaml.RNode) error {
-					return setReadinessGates(n, in.Spec.ReadinessGates)
-				})
-				if err == nil {
-					e.files = files
-				}
-			}
-		}
-	}
-	if !equality.Semantic.DeepEqual(obj.Spec, cur.Spec) {
-		obj.Generation++
-	}
-	return s.storeUpdateLocked(resPackageRevisions, e, obj), nil
-}
-
-func (s *Sim) deletePackageRevisionLocked(ns, name string, opts metav1.DeleteOptions) error {
+func (s *Sim) deletePackageRevisionLocked(ns, name string) error {
 	e, err := s.lookupLocked(packageRevisionKind, ns, name)
 	if err != nil {
 		return err
 	}
-	if reason := deleteRefusal(e.obj.(*porchv1alpha1.PackageRevision)); reason != "" {
-		return refuse("%s", reason)
-	}
-	if err := checkPreconditions(packageRevisionKind, e.obj, opts.Preconditions); err != nil {
+	if err := s.deleteRefusalLocked(e.obj.(*porchv1alpha1.PackageRevision)); err != nil {
 		return err
 	}
-	s.deleteEntryLocked(resPackageRevisions, e, orphans(opts))
+	s.deleteEntryLocked(resPackageRevisions, e, false)
 	return nil
 }
 
@@ -585,7 +526,7 @@ func (s *Sim) servePackageRevisionResourcesLocked(action clienttesting.Action, n
 		if err := checkFieldSelector(r.Fields, packageRevisionFieldLabels); err != nil {
 			return nil, err
 		}
-		l := &porchv1alpha1.PackageRevisionResourcesList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.rv, 10)}}
+		l := &porchv1alpha1.PackageRevisionResourcesList{}
 		for _, key := range s.sortedKeysLocked(resPackageRevisions, ns) {
 			e := s.objects[resPackageRevisions][key]
 			if selects(r.Labels, r.Fields, mustAccessor(e.obj).GetLabels(), packageRevisionKind.fields(e.obj)) {
@@ -633,7 +574,11 @@ func resourcesOf(e *entry, rs *porchv1alpha1.RenderStatus) *porchv1alpha1.Packag
 	return prr
 }
 
-// updateResourcesLocked stores the files of a Draft and "renders" them.
+// updateResourcesLocked stores the files of a Draft after rendering them,
+// as Porch does. A failed render stores nothing and answers 500, unless the
+// revision asks to keep its files anyway (porch.kpt.dev/push-on-render-
+// failure): then the files sent are stored, with the Kptfile recording the
+// failure, and the answer is still a 500.
 func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevisionResources) (runtime.Object, error) {
 	if ns == "" {
 		ns = in.Namespace
@@ -643,37 +588,35 @@ func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevision
 		return nil, apierrors.NewNotFound(packageRevisionResourcesGR, in.Name)
 	}
 	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	if err := checkUpdateVersion(resPackageRevisionResources, in.Name, in.ResourceVersion, pr.ResourceVersion); err != nil {
+		return nil, err
+	}
 	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
 		return nil, refuse("cannot update a package revision with lifecycle value %q; package must be Draft", pr.Spec.Lifecycle)
 	}
-	switch in.ResourceVersion {
-	case "":
-		return nil, apierrors.NewBadRequest("resourceVersion must be specified for an update")
-	case pr.ResourceVersion:
-	default:
-		return nil, apierrors.NewConflict(packageRevisionResourcesGR, in.Name, errors.New(optimisticLockMsg))
+	rendered := s.render(copyFiles(in.Spec.Resources))
+	if rendered.failed {
+		if pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
+			return nil, refuse("%s%sDetails: %s", helper.RenderFailedMessage, helper.RenderFailedNotStored, rendered.message)
+		}
+		s.setFilesLocked(e, rendered.files, rendered.skipped)
+		return nil, refuse("%s%sDetails: %s", helper.RenderFailedMessage, helper.RenderFailedStored, rendered.message)
 	}
-	files := copyFiles(in.Spec.Resources)
-	rs := render(files)
-	s.setFilesLocked(e, files)
+	s.setFilesLocked(e, rendered.files, rendered.skipped)
+	rs := rendered.status
 	return resourcesOf(e, &rs), nil
 }
 
 // setFilesLocked stores new files for a revision. The files and the
-// PackageRevision are one object in Porch: the revision gets a new
-// resourceVersion and a MODIFIED event, and its Kptfile mirrors are
-// refreshed. Identical files change nothing.
-func (s *Sim) setFilesLocked(e *entry, files map[string]string) {
-	if maps.Equal(files, e.files) {
-		return
-	}
+// PackageRevision are one object in Porch, committed together: the revision
+// gets a new resourceVersion (a new commit, even for identical files) and a
+// MODIFIED event, and its Kptfile mirrors are refreshed.
+func (s *Sim) setFilesLocked(e *entry, files map[string]string, skipped []string) {
 	cur := e.obj.(*porchv1alpha1.PackageRevision)
 	obj := cur.DeepCopy()
 	mirrorKptfile(obj, files)
-	if !equality.Semantic.DeepEqual(obj.Spec, cur.Spec) {
-		obj.Generation++
-	}
 	e.files = files
+	e.skipped = skipped
 	s.replaceLocked(resPackageRevisions, e, obj)
 }
 
@@ -706,42 +649,19 @@ func (s *Sim) packageRevisionsLocked(ns, repo, pkg string) []*porchv1alpha1.Pack
 	return out
 }
 
-// nextRevisionLocked is the revision number the next publish of a package
-// gets: one more than the highest, the placeholder's -1 aside.
-func (s *Sim) nextRevisionLocked(ns, repo, pkg string) int {
-	next := 1
-	for _, pr := range s.packageRevisionsLocked(ns, repo, pkg) {
-		if pr.Spec.Revision >= next {
-			next = pr.Spec.Revision + 1
-		}
-	}
-	return next
-}
-
-// dropLatestLabelLocked removes kpt.dev/latest-revision from the package's
-// revisions; it is about to move to a newly published one.
-func (s *Sim) dropLatestLabelLocked(ns, repo, pkg string) {
-	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
-		pr := e.obj.(*porchv1alpha1.PackageRevision)
-		if _, ok := pr.Labels[porchv1alpha1.LatestPackageRevisionLabel]; !ok {
-			continue
-		}
-		obj := pr.DeepCopy()
-		delete(obj.Labels, porchv1alpha1.LatestPackageRevisionLabel)
-		if len(obj.Labels) == 0 {
-			obj.Labels = nil
-		}
-		s.replaceLocked(resPackageRevisions, e, obj)
-	}
-}
-
-// syncPlaceholderLocked gives the package's placeholder revision, if it has
-// one, the files of the newly published revision: the branch it tracks now
-// holds them.
-func (s *Sim) syncPlaceholderLocked(ns, repo, pkg string, files map[string]string) {
-	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
-		if isPlaceholder(e.obj.(*porchv1alpha1.PackageRevision)) {
-			s.setFilesLocked(e, copyFiles(files))
-		}
-	}
+// conflictInProgress is Porch's per-revision lock refusing a request that
+// overlaps another one on the same revision (409).
+func conflictInProgress(namespace, name string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure,
+		Code:   http.StatusConflict,
+		Reason: metav1.StatusReasonConflict,
+		Details: &metav1.StatusDetails{
+			Group: porchv1alpha1.GroupName,
+			Kind:  resPackageRevisions,
+			Name:  name,
+		},
+		Message: fmt.Sprintf("Operation cannot be fulfilled on packagerevisions.porch.kpt.dev %q: another request is already in progress on package revision \"%s/%s\"",
+			name, namespace, name),
+	}}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -32,11 +33,12 @@ func TestCreateDerivesName(t *testing.T) {
 			if got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft || got.Spec.Revision != 0 {
 				t.Errorf("lifecycle/revision = %s/%d, want Draft/0", got.Spec.Lifecycle, got.Spec.Revision)
 			}
-			// A retried create is idempotent: AlreadyExists.
+			// A retried create is refused as real Porch refuses it: a 500
+			// saying the workspace is taken, never a second draft.
 			_, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
 				newDraft(tc.repo, tc.pkg, tc.ws, cloneTask(upstreamV1)), metav1.CreateOptions{})
-			if !apierrors.IsAlreadyExists(err) {
-				t.Errorf("second create: got %v, want AlreadyExists", err)
+			if !apierrors.IsInternalError(err) || !helper.IsAlreadyExists(err) {
+				t.Errorf("second create: got %v, want Porch's 500 that helper.IsAlreadyExists recognises", err)
 			}
 		})
 	}
@@ -57,6 +59,7 @@ func TestCreateValidation(t *testing.T) {
 		check func(error) bool
 	}{
 		"repository is required":            {newDraft("", "foo", "ws", initTask()), apierrors.IsBadRequest},
+		"init of an existing package":       {newDraft("blueprints", "app", "ws", initTask()), apierrors.IsInternalError},
 		"repository must exist":             {newDraft("nowhere", "foo", "ws", initTask()), apierrors.IsNotFound},
 		"package name is required":          {newDraft("deploy", "", "ws", initTask()), apierrors.IsInvalid},
 		"package path has no empty segment": {newDraft("deploy", "a//b", "ws", initTask()), apierrors.IsInvalid},
@@ -76,8 +79,10 @@ func TestCreateValidation(t *testing.T) {
 			if !tc.check(err) {
 				t.Errorf("create: got %v (%T), want a different kind of error", err, err)
 			}
-			if got := len(s.PackageRevisions(ns)); got != 1 {
-				t.Errorf("%d revisions stored, want only the fixture's", got)
+			// The fixture's revision 1 and the placeholder Porch made when
+			// it was published.
+			if got := len(s.PackageRevisions(ns)); got != 2 {
+				t.Errorf("%d revisions stored, want only the fixture's two", got)
 			}
 		})
 	}
@@ -87,17 +92,21 @@ func TestCreateWorkspaceUnique(t *testing.T) {
 	_, c := fixture(t)
 	create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
 
+	// Real Porch: 500 "package revision workspaceNames must be unique;
+	// package revision with name foo in repo deploy with workspaceName
+	// packagevariant-1 already exists" (not a 409 AlreadyExists).
 	_, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
 		newDraft("deploy", "foo", "packagevariant-1", initTask()), metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) || !strings.Contains(err.Error(), "package revision workspaceNames must be unique") {
-		t.Errorf("same workspace: got %v, want AlreadyExists with Porch's uniqueness message", err)
+	want := "package revision workspaceNames must be unique; package revision with name foo in repo deploy with workspaceName packagevariant-1 already exists"
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("same workspace: got %v, want a 500 with Porch's message %q", err, want)
 	}
-	// Another package whose derived name collides is a plain AlreadyExists.
+	// Another package whose derived name collides is refused the same way.
 	create(t, c, newDraft("deploy", "a/b", "ws", initTask()))
 	_, err = c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
 		newDraft("deploy", "a.b", "ws", initTask()), metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) || strings.Contains(err.Error(), "workspaceNames") {
-		t.Errorf("colliding name of another package: got %v, want a plain AlreadyExists", err)
+	if !apierrors.IsInternalError(err) || !helper.IsAlreadyExists(err) {
+		t.Errorf("colliding name of another package: got %v, want Porch's 500 for an existing revision", err)
 	}
 }
 
@@ -118,16 +127,12 @@ func TestCloneSourceRules(t *testing.T) {
 				}
 			},
 			upstream: upstreamV1, pkg: "foo",
-			wantErr: "`clone` cannot create a new revision for package \"foo\" that already exists",
+			wantErr: "`clone` cannot create a new revision for package \"foo\" that already exists in repo \"deploy\"; make subsequent revisions using `copy`",
 		},
 		"clone from the placeholder is refused": {
-			setup: func(t *testing.T, s *Sim) {
-				if _, err := s.AddPlaceholder(ns, "blueprints", "app"); err != nil {
-					t.Fatal(err)
-				}
-			},
+			// The fixture's publish made the placeholder.
 			upstream: "blueprints.app.main", pkg: "foo",
-			wantErr: `cloning from the placeholder revision "blueprints.app.main" (revision -1, workspace "main", which tracks a branch) is refused`,
+			wantErr: "upstream revision may not be the placeholder package revision blueprints/blueprints.app.main",
 		},
 		"clone from a draft is refused": {
 			setup: func(t *testing.T, s *Sim) {
@@ -256,18 +261,16 @@ func TestEditSourceRules(t *testing.T) {
 		"edit of a published revision of the same package": {source: "deploy.foo.packagevariant-1"},
 		"source must be of the same package":               {source: upstreamV1, wantErr: "not of package \"foo\""},
 		"source must be published":                         {source: "deploy.foo.packagevariant-2", wantErr: "only a published revision can be edited"},
-		"source must not be the placeholder":               {source: "deploy.foo.main", wantErr: "editing from the placeholder revision \"deploy.foo.main\""},
+		"source must not be the placeholder":               {source: "deploy.foo.main", wantErr: "source revision may not be the placeholder package revision deploy/deploy.foo.main"},
 		"source must exist":                                {source: "deploy.foo.v7", wantErr: "not found"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, c := fixture(t)
-			// deploy/foo: v1 cloned and published, a placeholder, and a draft.
+			// deploy/foo: v1 cloned and published (which makes the
+			// placeholder), and a draft.
 			cloned := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
 			if err := s.Publish(ns, cloned.Name); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.AddPlaceholder(ns, "deploy", "foo"); err != nil {
 				t.Fatal(err)
 			}
 			create(t, c, newDraft("deploy", "foo", "packagevariant-2", editTask(cloned.Name)))
@@ -393,10 +396,6 @@ func TestUpgradeRefusesUnpublishedSources(t *testing.T) {
 			oldUp: upstreamV1, newUp: "blueprints.app.next", local: "deploy.foo.packagevariant-1",
 			wantErr: "all source PackageRevisions of upgrade task must be published",
 		},
-		"local is of another package": {
-			oldUp: upstreamV1, newUp: "blueprints.app.v2", local: upstreamV1,
-			wantErr: "is a revision of package \"app\"",
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -420,8 +419,9 @@ func TestInitCreatesPackage(t *testing.T) {
 	if kf.Metadata.Name != "bar" || kf.Info == nil || kf.Info.Description != "new" {
 		t.Errorf("init Kptfile = %+v, want name bar and the task's description", kf)
 	}
-	if pr.Status.UpstreamLock != nil {
-		t.Errorf("an init draft has no upstream, got %+v", pr.Status.UpstreamLock)
+	// Real Porch: status.upstreamLock is {} for an init draft.
+	if diff := cmp.Diff(&porchv1alpha1.UpstreamLock{}, pr.Status.UpstreamLock); diff != "" {
+		t.Errorf("an init draft has no upstream (-want +got):\n%s", diff)
 	}
 }
 
@@ -647,8 +647,20 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 	}
 	for name, update := range cases {
 		t.Run(name, func(t *testing.T) {
-			if err := update(); !apierrors.IsConflict(err) {
-				t.Errorf("update with a stale resourceVersion: got %v, want Conflict", err)
+			err := update()
+			switch name {
+			case "packagerevisions", "packagerevisionresources":
+				// Real Porch: 500 wrapping the API machinery's conflict,
+				// "Operation cannot be fulfilled on <resource>.porch.kpt.dev
+				// ...: the object has been modified; ...".
+				want := "Operation cannot be fulfilled on " + name + ".porch.kpt.dev"
+				if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), want) || !helper.IsConflict(err) {
+					t.Errorf("update with a stale resourceVersion: got %v, want Porch's 500 containing %q", err, want)
+				}
+			default:
+				if !apierrors.IsConflict(err) {
+					t.Errorf("update with a stale resourceVersion: got %v, want Conflict", err)
+				}
 			}
 		})
 	}
@@ -656,8 +668,8 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 
 func TestPublishNumberingAndLatestLabel(t *testing.T) {
 	s, c := fixture(t)
-	if _, err := s.AddPlaceholder(ns, "blueprints", "app"); err != nil {
-		t.Fatal(err)
+	if _, err := s.AddPlaceholder(ns, "blueprints", "app"); err == nil {
+		t.Errorf("AddPlaceholder after a publish must fail: the publish made the placeholder")
 	}
 	if _, err := s.AddPublished(ns, "blueprints", "app", 3, nil); err == nil {
 		t.Errorf("AddPublished of revision 3 after 1 must fail: revisions are consecutive")
@@ -753,7 +765,7 @@ func TestResourcesUpdateOnlyOnDraft(t *testing.T) {
 
 func TestResourcesRenderAndMirror(t *testing.T) {
 	ctx := context.Background()
-	_, c := fixture(t)
+	s, c := fixture(t)
 	draft := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
 	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
 	if err != nil {
@@ -783,17 +795,19 @@ status:
 		t.Errorf("status.conditions not mirrored from the Kptfile (-want +got):\n%s", diff)
 	}
 
-	// A broken Kptfile is a render failure in the status, not an API error.
+	// A broken Kptfile fails the render, and a failed render is an API
+	// error (500) that stores nothing, as real Porch answers it.
+	before := resources(t, s, draft.Name)
 	got.Spec.Resources[kptfileName] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: [unclosed\n"
-	got, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, got, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("update with a broken Kptfile: %v", err)
+	_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, got, metav1.UpdateOptions{})
+	if !apierrors.IsInternalError(err) || !helper.IsRenderFailure(err) {
+		t.Fatalf("update with a broken Kptfile: got %v, want Porch's 500 render failure", err)
 	}
-	if !strings.Contains(got.Status.RenderStatus.Err, "Kptfile") {
-		t.Errorf("renderStatus.error = %q, want the Kptfile named", got.Status.RenderStatus.Err)
+	if diff := cmp.Diff(before, resources(t, s, draft.Name)); diff != "" {
+		t.Errorf("a failed render stored files (-before +after):\n%s", diff)
 	}
 	if pr := getPR(t, c, draft.Name); len(pr.Spec.ReadinessGates) != 1 {
-		t.Errorf("a broken Kptfile must leave the mirrors alone, got %v", pr.Spec.ReadinessGates)
+		t.Errorf("a failed render must leave the mirrors alone, got %v", pr.Spec.ReadinessGates)
 	}
 }
 
@@ -831,12 +845,14 @@ func TestDeleteRules(t *testing.T) {
 		lifecycle porchv1alpha1.PackageRevisionLifecycle
 		name      string
 		wantErr   string
+		forbidden bool // 403, as real Porch answers
 	}{
 		"draft":             {lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft},
 		"proposed":          {lifecycle: porchv1alpha1.PackageRevisionLifecycleProposed},
 		"deletion proposed": {lifecycle: porchv1alpha1.PackageRevisionLifecycleDeletionProposed},
-		"published":         {lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished, wantErr: "propose its deletion"},
-		"placeholder":       {name: "blueprints.app.main", wantErr: "cannot be deleted"},
+		"published": {lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished,
+			wantErr: "published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion", forbidden: true},
+		"placeholder": {name: "blueprints.app.main", wantErr: "cannot be deleted"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -844,14 +860,15 @@ func TestDeleteRules(t *testing.T) {
 			prName := tc.name
 			if prName == "" {
 				prName = inLifecycle(t, s, tc.lifecycle)
-			} else if _, err := s.AddPlaceholder(ns, "blueprints", "app"); err != nil {
-				t.Fatal(err)
 			}
 			err := c.PorchV1alpha1().PackageRevisions(ns).Delete(context.Background(), prName, metav1.DeleteOptions{})
 			_, getErr := s.PackageRevision(ns, prName)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("delete: got %v, want an error containing %q", err, tc.wantErr)
+				}
+				if tc.forbidden && !apierrors.IsForbidden(err) {
+					t.Errorf("delete: got %v, want 403 Forbidden", err)
 				}
 				if getErr != nil {
 					t.Errorf("a refused delete removed the revision")
@@ -876,8 +893,10 @@ func TestMetadataOnCreate(t *testing.T) {
 	in.Finalizers = []string{"example.com/f"}
 	in.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "x-uid", Controller: ptr(true)}}
 	got := create(t, c, in)
-	if got.UID == "" || got.CreationTimestamp.IsZero() || got.ResourceVersion == "" || got.Generation != 1 {
-		t.Errorf("server metadata missing: %+v", got.ObjectMeta)
+	// Porch leaves generation at 0 and hands out commit SHAs as
+	// resourceVersions.
+	if got.UID == "" || got.CreationTimestamp.IsZero() || len(got.ResourceVersion) != 40 || got.Generation != 0 {
+		t.Errorf("server metadata not as Porch's: %+v", got.ObjectMeta)
 	}
 	stored, _ := s.PackageRevision(ns, got.Name)
 	if diff := cmp.Diff(in.ObjectMeta.Labels, stored.Labels); diff != "" {
@@ -898,9 +917,7 @@ func TestFieldSelectors(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	if _, err := s.AddPlaceholder(ns, "blueprints", "app"); err != nil {
-		t.Fatal(err)
-	}
+	_ = s
 	cases := map[string]struct {
 		selector string
 		want     []string

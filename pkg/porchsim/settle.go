@@ -1,7 +1,5 @@
 package porchsim
 
-import "strconv"
-
 // DeliveredResourceVersion is the resourceVersion of the newest change of a
 // resource ("packagerevisions", "packagevariants", "packagevariantsets",
 // "repositories") that watches may deliver now (0 when there was none). A
@@ -20,14 +18,4 @@ func (s *Sim) DeliveredResourceVersion(resource string) int64 {
 		}
 	}
 	return l.compacted
-}
-
-// ParseResourceVersion reads a resourceVersion the Sim handed out (0 when
-// it is not one).
-func ParseResourceVersion(rv string) int64 {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
 }

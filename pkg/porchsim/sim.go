@@ -29,6 +29,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
@@ -46,12 +47,16 @@ const publishedBy = "porchsim"
 // are never mutated after they are stored (a change stores a new copy), so
 // watch events can share them; everything handed out is a deep copy.
 type Sim struct {
-	clientset *fake.Clientset
+	clientset *clientset
+	engine    engine
 
 	mu sync.Mutex
-	// rv is the last resourceVersion handed out; one counter for every
-	// resource, like etcd's revision.
+	// rv is the last change's sequence number; one counter for every
+	// resource, like etcd's revision. It is the resourceVersion of the
+	// custom resources; PackageRevisions get an opaque one (a commit SHA
+	// in Porch), and seqOf maps those back.
 	rv      int64
+	seqOf   map[string]int64
 	uidSeq  int64
 	objects map[string]map[objectKey]*entry // by resource
 	uids    map[types.UID]objectRef
@@ -61,6 +66,8 @@ type Sim struct {
 
 	requests map[string]int
 	faults   []*faultState
+	// writes follows the writes into repositories in progress.
+	writes writes
 
 	logs map[string]*eventLog // watch event log by resource
 	// watermark is the resourceVersion up to which events are delivered;
@@ -86,6 +93,9 @@ type entry struct {
 	obj runtime.Object
 	// files are the package files of a PackageRevision.
 	files map[string]string
+	// skipped are the pipeline functions the last render of the files
+	// did not run (not built into Porch, and the Sim runs none other).
+	skipped []string
 	// orphan records a delete with propagationPolicy Orphan that is waiting
 	// for finalizers: when the object goes, its dependents are orphaned.
 	orphan bool
@@ -94,7 +104,9 @@ type entry struct {
 // New returns an empty Sim.
 func New() *Sim {
 	s := &Sim{
+		engine:     imitation{},
 		objects:    map[string]map[objectKey]*entry{},
+		seqOf:      map[string]int64{},
 		uids:       map[types.UID]objectRef{},
 		packages:   map[packageKey]map[string]struct{}{},
 		dependents: map[types.UID]map[objectRef]struct{}{},
@@ -114,15 +126,16 @@ func New() *Sim {
 	cs.ProxyReactionChain = nil
 	cs.AddReactor("*", "*", s.react)
 	cs.AddWatchReactor("*", s.reactWatch)
-	s.clientset = cs
+	s.clientset = &clientset{Clientset: cs, sim: s}
 	return s
 }
 
-// Clientset returns a clientset (the generated *fake.Clientset with reactors
-// installed) that serves every resource of our generated clientset through
-// the Sim. Informers built from it work (list + watch). The fake's recorded
-// Actions are available by type-asserting to *fake.Clientset; its Tracker is
-// not used.
+// Clientset returns a clientset that serves every resource of our generated
+// clientset through the Sim: the generated *fake.Clientset with reactors
+// installed (its methods, such as PrependReactor and Actions, are there;
+// its Tracker is not used), whose writes into repositories are followed from
+// the moment a client makes them (see Overlaps). Informers built from it
+// work (list + watch).
 func (s *Sim) Clientset() versioned.Interface {
 	return s.clientset
 }
@@ -261,13 +274,43 @@ func (s *Sim) serveLocked(action clienttesting.Action, resource, sub, verb strin
 	return s.serveObjectLocked(k, action, ns, sub, verb)
 }
 
-// nextRVLocked hands out the next resourceVersion.
-func (s *Sim) nextRVLocked() string {
+// nextRVLocked counts a change of an object of resource and returns its
+// new resourceVersion: the sequence number for custom resources (as etcd's
+// revision), an opaque commit-like string for PackageRevisions, as Porch
+// hands out git commit SHAs, which a client cannot order or parse.
+func (s *Sim) nextRVLocked(resource string) string {
 	s.rv++
-	return strconv.FormatInt(s.rv, 10)
+	if resource != resPackageRevisions {
+		return strconv.FormatInt(s.rv, 10)
+	}
+	rv := fakeCommit("porchsim-change", strconv.FormatInt(s.rv, 10))
+	s.seqOf[rv] = s.rv
+	return rv
 }
 
-func (s *Sim) newUIDLocked() types.UID {
+// Sequence is the change number behind a resourceVersion the Sim handed
+// out (0 if it handed out no such version): tools that must know whether an
+// informer has seen a change compare these, never the opaque strings.
+func (s *Sim) Sequence(resourceVersion string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n, ok := s.seqOf[resourceVersion]; ok {
+		return n
+	}
+	n, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// newUIDLocked makes the UID of a new object. A PackageRevision's UID is
+// Porch's: derived from its namespace and name, so a revision deleted and
+// made again has the same UID (a UID precondition protects nothing).
+func (s *Sim) newUIDLocked(resource, namespace, name string) types.UID {
+	if resource == resPackageRevisions {
+		return helper.PackageRevisionUID(namespace, name)
+	}
 	s.uidSeq++
 	return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", s.uidSeq))
 }
@@ -281,10 +324,16 @@ func now() metav1.Time {
 // generation and resourceVersion and emits ADDED.
 func (s *Sim) insertLocked(resource string, obj runtime.Object, files map[string]string) *entry {
 	m := mustAccessor(obj)
-	m.SetUID(s.newUIDLocked())
+	m.SetUID(s.newUIDLocked(resource, m.GetNamespace(), m.GetName()))
 	m.SetCreationTimestamp(now())
-	m.SetGeneration(1)
-	m.SetResourceVersion(s.nextRVLocked())
+	// Porch leaves a PackageRevision's generation at 0.
+	if resource != resPackageRevisions {
+		m.SetGeneration(1)
+	}
+	m.SetResourceVersion(s.nextRVLocked(resource))
+	if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok {
+		s.fillSelfLockLocked(pr)
+	}
 	e := &entry{obj: obj, files: files}
 	ref := objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}
 	s.objects[resource][ref.key] = e
@@ -300,7 +349,11 @@ func (s *Sim) insertLocked(resource string, obj runtime.Object, files map[string
 func (s *Sim) replaceLocked(resource string, e *entry, obj runtime.Object) {
 	old := e.obj
 	m := mustAccessor(obj)
-	m.SetResourceVersion(s.nextRVLocked())
+	m.SetResourceVersion(s.nextRVLocked(resource))
+	if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok {
+		pr.Generation = 0
+		s.fillSelfLockLocked(pr)
+	}
 	e.obj = obj
 	s.reindexLocked(objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}, old, obj)
 	s.emitLocked(resource, watch.Modified, obj, old)
@@ -310,7 +363,7 @@ func (s *Sim) replaceLocked(resource string, e *entry, obj runtime.Object) {
 // garbage it leaves: dependents that no other existing owner holds.
 func (s *Sim) removeLocked(resource string, e *entry, obj runtime.Object) {
 	m := mustAccessor(obj)
-	m.SetResourceVersion(s.nextRVLocked())
+	m.SetResourceVersion(s.nextRVLocked(resource))
 	ref := objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}
 	delete(s.objects[resource], ref.key)
 	delete(s.uids, m.GetUID())
@@ -318,6 +371,11 @@ func (s *Sim) removeLocked(resource string, e *entry, obj runtime.Object) {
 	// final state) may differ from.
 	s.unindexLocked(ref, e.obj)
 	s.emitLocked(resource, watch.Deleted, obj, nil)
+	if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && !isPlaceholder(pr) {
+		// The label is computed: deleting the latest revision moves it
+		// back to the previous one.
+		s.recomputeLatestLocked(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+	}
 	s.collectGarbageLocked(m.GetNamespace(), m.GetUID(), e.orphan)
 }
 

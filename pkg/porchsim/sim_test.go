@@ -3,6 +3,7 @@ package porchsim
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
 )
@@ -162,8 +164,8 @@ func TestFaultAfterEffect(t *testing.T) {
 	if _, err := s.PackageRevision(ns, name); err != nil {
 		t.Errorf("the create should have taken effect: %v", err)
 	}
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), draft, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
-		t.Errorf("retried create: got %v, want AlreadyExists", err)
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), draft, metav1.CreateOptions{}); !helper.IsAlreadyExists(err) {
+		t.Errorf("retried create: got %v, want Porch's answer for an existing revision", err)
 	}
 }
 
@@ -187,34 +189,82 @@ func eventName(ev watch.Event) string {
 	return fmt.Sprintf("%s %s", ev.Type, ev.Object.(metav1.Object).GetName())
 }
 
+// TestWatchResumesFromListResourceVersion: a watch of a custom resource
+// resumes from the list's resourceVersion, as the API server's does.
 func TestWatchResumesFromListResourceVersion(t *testing.T) {
 	ctx := context.Background()
 	_, c := fixture(t)
-	list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
+	pvs := c.ConfigV1alpha1().PackageVariants(ns)
+	list, err := pvs.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Changes between the list and the watch must not be missed.
-	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	pr.Labels = map[string]string{"a": "b"}
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
+	pv, err := pvs.Create(ctx, newVariant("foo"), metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.PorchV1alpha1().PackageRevisions(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	pv.Labels = map[string]string{"a": "b"}
+	if _, err := pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := pvs.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{}); err != nil {
+	if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for range 3 {
 		got = append(got, eventName(receive(t, w.ResultChan())))
 	}
-	want := []string{"ADDED " + pr.Name, "MODIFIED " + pr.Name, "DELETED " + pr.Name}
+	want := []string{"ADDED foo", "MODIFIED foo", "DELETED foo"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestPackageRevisionWatchReplaysEverything: as real Porch does, every watch
+// of PackageRevisions starts with every revision as ADDED, whatever
+// resourceVersion it asks to resume from, and lists carry no
+// resourceVersion. A client that tells changes by resourceVersion order
+// cannot work against Porch; resourceVersions are opaque commit SHAs.
+func TestPackageRevisionWatchReplaysEverything(t *testing.T) {
+	ctx := context.Background()
+	_, c := fixture(t)
+	prs := c.PorchV1alpha1().PackageRevisions(ns)
+	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
+	list, err := prs.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.ResourceVersion != "" {
+		t.Errorf("list resourceVersion = %q, want none (Porch's lists carry none)", list.ResourceVersion)
+	}
+	for _, rv := range []string{"", pr.ResourceVersion, "0"} {
+		w, err := prs.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for range 4 {
+			ev := receive(t, w.ResultChan())
+			if ev.Type == watch.Bookmark && ev.Object.(metav1.Object).GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				got = append(got, "BOOKMARK initial-events-end at "+ev.Object.(metav1.Object).GetResourceVersion())
+				continue
+			}
+			got = append(got, eventName(ev))
+		}
+		w.Stop()
+		want := []string{"ADDED blueprints.app.main", "ADDED " + upstreamV1, "ADDED " + pr.Name, "BOOKMARK initial-events-end at " + pr.ResourceVersion}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("watch from %q: events (-want +got):\n%s", rv, diff)
+		}
+	}
+	if _, err := strconv.ParseInt(pr.ResourceVersion, 10, 64); err == nil || len(pr.ResourceVersion) != 40 {
+		t.Errorf("resourceVersion %q, want an opaque 40-hex-digit commit SHA", pr.ResourceVersion)
 	}
 }
 
@@ -265,6 +315,14 @@ func TestHoldWatchEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// Porch's watch replays what exists first, then marks the end of the
+	// replay with a bookmark.
+	for range list.Items {
+		receive(t, w.ResultChan())
+	}
+	if ev := receive(t, w.ResultChan()); ev.Type != watch.Bookmark {
+		t.Fatalf("after the replay: %s, want the initial-events-end BOOKMARK", eventName(ev))
+	}
 
 	s.HoldWatchEvents()
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))

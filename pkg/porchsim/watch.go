@@ -7,11 +7,14 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
 // maxLogEvents bounds the event log of one resource; older events are
@@ -106,7 +109,13 @@ func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, er
 		resource: resource,
 	}
 	var initial []watch.Event
-	switch r.ResourceVersion {
+	rv := r.ResourceVersion
+	if k == packageRevisionKind {
+		// Porch replays every object as ADDED on every watch, whatever
+		// resourceVersion the client asks to resume from.
+		rv = ""
+	}
+	switch rv {
 	case "", "0":
 		// Like the API server: start with the current state as ADDED events.
 		for _, key := range s.sortedKeysLocked(resource, w.ns) {
@@ -115,18 +124,38 @@ func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, er
 			}
 		}
 		w.cursor = s.rv
+		if k == packageRevisionKind {
+			initial = append(initial, initialEventsEnd(initial))
+		}
 	default:
-		rv, err := strconv.ParseInt(r.ResourceVersion, 10, 64)
+		from, err := strconv.ParseInt(rv, 10, 64)
 		if err != nil {
-			return true, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", r.ResourceVersion))
+			return true, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
 		}
-		if l := s.logs[resource]; l != nil && rv < l.compacted {
-			return true, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, l.compacted))
+		if l := s.logs[resource]; l != nil && from < l.compacted {
+			return true, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, l.compacted))
 		}
-		w.cursor = rv
+		w.cursor = from
 	}
 	go w.run(initial)
 	return true, w, nil
+}
+
+// initialEventsEnd is the BOOKMARK real Porch sends after the ADDED events
+// that start every watch of PackageRevisions: it carries the last replayed
+// resourceVersion ("0" when there was none) and the annotation
+// k8s.io/initial-events-end, which a watch-list client (sendInitialEvents)
+// waits for. Other clients take it as a plain bookmark.
+func initialEventsEnd(replayed []watch.Event) watch.Event {
+	rv := "0"
+	if n := len(replayed); n > 0 {
+		rv = mustAccessor(replayed[n-1].Object).GetResourceVersion()
+	}
+	bookmark := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: rv,
+		Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+	}}
+	return watch.Event{Type: watch.Bookmark, Object: bookmark}
 }
 
 // watcher delivers the events of one watch request from the log, in order.

@@ -229,6 +229,11 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		}
 	}()
 	t.Cleanup(func() {
+		// Real Porch loses one of two overlapping writes into a
+		// repository; the controllers must never make them.
+		for _, o := range sim.Overlaps() {
+			t.Errorf("porchsim: %s", o)
+		}
 		cancel()
 		factory.Shutdown()
 		<-runDone
@@ -429,10 +434,12 @@ func (h *harness) waitReady(name string) {
 }
 
 // revisions lists the Sim's revisions of deploy/<pkg>, by name.
+// revisions are the revisions of deploy/<pkg>, without the placeholder
+// (main) that Porch makes at the first publish.
 func (h *harness) revisions(pkg string) []porchv1alpha1.PackageRevision {
 	var out []porchv1alpha1.PackageRevision
 	for _, pr := range h.sim.PackageRevisions(testNS) {
-		if pr.Spec.RepositoryName == "deploy" && pr.Spec.PackageName == pkg {
+		if pr.Spec.RepositoryName == "deploy" && pr.Spec.PackageName == pkg && pr.Spec.Revision != porchv1alpha1.PlaceholderRevision {
 			out = append(out, pr)
 		}
 	}

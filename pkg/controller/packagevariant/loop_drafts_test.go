@@ -11,7 +11,6 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -126,7 +125,9 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 	draft := h.revisions("app")[0].Name
 
 	var once sync.Once
-	fc := h.client.(*fake.Clientset)
+	fc := h.client.(interface {
+		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+	})
 	fc.PrependReactor("update", "packagerevisionresources", func(clienttesting.Action) (bool, runtime.Object, error) {
 		once.Do(func() { h.personEdits(draft) })
 		return false, nil, nil // on to the Sim, which sees a stale resourceVersion

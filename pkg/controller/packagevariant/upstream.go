@@ -57,7 +57,11 @@ func resolveUpstream(up *configv1alpha1.Upstream, revs []*porchv1alpha1.PackageR
 		if up.Revision > 0 && pr.Spec.Revision == up.Revision {
 			byRevision = pr
 		}
-		if pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] == "true" && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished {
+		// Porch computes the label and moves it when revisions come and
+		// go; a cache can briefly show it on two revisions. The higher one
+		// is the latest.
+		if pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] == "true" && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished &&
+			(latestLabelled == nil || pr.Spec.Revision > latestLabelled.Spec.Revision) {
 			latestLabelled = pr
 		}
 		if highest == nil || pr.Spec.Revision > highest.Spec.Revision {

@@ -100,6 +100,14 @@ func TestResolveUpstream(t *testing.T) {
 				upstreamRev("review", 0, porchv1alpha1.PackageRevisionLifecycleProposed)),
 			want: "blueprints.app.v3",
 		},
+		"LabelOnTwoRevisionsTakesTheHigher": {
+			reason: "Porch computes the label and moves it; a cache that shows it on two revisions follows the higher one",
+			revs: []*porchv1alpha1.PackageRevision{
+				labelledLatest(upstreamRev("v2", 2, published)),
+				labelledLatest(upstreamRev("v1", 1, published)),
+			},
+			want: "blueprints.app.v2",
+		},
 		"LabelOnDeletionProposedIgnored": {
 			reason: "a latest-revision label left on a revision proposed for deletion does not select it",
 			revs: []*porchv1alpha1.PackageRevision{

@@ -164,6 +164,11 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 		}()
 	}
 	t.Cleanup(func() {
+		// Real Porch loses one of two overlapping writes into a
+		// repository; the controllers must never make them.
+		for _, o := range sim.Overlaps() {
+			t.Errorf("porchsim: %s", o)
+		}
 		cancel()
 		factory.Shutdown()
 		wg.Wait()

@@ -72,6 +72,18 @@ func (l *Locks) release(k key, lk *lock) {
 	}
 }
 
+// Waiting is how many writers wait for the repository's lock (the holder
+// aside); for tests and metrics.
+func (l *Locks) Waiting(namespace, repository string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lk := l.locks[key{namespace, repository}]
+	if lk == nil {
+		return 0
+	}
+	return lk.refs - len(lk.slot)
+}
+
 // Held is how many repositories have a write in progress or waiting; for
 // tests and metrics.
 func (l *Locks) Held() int {

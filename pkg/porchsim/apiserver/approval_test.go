@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"strings"
 	"testing"
 
@@ -24,8 +25,8 @@ func TestApprovalPublishesProposedRevisions(t *testing.T) {
 	draft := s.cloneDraft(t, "app", "packagevariant-1")
 	draft.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
 	err := approve(draft)
-	if err == nil || !strings.Contains(err.Error(), "propose it first") {
-		t.Fatalf("approving a Draft: %v, want a refusal saying to propose it", err)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "cannot approve package with Draft lifecycle value; only Proposed packages can be approved") {
+		t.Fatalf("approving a Draft: %v, want Porch's 422 saying only Proposed packages can be approved", err)
 	}
 
 	cur, err := prs.Get(ctx, draft.Name, metav1.GetOptions{})
@@ -56,7 +57,7 @@ func TestApprovalPublishesProposedRevisions(t *testing.T) {
 			got.Spec.Lifecycle, got.Spec.Revision, got.Labels)
 	}
 	got.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
-	if err := approve(got); err == nil || !strings.Contains(err.Error(), "cannot change approval") {
-		t.Errorf("approving back to Draft: %v, want a refusal", err)
+	if err := approve(got); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "package with Published lifecycle value can only be updated to 'ProposeDeletion'") {
+		t.Errorf("approving back to Draft: %v, want Porch's 422", err)
 	}
 }

@@ -82,16 +82,20 @@ func (r *packageRevisions) Watch(ctx context.Context, o *metainternalversion.Lis
 		return nil, err
 	}
 	client := r.client.PackageRevisions(namespaceOf(ctx))
-	return watchThrough(ctx, opts,
-		func(opts metav1.ListOptions) (runtime.Object, string, error) {
-			l, err := client.List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			return l, l.ResourceVersion, nil
-		},
-		func(opts metav1.ListOptions) (watch.Interface, error) { return client.Watch(ctx, opts) },
-		func() object { return &porchv1alpha1.PackageRevision{} })
+	// Like Porch, every watch replays every revision as ADDED and then marks
+	// the end of that replay with a bookmark, whatever resourceVersion it
+	// names: so a watch-list client gets its initial state from the watch
+	// itself.
+	inner := opts
+	inner.ResourceVersion, inner.ResourceVersionMatch, inner.SendInitialEvents = "", "", nil
+	w, err := client.Watch(ctx, inner)
+	if err != nil {
+		return nil, err
+	}
+	if opts.AllowWatchBookmarks {
+		return w, nil
+	}
+	return newFilterWatch(ctx, w, func(ev watch.Event) bool { return ev.Type != watch.Bookmark }), nil
 }
 
 // Create creates a PackageRevision; the Sim names it and makes its files

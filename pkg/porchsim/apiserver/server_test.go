@@ -77,6 +77,10 @@ func TestCloneFromPublishedIsServedAndWatched(t *testing.T) {
 		t.Fatalf("watch: %v", err)
 	}
 	defer w.Stop()
+	// Porch replays every revision as ADDED when a watch starts.
+	for range before.Items {
+		nextEvent(t, w)
+	}
 
 	created := s.cloneDraft(t, "app", "v1")
 	if created.Name != "deploy.app.v1" || created.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
@@ -104,7 +108,7 @@ func TestCloneFromPublishedIsServedAndWatched(t *testing.T) {
 		want     []string
 	}{
 		"drafts only":             {"spec.lifecycle=Draft", []string{"deploy.app.v1"}},
-		"one repository":          {"spec.repository=blueprints", []string{upstreamV1}},
+		"one repository":          {"spec.repository=blueprints", []string{"blueprints.app.main", upstreamV1}},
 		"package and workspace":   {"spec.packageName=app,spec.workspaceName=v1", []string{upstreamV1, "deploy.app.v1"}},
 		"published from revision": {"spec.revision=1", []string{upstreamV1}},
 	}
@@ -197,8 +201,17 @@ func TestUpdatesReachTheSim(t *testing.T) {
 	if patched.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDeletionProposed {
 		t.Errorf("lifecycle after patch = %s, want DeletionProposed", patched.Spec.Lifecycle)
 	}
+	// deploy.app.v1 was cloned from it: Porch refuses (403) to delete an
+	// upstream, even a DeletionProposed one.
+	err = prs.Delete(ctx, upstreamV1, metav1.DeleteOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "cannot delete package revision, it is referenced as upstream by: deploy.app.v1") {
+		t.Errorf("delete a DeletionProposed upstream of a clone: got %v, want 403 naming deploy.app.v1", err)
+	}
+	if err := prs.Delete(ctx, "deploy.app.v1", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete the clone: %v", err)
+	}
 	if err := prs.Delete(ctx, upstreamV1, metav1.DeleteOptions{}); err != nil {
-		t.Errorf("delete a DeletionProposed revision: %v", err)
+		t.Errorf("delete a DeletionProposed revision nothing was cloned from: %v", err)
 	}
 	if _, err := prs.Get(ctx, upstreamV1, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after delete: %v, want NotFound", err)
@@ -208,6 +221,21 @@ func TestUpdatesReachTheSim(t *testing.T) {
 // TestPorchRulesSurfaceAsHTTPStatus proves that the Sim's refusals reach
 // the client with their code, reason and message.
 func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
+	// Porch ignores delete preconditions: a delete with a stale one
+	// deletes (measured against real Porch). Checked first, on its own
+	// draft, because it changes what the cases below see.
+	{
+		s := startServer(t, newFleet(t), nil)
+		prs := s.client.PorchV1alpha1().PackageRevisions(ns)
+		draft := s.cloneDraft(t, "app", "v1")
+		ctx := context.Background()
+		if err := prs.Delete(ctx, draft.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr("1"), UID: ptr(types.UID("wrong"))}}); err != nil {
+			t.Errorf("delete with stale preconditions: %v, want it done (Porch ignores them)", err)
+		}
+		if _, err := prs.Get(ctx, draft.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get after a delete with stale preconditions: %v, want NotFound", err)
+		}
+	}
 	s := startServer(t, newFleet(t), nil)
 	ctx := context.Background()
 	prs := s.client.PorchV1alpha1().PackageRevisions(ns)
@@ -221,9 +249,9 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 	}{
 		"deleting a Published revision is refused": {
 			do:          func() error { return prs.Delete(ctx, upstreamV1, metav1.DeleteOptions{}) },
-			wantCode:    http.StatusInternalServerError,
-			wantReason:  metav1.StatusReasonInternalError,
-			wantMessage: "propose its deletion",
+			wantCode:    http.StatusForbidden,
+			wantReason:  metav1.StatusReasonForbidden,
+			wantMessage: "published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion",
 		},
 		"an update with a stale resourceVersion conflicts": {
 			do: func() error {
@@ -236,25 +264,19 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 				_, err := prs.Update(ctx, stale, metav1.UpdateOptions{})
 				return err
 			},
-			wantCode:   http.StatusConflict,
-			wantReason: metav1.StatusReasonConflict,
+			wantCode:    http.StatusInternalServerError,
+			wantReason:  metav1.StatusReasonInternalError,
+			wantMessage: `Operation cannot be fulfilled on packagerevisions.porch.kpt.dev "deploy.app.v1": the object has been modified`,
 		},
-		"a delete with a stale resourceVersion precondition conflicts": {
-			do: func() error {
-				return prs.Delete(ctx, draft.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr("1")}})
-			},
-			wantCode:    http.StatusConflict,
-			wantReason:  metav1.StatusReasonConflict,
-			wantMessage: "precondition failed",
-		},
+
 		"a second revision with the same workspace is refused": {
 			do: func() error {
 				_, err := prs.Create(ctx, newDraft("deploy", "app", "v1", cloneTask(upstreamV1)), metav1.CreateOptions{})
 				return err
 			},
-			wantCode:    http.StatusConflict,
-			wantReason:  metav1.StatusReasonAlreadyExists,
-			wantMessage: "workspaceNames must be unique",
+			wantCode:    http.StatusInternalServerError,
+			wantReason:  metav1.StatusReasonInternalError,
+			wantMessage: "package revision workspaceNames must be unique; package revision with name app in repo deploy with workspaceName v1 already exists",
 		},
 		"a clone into an existing package is refused": {
 			do: func() error {
@@ -262,7 +284,7 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 				return err
 			},
 			wantCode:    http.StatusInternalServerError,
-			wantMessage: "make subsequent revisions using `edit`",
+			wantMessage: "make subsequent revisions using `copy`",
 		},
 		"a revision in an unknown repository is refused": {
 			do: func() error {
@@ -361,6 +383,7 @@ func TestTablesHavePorchColumns(t *testing.T) {
 			path:        "/apis/porch.kpt.dev/v1alpha1/namespaces/ns/packagerevisions",
 			wantColumns: []string{"Name", "Package", "WorkspaceName", "Revision", "Latest", "Lifecycle", "Repository"},
 			wantRows: [][]any{
+				{"blueprints.app.main", "app", "main", float64(-1), false, "Published", "blueprints"},
 				{upstreamV1, "app", "v1", float64(1), true, "Published", "blueprints"},
 				{"deploy.app.v1", "app", "v1", float64(0), false, "Draft", "deploy"},
 			},
@@ -374,6 +397,7 @@ func TestTablesHavePorchColumns(t *testing.T) {
 			path:        "/apis/porch.kpt.dev/v1alpha1/namespaces/ns/packagerevisionresources",
 			wantColumns: []string{"Name", "Package", "WorkspaceName", "Revision", "Repository", "Files"},
 			wantRows: [][]any{
+				{"blueprints.app.main", "app", "main", float64(-1), "blueprints", float64(2)},
 				{upstreamV1, "app", "v1", float64(1), "blueprints", float64(2)},
 				{"deploy.app.v1", "app", "v1", float64(0), "deploy", float64(3)},
 			},
@@ -492,7 +516,7 @@ func TestWatchListEndsInitialEventsWithABookmark(t *testing.T) {
 		}
 		initial = append(initial, string(ev.Type)+" "+pr.Name)
 	}
-	if diff := cmp.Diff([]string{"ADDED " + upstreamV1, "ADDED deploy.app.v1"}, initial); diff != "" {
+	if diff := cmp.Diff([]string{"ADDED blueprints.app.main", "ADDED " + upstreamV1, "ADDED deploy.app.v1"}, initial); diff != "" {
 		t.Errorf("initial events (-want +got):\n%s", diff)
 	}
 }

@@ -69,7 +69,9 @@ func watchThrough(ctx context.Context, opts metav1.ListOptions,
 
 // prependWatch delivers some events, then those of another watch.
 type prependWatch struct {
-	inner    watch.Interface
+	inner watch.Interface
+	// keep, when set, drops the events of inner it does not accept.
+	keep     func(watch.Event) bool
 	result   chan watch.Event
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -111,7 +113,13 @@ func (w *prependWatch) run(ctx context.Context, initial []watch.Event) {
 	for {
 		select {
 		case ev, ok := <-w.inner.ResultChan():
-			if !ok || !send(ev) {
+			if !ok {
+				return
+			}
+			if w.keep != nil && !w.keep(ev) {
+				continue
+			}
+			if !send(ev) {
 				return
 			}
 		case <-w.stop:
@@ -120,4 +128,11 @@ func (w *prependWatch) run(ctx context.Context, initial []watch.Event) {
 			return
 		}
 	}
+}
+
+// newFilterWatch delivers the events of inner that keep accepts.
+func newFilterWatch(ctx context.Context, inner watch.Interface, keep func(watch.Event) bool) watch.Interface {
+	w := &prependWatch{inner: inner, result: make(chan watch.Event), stop: make(chan struct{}), keep: keep}
+	go w.run(ctx, nil)
+	return w
 }

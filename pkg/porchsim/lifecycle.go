@@ -1,0 +1,327 @@
+package porchsim
+
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// updatePackageRevisionLocked applies Porch's update rules: a Draft or
+// Proposed revision may change its metadata, lifecycle (Draft <-> Proposed),
+// readinessGates and packageMetadata; a Published or DeletionProposed one
+// only its metadata and its lifecycle (Published <-> DeletionProposed).
+// Every update of a Draft renders the package again (Porch commits the
+// draft anew); if the pipeline fails, the update is refused and nothing
+// changes. Publishing is not an update: Porch does it through the approval
+// subresource.
+func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
+	if ns == "" {
+		ns = in.Namespace
+	}
+	k := packageRevisionKind
+	e, err := s.lookupLocked(k, ns, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	cur := e.obj.(*porchv1alpha1.PackageRevision)
+	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
+		return nil, err
+	}
+
+	obj := cur.DeepCopy()
+	obj.Labels = maps.Clone(in.Labels)
+	obj.Annotations = maps.Clone(in.Annotations)
+	obj.Finalizers = slices.Clone(in.Finalizers)
+	obj.OwnerReferences = slices.Clone(in.OwnerReferences)
+	if cur.DeletionTimestamp != nil && len(in.Finalizers) == 0 {
+		// Removing the last finalizer of a revision being deleted deletes it.
+		return s.storeUpdateLocked(resPackageRevisions, e, obj), nil
+	}
+
+	var errs field.ErrorList
+	if in.Labels[porchv1alpha1.LatestPackageRevisionLabel] != cur.Labels[porchv1alpha1.LatestPackageRevisionLabel] {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels", porchv1alpha1.LatestPackageRevisionLabel),
+			"label is managed by porch and cannot be modified by users"))
+	}
+	if cur.DeletionTimestamp != nil {
+		for _, f := range in.Finalizers {
+			if !slices.Contains(cur.Finalizers, f) {
+				errs = append(errs, field.Forbidden(field.NewPath("metadata", "finalizers"),
+					"no new finalizers can be added if the object is being deleted"))
+				break
+			}
+		}
+	}
+	lc := in.Spec.Lifecycle
+	lcPath := field.NewPath("spec", "lifecycle")
+	switch cur.Spec.Lifecycle {
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
+		if lc == "" {
+			lc = porchv1alpha1.PackageRevisionLifecycleDraft
+		}
+		if lc != porchv1alpha1.PackageRevisionLifecycleDraft && lc != porchv1alpha1.PackageRevisionLifecycleProposed {
+			errs = append(errs, field.Invalid(lcPath, lc, "value can be only updated to Draft,Proposed "+
+				"(a Proposed revision is published through the approval subresource)"))
+		}
+		specPath := field.NewPath("spec")
+		for _, f := range []struct {
+			name     string
+			old, new any
+		}{
+			{"packageName", cur.Spec.PackageName, in.Spec.PackageName},
+			{"repository", cur.Spec.RepositoryName, in.Spec.RepositoryName},
+			{"workspaceName", cur.Spec.WorkspaceName, in.Spec.WorkspaceName},
+			{"revision", cur.Spec.Revision, in.Spec.Revision},
+			{"parent", cur.Spec.Parent, in.Spec.Parent},
+			{"tasks", cur.Spec.Tasks, in.Spec.Tasks},
+		} {
+			if !equality.Semantic.DeepEqual(f.old, f.new) {
+				errs = append(errs, field.Forbidden(specPath.Child(f.name), "field is immutable"))
+			}
+		}
+	default: // Published, DeletionProposed
+		if !isPublished(lc) {
+			errs = append(errs, field.Invalid(lcPath, lc, "value can be only updated to Published,DeletionProposed"))
+		} else if isPlaceholder(cur) && lc != cur.Spec.Lifecycle {
+			errs = append(errs, field.Forbidden(lcPath, "the lifecycle of the placeholder revision cannot change"))
+		}
+		inSpec := in.Spec.DeepCopy()
+		inSpec.Lifecycle = cur.Spec.Lifecycle
+		if !equality.Semantic.DeepEqual(*inSpec, cur.Spec) {
+			errs = append(errs, field.Invalid(field.NewPath("spec"), "...",
+				"spec can only update package with lifecycle value one of Draft,Proposed"))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(k.gk, cur.Name, errs)
+	}
+
+	obj.Spec.Lifecycle = lc
+	files := e.files
+	skipped := e.skipped
+	if !isPublished(cur.Spec.Lifecycle) {
+		obj.Spec.PackageMetadata = in.Spec.PackageMetadata.DeepCopy()
+		if !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates) {
+			obj.Spec.ReadinessGates = slices.Clone(in.Spec.ReadinessGates)
+			// Porch keeps the gates in the Kptfile; write them there so
+			// that the next mirror does not undo the change.
+			if _, ok := files[kptfileName]; ok {
+				if edited, err := withKptfile(files, cur.Spec.PackageName, func(n *yaml.RNode) error {
+					return setReadinessGates(n, in.Spec.ReadinessGates)
+				}); err == nil {
+					files = edited
+				}
+			}
+		}
+	}
+	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+		rendered := s.render(copyFiles(files))
+		if rendered.failed {
+			return nil, refuse("E%s%sDetails: %s", helper.RenderFailedMessage[1:], helper.RenderFailedNotStored, rendered.message)
+		}
+		files, skipped = rendered.files, rendered.skipped
+		mirrorKptfile(obj, files)
+	}
+	e.files, e.skipped = files, skipped
+	var out runtime.Object
+	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+		// Porch commits a draft on every update, changed or not.
+		s.replaceLocked(resPackageRevisions, e, obj)
+		out = e.obj.DeepCopyObject()
+	} else {
+		out = s.storeUpdateLocked(resPackageRevisions, e, obj)
+	}
+	if cur.Spec.Lifecycle != lc {
+		s.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
+		if e, ok := s.objects[resPackageRevisions][objectKey{ns, cur.Name}]; ok {
+			out = e.obj.DeepCopyObject()
+		}
+	}
+	return out, nil
+}
+
+// approveLocked serves an update of the approval subresource: Proposed ->
+// Published (the next revision number, the latest-revision label, the
+// placeholder), Proposed -> Draft (a rejection), Published ->
+// DeletionProposed and back. Only spec.lifecycle of the request is used;
+// its resourceVersion must be current. Anything else is refused with
+// Porch's messages (422).
+func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
+	if ns == "" {
+		ns = in.Namespace
+	}
+	e, err := s.lookupLocked(packageRevisionKind, ns, in.Name)
+	if err != nil {
+		return nil, err
+	}
+	cur := e.obj.(*porchv1alpha1.PackageRevision)
+	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
+		return nil, err
+	}
+	from, to := cur.Spec.Lifecycle, in.Spec.Lifecycle
+	lcPath := field.NewPath("spec", "lifecycle")
+	var errs field.ErrorList
+	switch from {
+	case porchv1alpha1.PackageRevisionLifecyclePublished:
+		if to != porchv1alpha1.PackageRevisionLifecycleDeletionProposed {
+			errs = append(errs, field.Invalid(lcPath, from, "package with Published lifecycle value can only be updated to 'ProposeDeletion'"))
+		}
+	case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
+		if to != porchv1alpha1.PackageRevisionLifecyclePublished {
+			errs = append(errs, field.Invalid(lcPath, from, "package with DeletionProposed lifecycle value can only be updated to 'Published'"))
+		}
+	case porchv1alpha1.PackageRevisionLifecycleProposed:
+	default:
+		errs = append(errs, field.Invalid(lcPath, from, "cannot approve package with "+string(from)+" lifecycle value; only Proposed packages can be approved"))
+	}
+	switch to {
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecyclePublished:
+	case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
+		if from != porchv1alpha1.PackageRevisionLifecyclePublished {
+			errs = append(errs, field.Invalid(lcPath, to, "cannot update lifecycle DeletionProposed; only Published packages require approval for deletion"))
+		}
+	default:
+		errs = append(errs, field.Invalid(lcPath, to, "value for approval can be only one of Draft,Published"))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(packageRevisionKind.gk, cur.Name, errs)
+	}
+	if from == porchv1alpha1.PackageRevisionLifecycleProposed && to == porchv1alpha1.PackageRevisionLifecyclePublished {
+		s.publishLocked(e)
+		return e.obj.DeepCopyObject(), nil
+	}
+	obj := cur.DeepCopy()
+	obj.Spec.Lifecycle = to
+	s.replaceLocked(resPackageRevisions, e, obj)
+	s.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
+	return e.obj.DeepCopyObject(), nil
+}
+
+// publishLocked publishes a Draft or Proposed revision: the next revision
+// number of its package, publishedBy and the publish time, the
+// latest-revision label, and the package's placeholder (made at the first
+// publish) now holding its files.
+func (s *Sim) publishLocked(e *entry) {
+	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	ns, repo, pkg := pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName
+	obj := pr.DeepCopy()
+	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
+	obj.Spec.Revision = s.nextRevisionLocked(ns, repo, pkg)
+	published := now()
+	obj.Status.PublishedBy = publishedBy
+	obj.Status.PublishedAt = &published
+	s.replaceLocked(resPackageRevisions, e, obj)
+	s.recomputeLatestLocked(ns, repo, pkg)
+	s.syncPlaceholderLocked(e)
+}
+
+// nextRevisionLocked is the revision number the next publish of a package
+// gets: one more than the highest, the placeholder's -1 aside.
+func (s *Sim) nextRevisionLocked(ns, repo, pkg string) int {
+	next := 1
+	for _, pr := range s.packageRevisionsLocked(ns, repo, pkg) {
+		if pr.Spec.Revision >= next {
+			next = pr.Spec.Revision + 1
+		}
+	}
+	return next
+}
+
+// recomputeLatestLocked gives kpt.dev/latest-revision to the package's
+// published (or deletion-proposed) revision with the highest number and
+// takes it from every other revision. Porch computes the label: when the
+// latest revision is deleted, it moves back to the previous one; the
+// placeholder never has it.
+func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
+	var latest *entry
+	entries := s.packageEntriesLocked(ns, repo, pkg)
+	for _, e := range entries {
+		pr := e.obj.(*porchv1alpha1.PackageRevision)
+		if isPlaceholder(pr) || !isPublished(pr.Spec.Lifecycle) || pr.DeletionTimestamp != nil {
+			continue
+		}
+		if latest == nil || pr.Spec.Revision > latest.obj.(*porchv1alpha1.PackageRevision).Spec.Revision {
+			latest = e
+		}
+	}
+	// Drop the label first, then set it, so that no reader ever sees two
+	// latest revisions.
+	for _, e := range entries {
+		pr := e.obj.(*porchv1alpha1.PackageRevision)
+		if _, ok := pr.Labels[porchv1alpha1.LatestPackageRevisionLabel]; !ok || e == latest {
+			continue
+		}
+		obj := pr.DeepCopy()
+		delete(obj.Labels, porchv1alpha1.LatestPackageRevisionLabel)
+		if len(obj.Labels) == 0 {
+			obj.Labels = nil
+		}
+		s.replaceLocked(resPackageRevisions, e, obj)
+	}
+	if latest == nil {
+		return
+	}
+	pr := latest.obj.(*porchv1alpha1.PackageRevision)
+	if pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] == "true" {
+		return
+	}
+	obj := pr.DeepCopy()
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[porchv1alpha1.LatestPackageRevisionLabel] = "true"
+	s.replaceLocked(resPackageRevisions, latest, obj)
+}
+
+// syncPlaceholderLocked makes the package's branch hold the revision just
+// published: Porch shows the branch as the placeholder revision
+// <repo>.<package>.main (revision -1, Published, no labels), made at the
+// package's first publish; its task names the first revision published.
+func (s *Sim) syncPlaceholderLocked(published *entry) {
+	pub := published.obj.(*porchv1alpha1.PackageRevision)
+	ns, repo, pkg := pub.Namespace, pub.Spec.RepositoryName, pub.Spec.PackageName
+	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
+		pr := e.obj.(*porchv1alpha1.PackageRevision)
+		if !isPlaceholder(pr) {
+			continue
+		}
+		obj := pr.DeepCopy()
+		obj.Status.PublishedBy = pub.Status.PublishedBy
+		obj.Status.PublishedAt = pub.Status.PublishedAt.DeepCopy()
+		mirrorKptfile(obj, published.files)
+		e.files = copyFiles(published.files)
+		s.replaceLocked(resPackageRevisions, e, obj)
+		return
+	}
+	ph := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: packageRevisionName(repo, pkg, placeholderWorkspace), Namespace: ns},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName:    pkg,
+			RepositoryName: repo,
+			WorkspaceName:  placeholderWorkspace,
+			Revision:       porchv1alpha1.PlaceholderRevision,
+			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
+			Tasks: []porchv1alpha1.Task{{
+				Type: porchv1alpha1.TaskTypeEdit,
+				Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: pub.Name}},
+			}},
+		},
+		Status: porchv1alpha1.PackageRevisionStatus{
+			UpstreamLock: &porchv1alpha1.UpstreamLock{},
+			Deployment:   pub.Status.Deployment,
+			PublishedBy:  pub.Status.PublishedBy,
+			PublishedAt:  pub.Status.PublishedAt.DeepCopy(),
+		},
+	}
+	mirrorKptfile(ph, published.files)
+	s.insertLocked(resPackageRevisions, ph, copyFiles(published.files))
+}

@@ -1,0 +1,439 @@
+package porchsim
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// The tests in this file each prove one fact of porch-wire-contract.md,
+// section "Measured against real Porch", on the Sim. Each fails on the Sim
+// as it was before the facts were measured.
+
+// brokenYAML fails every render: kpt cannot parse it.
+const brokenYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata: [unclosed\n"
+
+// TestUIDsDerivedFromName: Porch derives a revision's UID from its
+// namespace and name, so a revision deleted and created again has the
+// same UID (and a UID precondition tells the two apart no better).
+func TestUIDsDerivedFromName(t *testing.T) {
+	ctx := context.Background()
+	_, c := fixture(t)
+	first := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	if first.UID != helper.PackageRevisionUID(ns, first.Name) {
+		t.Errorf("uid %s, want Porch's %s", first.UID, helper.PackageRevisionUID(ns, first.Name))
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, first.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	if again.UID != first.UID {
+		t.Errorf("re-created revision has uid %s, want the same %s", again.UID, first.UID)
+	}
+}
+
+// TestDeletePreconditionsIgnored: a delete with a wrong resourceVersion and
+// UID precondition deletes all the same.
+func TestDeletePreconditionsIgnored(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	wrong := metav1.Preconditions{UID: ptr(pr.UID + "x"), ResourceVersion: ptr("stale")}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{Preconditions: &wrong}); err != nil {
+		t.Fatalf("delete with a stale precondition: %v, want it done", err)
+	}
+	if _, err := s.PackageRevision(ns, pr.Name); !apierrors.IsNotFound(err) {
+		t.Errorf("revision still there: %v", err)
+	}
+}
+
+// TestReferencedUpstreamIsNotDeleted: Porch refuses (403) to delete a
+// revision another revision was cloned or upgraded from, even once it is
+// DeletionProposed; deleting the downstream lifts the refusal.
+func TestReferencedUpstreamIsNotDeleted(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	clone := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	up := getPR(t, c, upstreamV1)
+	up.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, up, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, upstreamV1, metav1.DeleteOptions{})
+	want := "cannot delete package revision, it is referenced as upstream by: " + clone.Name
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("delete of a referenced upstream: got %v, want 403 %q", err, want)
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, clone.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, upstreamV1, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete once nothing refers to it: %v", err)
+	}
+	if _, err := s.PackageRevision(ns, upstreamV1); !apierrors.IsNotFound(err) {
+		t.Errorf("upstream still there: %v", err)
+	}
+}
+
+// TestPlaceholderAppearsAtFirstPublish: the first publish of a package,
+// upstream or downstream, makes <repo>.<package>.main (revision -1,
+// Published, workspace main, never labelled latest), which then holds the
+// latest published files; its task names the first published revision.
+func TestPlaceholderAppearsAtFirstPublish(t *testing.T) {
+	s, c := fixture(t)
+	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	if _, err := s.PackageRevision(ns, "deploy.foo.main"); !apierrors.IsNotFound(err) {
+		t.Fatalf("placeholder before any publish: %v, want none", err)
+	}
+	if err := s.Publish(ns, draft.Name); err != nil {
+		t.Fatal(err)
+	}
+	ph := getPR(t, c, "deploy.foo.main")
+	want := porchv1alpha1.PackageRevisionSpec{
+		PackageName: "foo", RepositoryName: "deploy", WorkspaceName: "main", Revision: -1,
+		Lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished,
+		Tasks: []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeEdit,
+			Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: draft.Name}}}},
+	}
+	got := ph.Spec
+	got.ReadinessGates, got.PackageMetadata = nil, nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("placeholder spec (-want +got):\n%s", diff)
+	}
+	if len(ph.Labels) != 0 {
+		t.Errorf("placeholder labels %v, want none", ph.Labels)
+	}
+	if ph.Status.SelfLock == nil || ph.Status.SelfLock.Git == nil || ph.Status.SelfLock.Git.Ref != "main" {
+		t.Errorf("placeholder selfLock %+v, want ref main", ph.Status.SelfLock)
+	}
+	if diff := cmp.Diff(resources(t, s, draft.Name), resources(t, s, ph.Name)); diff != "" {
+		t.Errorf("placeholder files (-published +placeholder):\n%s", diff)
+	}
+	if _, err := s.PackageRevision(ns, "blueprints.app.main"); err != nil {
+		t.Errorf("the upstream's placeholder: %v (AddPublished publishes too)", err)
+	}
+}
+
+// TestLatestLabelIsComputed: the label follows the highest published
+// revision; a DeletionProposed revision keeps it; deleting it moves the
+// label back to the previous revision.
+func TestLatestLabelIsComputed(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	if _, err := s.AddPublished(ns, "blueprints", "app", 2, blueprint(2, "app:v2", "")); err != nil {
+		t.Fatal(err)
+	}
+	latest := func() []string {
+		var out []string
+		for _, pr := range s.PackageRevisions(ns) {
+			if pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] == "true" {
+				out = append(out, pr.Name)
+			}
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
+		t.Errorf("after publishing v2 (-want +got):\n%s", diff)
+	}
+	v2 := getPR(t, c, "blueprints.app.v2")
+	v2.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
+		t.Errorf("v2 DeletionProposed keeps the label (-want +got):\n%s", diff)
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, "blueprints.app.v2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{upstreamV1}, latest()); diff != "" {
+		t.Errorf("after deleting v2 the label moves back (-want +got):\n%s", diff)
+	}
+}
+
+// TestRemovingTheLatestLabelIsInvalid: 422, as real Porch answers.
+func TestRemovingTheLatestLabelIsInvalid(t *testing.T) {
+	_, c := fixture(t)
+	up := getPR(t, c, upstreamV1)
+	delete(up.Labels, porchv1alpha1.LatestPackageRevisionLabel)
+	_, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), up, metav1.UpdateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "label is managed by porch and cannot be modified by users") {
+		t.Errorf("got %v, want Porch's 422", err)
+	}
+}
+
+// TestOpaqueResourceVersionsAndGenerationZero: resourceVersions are commit
+// SHAs, new with every change; generation stays 0; selfLock records the
+// revision's git ref at that commit.
+func TestOpaqueResourceVersionsAndGenerationZero(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	pr.Labels = map[string]string{"a": "b"}
+	updated, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, pr, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []*porchv1alpha1.PackageRevision{pr, updated} {
+		if len(got.ResourceVersion) != 40 || strings.Trim(got.ResourceVersion, "0123456789abcdef") != "" || got.Generation != 0 {
+			t.Errorf("resourceVersion %q generation %d, want a commit SHA and 0", got.ResourceVersion, got.Generation)
+		}
+		if s.Sequence(got.ResourceVersion) == 0 {
+			t.Errorf("Sequence(%q) = 0: the Sim does not know a version it handed out", got.ResourceVersion)
+		}
+	}
+	if updated.ResourceVersion == pr.ResourceVersion {
+		t.Error("an update kept the resourceVersion")
+	}
+	want := &porchv1alpha1.UpstreamLock{Type: "git"}
+	if lock := updated.Status.SelfLock; lock == nil || lock.Git == nil || lock.Type != want.Type ||
+		lock.Git.Ref != "drafts/foo/ws" || lock.Git.Commit != updated.ResourceVersion || lock.Git.Directory != "foo" {
+		t.Errorf("selfLock %+v, want drafts/foo/ws at the revision's commit", lock)
+	}
+}
+
+// TestEveryUpdateOfADraftRenders: an update of a Draft (a label, a
+// proposal) renders the package again; if its pipeline fails, the update
+// is refused with Porch's 500 and nothing changes, so a draft that does not
+// render cannot be proposed.
+func TestEveryUpdateOfADraftRenders(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	files := resources(t, s, pr.Name)
+	files["broken.yaml"] = brokenYAML
+	if err := s.SetResources(ns, pr.Name, files); err != nil { // a person's edit, stored as is
+		t.Fatal(err)
+	}
+	pr = getPR(t, c, pr.Name)
+	for name, change := range map[string]func(*porchv1alpha1.PackageRevision){
+		"a label": func(p *porchv1alpha1.PackageRevision) { p.Labels = map[string]string{"a": "b"} },
+		"proposal": func(p *porchv1alpha1.PackageRevision) {
+			p.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+		},
+	} {
+		in := pr.DeepCopy()
+		change(in)
+		_, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, in, metav1.UpdateOptions{})
+		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "Error rendering package in kpt function pipeline") || !helper.IsRenderFailure(err) {
+			t.Errorf("%s on a draft that does not render: got %v, want Porch's 500", name, err)
+		}
+		if got := getPR(t, c, pr.Name); got.ResourceVersion != pr.ResourceVersion || got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
+			t.Errorf("%s: the refused update changed the revision", name)
+		}
+	}
+	if err := s.Propose(ns, pr.Name); err == nil {
+		t.Error("Propose of a draft that does not render succeeded")
+	}
+}
+
+// TestCreateRenders: Porch renders a new draft before storing it; a
+// pipeline that fails refuses the create (500) and stores nothing.
+func TestCreateRenders(t *testing.T) {
+	s, c := fixture(t)
+	bad := blueprint(1, "app:v1", "")
+	bad["broken.yaml"] = brokenYAML
+	if _, err := s.AddPublished(ns, "blueprints", "bad", 1, bad); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
+		newDraft("deploy", "foo", "ws", cloneTask("blueprints.bad.v1")), metav1.CreateOptions{})
+	if !apierrors.IsInternalError(err) {
+		t.Fatalf("clone of a package that does not render: got %v, want a 500", err)
+	}
+	if _, err := s.PackageRevision(ns, "deploy.foo.ws"); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused create stored a revision: %v", err)
+	}
+}
+
+// TestPushOnRenderFailure: with porch.kpt.dev/push-on-render-failure the
+// files of a resources update that fails to render are stored anyway, and
+// the answer is still a 500 that says so; without it nothing is stored.
+func TestPushOnRenderFailure(t *testing.T) {
+	ctx := context.Background()
+	for _, push := range []bool{false, true} {
+		s, c := fixture(t)
+		in := newDraft("deploy", "foo", "ws", cloneTask(upstreamV1))
+		if push {
+			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
+		}
+		pr := create(t, c, in)
+		before := resources(t, s, pr.Name)
+		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prr.Spec.Resources["broken.yaml"] = brokenYAML
+		_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+		details, stored := helper.RenderFailureDetails(err)
+		if !apierrors.IsInternalError(err) || details == "" || stored != push {
+			t.Errorf("push=%v: got %v (stored=%v), want Porch's 500 render failure", push, err, stored)
+		}
+		after := resources(t, s, pr.Name)
+		if _, ok := after["broken.yaml"]; ok != push {
+			t.Errorf("push=%v: broken.yaml stored: %v", push, ok)
+		}
+		if !push {
+			if diff := cmp.Diff(before, after); diff != "" {
+				t.Errorf("nothing must be stored (-before +after):\n%s", diff)
+			}
+		}
+	}
+}
+
+// TestStatusCodesOfPorch: Porch's answers where a Kubernetes API server
+// would answer differently (the table of the measured section).
+func TestStatusCodesOfPorch(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	prs := c.PorchV1alpha1().PackageRevisions(ns)
+	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	cases := map[string]struct {
+		do   func() error
+		code int32
+		msg  string
+	}{
+		"create of an existing workspace": {
+			do: func() error {
+				_, err := prs.Create(ctx, newDraft("deploy", "foo", "ws", initTask()), metav1.CreateOptions{})
+				return err
+			},
+			code: 500, msg: "package revision workspaceNames must be unique",
+		},
+		"update with a stale resourceVersion": {
+			do: func() error {
+				stale := draft.DeepCopy()
+				stale.ResourceVersion = fakeCommit("stale")
+				_, err := prs.Update(ctx, stale, metav1.UpdateOptions{})
+				return err
+			},
+			code: 500, msg: "Operation cannot be fulfilled on packagerevisions.porch.kpt.dev",
+		},
+		"update without a resourceVersion": {
+			do: func() error {
+				in := draft.DeepCopy()
+				in.ResourceVersion = ""
+				_, err := prs.Update(ctx, in, metav1.UpdateOptions{})
+				return err
+			},
+			code: 500, msg: "resourceVersion must be specified for an update",
+		},
+		"delete of a Published revision": {
+			do:   func() error { return prs.Delete(ctx, upstreamV1, metav1.DeleteOptions{}) },
+			code: 403, msg: "published PackageRevisions must be proposed for deletion",
+		},
+		"clone from the main placeholder": {
+			do: func() error {
+				_, err := prs.Create(ctx, newDraft("deploy", "bar", "ws", cloneTask("blueprints.app.main")), metav1.CreateOptions{})
+				return err
+			},
+			code: 500, msg: "upstream revision may not be the placeholder package revision",
+		},
+	}
+	_ = s
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := tc.do()
+			var st apierrors.APIStatus
+			if !apierrors.IsInternalError(err) && !apierrors.IsForbidden(err) {
+				t.Fatalf("got %v, want %d", err, tc.code)
+			}
+			st = err.(apierrors.APIStatus)
+			if st.Status().Code != tc.code || !strings.Contains(st.Status().Message, tc.msg) {
+				t.Errorf("got %d %q, want %d containing %q", st.Status().Code, st.Status().Message, tc.code, tc.msg)
+			}
+		})
+	}
+}
+
+// TestOverlappingWritesIntoARepository: two writes into one repository in
+// progress at the same time are recorded (real Porch can lose one); two on
+// one revision get Porch's 409; writes into different repositories, and
+// writes one after the other, are no overlap.
+func TestOverlappingWritesIntoARepository(t *testing.T) {
+	s, _ := fixture(t)
+	s.AddRepository(ns, "other", true, nil)
+	var w writes
+	a, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "create packagerevisions deploy.a.ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "update packagerevisions deploy.a.ws"); !apierrors.IsConflict(err) {
+		t.Errorf("second write on one revision: got %v, want Porch's 409", err)
+	}
+	other, err := w.begin(repoRef{ns, "other"}, revisionRef{ns, "other.a.ws"}, "create packagerevisions other.a.ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.overlaps) != 0 {
+		t.Errorf("writes into different repositories overlapped: %v", w.overlaps)
+	}
+	b, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.b.ws"}, "create packagerevisions deploy.b.ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Overlap{{Namespace: ns, Repository: "deploy", First: "create packagerevisions deploy.a.ws", Second: "create packagerevisions deploy.b.ws"}}
+	if diff := cmp.Diff(want, w.overlaps); diff != "" {
+		t.Errorf("overlaps (-want +got):\n%s", diff)
+	}
+	w.end(a)
+	w.end(b)
+	w.end(other)
+	c, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "delete packagerevisions deploy.a.ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.end(c)
+	if len(w.overlaps) != 1 {
+		t.Errorf("a write after the others ended was taken for an overlap: %v", w.overlaps)
+	}
+}
+
+// TestConcurrentClientsOverlapIsRecorded: through the clientset, writers
+// into one repository that do not wait for each other are caught.
+func TestConcurrentClientsOverlapIsRecorded(t *testing.T) {
+	s, c := fixture(t)
+	// Hold the fake clientset's lock (every request takes it) so that every
+	// writer is in progress at once.
+	s.clientset.Lock()
+	var wg sync.WaitGroup
+	for _, pkg := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
+				newDraft("deploy", pkg, "ws", cloneTask(upstreamV1)), metav1.CreateOptions{})
+		}()
+	}
+	waitUntil(t, func() bool {
+		s.writes.mu.Lock()
+		defer s.writes.mu.Unlock()
+		return len(s.writes.inflight[repoRef{ns, "deploy"}]) == 3
+	})
+	s.clientset.Unlock()
+	wg.Wait()
+	if got := len(s.Overlaps()); got != 2 {
+		t.Errorf("%d overlaps recorded, want 2 (the second and third writer): %v", got, s.Overlaps())
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after wait.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", wait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

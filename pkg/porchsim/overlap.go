@@ -1,0 +1,250 @@
+package porchsim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	porchclient "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/typed/porch/v1alpha1"
+)
+
+// Overlap is two writes into one repository that were in progress at the
+// same time. Real Porch commits each write to the repository's branch and
+// loses one of two such writes after answering it (a created draft vanishes
+// and its name is blocked, or it comes back without its metadata), so a
+// client must never overlap them; the Sim serves both and records the
+// overlap for the test (or tool) to fail on.
+type Overlap struct {
+	Namespace, Repository string
+	// First was in progress when Second arrived; each reads
+	// "<verb> <resource> <name>".
+	First, Second string
+}
+
+func (o Overlap) String() string {
+	return fmt.Sprintf("writes into repository %s/%s overlapped: %q was still in progress when %q arrived",
+		o.Namespace, o.Repository, o.First, o.Second)
+}
+
+// writes tracks the writes into repositories in progress. It has its own
+// lock: a write is in progress from the moment it reaches the Sim, while it
+// waits for the Sim's lock too.
+type writes struct {
+	mu       sync.Mutex
+	inflight map[repoRef]map[int64]string // by write id: what it is
+	revision map[revisionRef]int          // writes in progress per revision
+	seq      int64
+	overlaps []Overlap
+	hook     func(namespace, repository, what string)
+}
+
+type repoRef struct{ namespace, repository string }
+
+type revisionRef struct{ namespace, name string }
+
+// write is one write in progress.
+type write struct {
+	repo repoRef
+	rev  revisionRef
+	id   int64
+}
+
+// begin records a write into a repository. A write on a revision another
+// write is still working on is refused with Porch's 409 (its per-revision
+// lock); a write into a repository another write is still working on is
+// served, and recorded as an Overlap.
+func (w *writes) begin(repo repoRef, rev revisionRef, what string) (*write, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inflight == nil {
+		w.inflight = map[repoRef]map[int64]string{}
+		w.revision = map[revisionRef]int{}
+	}
+	if rev.name != "" && w.revision[rev] > 0 {
+		return nil, conflictInProgress(rev.namespace, rev.name)
+	}
+	for _, other := range w.inflight[repo] {
+		w.overlaps = append(w.overlaps, Overlap{Namespace: repo.namespace, Repository: repo.repository, First: other, Second: what})
+		break
+	}
+	w.seq++
+	if w.inflight[repo] == nil {
+		w.inflight[repo] = map[int64]string{}
+	}
+	w.inflight[repo][w.seq] = what
+	if rev.name != "" {
+		w.revision[rev]++
+	}
+	return &write{repo: repo, rev: rev, id: w.seq}, nil
+}
+
+func (w *writes) end(wr *write) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.inflight[wr.repo], wr.id)
+	if len(w.inflight[wr.repo]) == 0 {
+		delete(w.inflight, wr.repo)
+	}
+	if wr.rev.name != "" {
+		if w.revision[wr.rev]--; w.revision[wr.rev] <= 0 {
+			delete(w.revision, wr.rev)
+		}
+	}
+}
+
+// Overlaps returns the overlapping writes into one repository the Sim has
+// seen (see Overlap). A controller that serialises its writes per
+// repository never causes one.
+func (s *Sim) Overlaps() []Overlap {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	return append([]Overlap(nil), s.writes.overlaps...)
+}
+
+// OnWrite makes f run at the start of every client's write into a
+// repository, before the Sim serves it and outside every lock of the Sim
+// and of the fake clientset, so that f may block to stage a race (the
+// write counts as in progress meanwhile). what reads
+// "<verb> <resource> <name>". nil removes the hook.
+func (s *Sim) OnWrite(f func(namespace, repository, what string)) {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	s.writes.hook = f
+}
+
+// WritesInProgress is how many writes into a repository clients have made
+// that the Sim has not answered yet; tests use it to stage a race.
+func (s *Sim) WritesInProgress(namespace, repository string) int {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	return len(s.writes.inflight[repoRef{namespace, repository}])
+}
+
+// beginWrite marks the start of a client's write into a repository, from
+// the moment the client makes it; the caller ends it once answered.
+func (s *Sim) beginWrite(namespace, repo, name, what string) (*write, error) {
+	if repo == "" {
+		return nil, nil // refused as invalid anyway
+	}
+	w, err := s.writes.begin(repoRef{namespace, repo}, revisionRef{namespace, name}, what)
+	if err != nil {
+		return nil, err
+	}
+	s.writes.mu.Lock()
+	hook := s.writes.hook
+	s.writes.mu.Unlock()
+	if hook != nil {
+		hook(namespace, repo, what)
+	}
+	return w, nil
+}
+
+// repositoryOf is the repository of a stored revision ("" if none).
+func (s *Sim) repositoryOf(namespace, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr, _, ok := s.packageRevisionLocked(namespace, name); ok {
+		return pr.Spec.RepositoryName
+	}
+	return ""
+}
+
+// clientset is the Sim's clientset: the generated fake, whose reactors the
+// Sim serves. The fake serialises every request under one lock, so a write
+// that waits for another one would never look like an overlap from inside
+// the Sim; the Porch clients below mark a write as in progress before they
+// hand it to the fake.
+type clientset struct {
+	*fake.Clientset
+	sim *Sim
+}
+
+// PorchV1alpha1 returns the porch.kpt.dev client with writes followed.
+func (c *clientset) PorchV1alpha1() porchclient.PorchV1alpha1Interface {
+	return &porchClient{PorchV1alpha1Interface: c.Clientset.PorchV1alpha1(), sim: c.sim}
+}
+
+type porchClient struct {
+	porchclient.PorchV1alpha1Interface
+	sim *Sim
+}
+
+func (p *porchClient) PackageRevisions(namespace string) porchclient.PackageRevisionInterface {
+	return &trackedRevisions{PackageRevisionInterface: p.PorchV1alpha1Interface.PackageRevisions(namespace), sim: p.sim, ns: namespace}
+}
+
+func (p *porchClient) PackageRevisionResources(namespace string) porchclient.PackageRevisionResourcesInterface {
+	return &trackedResources{PackageRevisionResourcesInterface: p.PorchV1alpha1Interface.PackageRevisionResources(namespace), sim: p.sim, ns: namespace}
+}
+
+type trackedRevisions struct {
+	porchclient.PackageRevisionInterface
+	sim *Sim
+	ns  string
+}
+
+func (t *trackedRevisions) track(repo, name, verb string) (func(), error) {
+	w, err := t.sim.beginWrite(t.ns, repo, name, verb+" "+resPackageRevisions+" "+name)
+	if err != nil || w == nil {
+		return func() {}, err
+	}
+	return func() { t.sim.writes.end(w) }, nil
+}
+
+func (t *trackedRevisions) Create(ctx context.Context, pr *porchv1alpha1.PackageRevision, opts metav1.CreateOptions) (*porchv1alpha1.PackageRevision, error) {
+	done, err := t.track(pr.Spec.RepositoryName, packageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName)), "create")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return t.PackageRevisionInterface.Create(ctx, pr, opts)
+}
+
+func (t *trackedRevisions) Update(ctx context.Context, pr *porchv1alpha1.PackageRevision, opts metav1.UpdateOptions) (*porchv1alpha1.PackageRevision, error) {
+	done, err := t.track(t.sim.repositoryOf(t.ns, pr.Name), pr.Name, "update")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return t.PackageRevisionInterface.Update(ctx, pr, opts)
+}
+
+func (t *trackedRevisions) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	done, err := t.track(t.sim.repositoryOf(t.ns, name), name, "delete")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return t.PackageRevisionInterface.Delete(ctx, name, opts)
+}
+
+func (t *trackedRevisions) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*porchv1alpha1.PackageRevision, error) {
+	done, err := t.track(t.sim.repositoryOf(t.ns, name), name, "patch")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return t.PackageRevisionInterface.Patch(ctx, name, pt, data, opts, subresources...)
+}
+
+type trackedResources struct {
+	porchclient.PackageRevisionResourcesInterface
+	sim *Sim
+	ns  string
+}
+
+func (t *trackedResources) Update(ctx context.Context, prr *porchv1alpha1.PackageRevisionResources, opts metav1.UpdateOptions) (*porchv1alpha1.PackageRevisionResources, error) {
+	w, err := t.sim.beginWrite(t.ns, t.sim.repositoryOf(t.ns, prr.Name), prr.Name, "update "+resPackageRevisionResources+" "+prr.Name)
+	if err != nil {
+		return nil, err
+	}
+	if w != nil {
+		defer t.sim.writes.end(w)
+	}
+	return t.PackageRevisionResourcesInterface.Update(ctx, prr, opts)
+}
