@@ -57,6 +57,18 @@ var kinds = map[schema.GroupVersionKind]func() any{
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):  func() any { return &corev1.ConfigMap{} },
 	corev1.SchemeGroupVersion.WithKind("Service"):    func() any { return &corev1.Service{} },
 	appsv1.SchemeGroupVersion.WithKind("Deployment"): func() any { return &appsv1.Deployment{} },
+	{Group: "fn.kpt.dev", Version: "v1alpha1", Kind: "StarlarkRun"}: func() any { return &starlarkRun{} },
+}
+
+// starlarkRun is the configuration of the starlark function
+// (fn.kpt.dev/v1alpha1 StarlarkRun, as krm-functions-catalog defines it).
+type starlarkRun struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	// Params are handed to the script as functionConfig.params.
+	Params map[string]any `json:"params,omitempty"`
+	// Source is the script.
+	Source string `json:"source"`
 }
 
 // document is one YAML document of an example file, decoded.

@@ -246,6 +246,14 @@ func report(cmd string, out *offline.Outcome, summary string, stderr io.Writer) 
 			fmt.Fprintf(stderr, "warning event on %s: %s: %s\n", e.Object, e.Reason, e.Message)
 		}
 	}
+	for _, r := range out.Revisions {
+		if len(r.NotRun) > 0 {
+			// Porch with its function runner would run them: no reason
+			// to fail, but the files shown lack what they would do.
+			fmt.Fprintf(stderr, "warning: PackageRevision %s/%s: not run offline, only Porch's function runner can run %s; the files show the package without their changes\n",
+				r.PR.Namespace, r.PR.Name, strings.Join(r.NotRun, ", "))
+		}
+	}
 	if len(notReady) > 0 || out.Settled != "" {
 		for _, l := range notReady {
 			fmt.Fprintln(stderr, l)

@@ -261,3 +261,75 @@ func TestCommands(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// TestRenderRunsPorchsBuiltinFunctions: the example pipeline's functions
+// are those Porch runs built in, and variantctl runs them as Porch does:
+// the staging variant's prepended set-namespace moved its resources, the
+// blueprint's starlark set-labels labelled them, and the Kptfile records a
+// successful render.
+func TestRenderRunsPorchsBuiltinFunctions(t *testing.T) {
+	dir := t.TempDir()
+	r := variantctl(t, "render", "-f", examplesFleet, "--package", examplesPackage, "--out", dir)
+	r.want(t, exitOK)
+	if strings.Contains(r.stdout, "NOT RUN OFFLINE") || strings.Contains(r.stderr, "not run offline") {
+		t.Errorf("every example function runs offline:\n%s\n%s", r.stdout, r.stderr)
+	}
+	read := func(parts ...string) string {
+		b, err := os.ReadFile(filepath.Join(append([]string{dir}, parts...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	deployment := read("staging-us-east", "app", "packagevariant-1", "deployment.yaml")
+	for _, want := range []string{"namespace: app-staging", "app.kubernetes.io/managed-by: kpt"} {
+		if !strings.Contains(deployment, want) {
+			t.Errorf("staging deployment.yaml lacks %q:\n%s", want, deployment)
+		}
+	}
+	if prod := read("prod-eu-west", "app", "packagevariant-1", "deployment.yaml"); strings.Contains(prod, "namespace: app-staging") ||
+		!strings.Contains(prod, "app.kubernetes.io/managed-by: kpt") {
+		t.Errorf("prod deployment.yaml: labelled, not moved:\n%s", prod)
+	}
+	if kf := read("staging-us-east", "app", "packagevariant-1", "Kptfile"); !strings.Contains(kf, "reason: RenderSuccess") {
+		t.Errorf("Kptfile does not record the render:\n%s", kf)
+	}
+}
+
+// TestRenderFunctionNotRunOffline: a function only Porch's function runner
+// can run is not run offline: the variant's changes are still applied, the
+// draft is marked (annotation in YAML, a column with --out) and stderr says
+// so, and that alone does not fail the run.
+func TestRenderFunctionNotRunOffline(t *testing.T) {
+	const image = "gcr.io/kpt-fn/set-annotations:v0.1.4"
+	r := variantctl(t, "render", "-f", "testdata/functions.yaml", "--package", examplesPackage)
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "variantctl.porch.kpt.dev/functions-not-run: "+image) {
+		t.Errorf("the draft is not marked in the YAML output:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "kpt.dev/injected-resource: region-config") {
+		t.Errorf("the variant's injection is missing from the draft:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "not run offline, only Porch's function runner can run "+image) {
+		t.Errorf("stderr does not warn:\n%s", r.stderr)
+	}
+	r = variantctl(t, "render", "-f", "testdata/functions.yaml", "--package", examplesPackage, "--out", t.TempDir())
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "NOT RUN OFFLINE") || !strings.Contains(r.stdout, image) {
+		t.Errorf("the table does not show the function not run:\n%s", r.stdout)
+	}
+}
+
+// TestRenderFailure: a function that runs and fails fails the render, as on
+// Porch: the variant is not Ready (RenderFailed, naming the function and
+// what it said) and the exit status is 1.
+func TestRenderFailure(t *testing.T) {
+	r := variantctl(t, "render", "-f", "testdata/broken-function.yaml", "--package", examplesPackage)
+	r.want(t, exitNotReady)
+	for _, want := range []string{"PackageVariant team/broken is not Ready", "Ready=False (RenderFailed)",
+		"PackageVariant.broken.broken-script.0: ", "want ')'"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}

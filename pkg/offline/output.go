@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -50,7 +51,15 @@ type RevisionOutcome struct {
 	PR     *porchv1alpha1.PackageRevision
 	Files  map[string]string
 	Action string
+	// NotRun lists the images of the pipeline functions that were not run
+	// offline: only Porch's function runner can run them. The files are
+	// what the other functions made; on Porch these run too (and may fail).
+	NotRun []string
 }
+
+// NotRunAnnotation marks, in the YAML output, a revision whose pipeline had
+// functions that did not run offline; its value lists their images.
+const NotRunAnnotation = "variantctl.porch.kpt.dev/functions-not-run"
 
 // Outcome is the state after a run.
 type Outcome struct {
@@ -102,7 +111,8 @@ func Collect(ctx context.Context, sim *porchsim.Sim, before Snapshot, events []E
 		if err != nil {
 			return nil, err
 		}
-		out.Revisions = append(out.Revisions, RevisionOutcome{PR: pr, Files: files, Action: action})
+		out.Revisions = append(out.Revisions, RevisionOutcome{PR: pr, Files: files, Action: action,
+			NotRun: sim.SkippedFunctions(pr.Namespace, pr.Name)})
 	}
 	var gone []string
 	for key := range before {
@@ -179,7 +189,15 @@ func (o *Outcome) WriteYAML(w io.Writer) error {
 		if r.Action == ActionDeleted {
 			continue
 		}
-		d, err := stableDoc(r.PR, porchV1alpha1, "PackageRevision")
+		pr := r.PR
+		if len(r.NotRun) > 0 {
+			pr = pr.DeepCopy()
+			if pr.Annotations == nil {
+				pr.Annotations = map[string]string{}
+			}
+			pr.Annotations[NotRunAnnotation] = strings.Join(r.NotRun, ",")
+		}
+		d, err := stableDoc(pr, porchV1alpha1, "PackageRevision")
 		if err != nil {
 			return err
 		}
@@ -265,7 +283,13 @@ func (o *Outcome) WriteDir(dir string, w io.Writer) error {
 		owners[string(v.UID)] = v
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPOSITORY\tPACKAGE\tWORKSPACE\tLIFECYCLE\tACTION\tVARIANT\tVARIANT READY\tFILES")
+	// A column for the functions not run offline, when there are any.
+	notRun := slices.ContainsFunc(o.Revisions, func(r RevisionOutcome) bool { return len(r.NotRun) > 0 })
+	header := "REPOSITORY\tPACKAGE\tWORKSPACE\tLIFECYCLE\tACTION\tVARIANT\tVARIANT READY\tFILES"
+	if notRun {
+		header += "\tNOT RUN OFFLINE"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range o.Revisions {
 		pr := r.PR
 		if r.Action == ActionDeleted {
@@ -290,8 +314,16 @@ func (o *Outcome) WriteDir(dir string, w io.Writer) error {
 			}
 			where = target
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", pr.Spec.RepositoryName, pr.Spec.PackageName, pr.Spec.WorkspaceName,
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", pr.Spec.RepositoryName, pr.Spec.PackageName, pr.Spec.WorkspaceName,
 			pr.Spec.Lifecycle, r.Action, variant, ready, where)
+		if notRun {
+			images := "-"
+			if len(r.NotRun) > 0 {
+				images = strings.Join(r.NotRun, ",")
+			}
+			line += "\t" + images
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }

@@ -32,7 +32,9 @@ func Run(ctx context.Context, in *Input, opts RunOptions) (*Outcome, error) {
 	if err != nil {
 		return nil, InputErrors{{Msg: err.Error()}}
 	}
-	sim := porchsim.New()
+	// Offline there is no function runner: functions Porch runs built in
+	// run, any other is skipped and reported (Outcome.Revisions[].NotRun).
+	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
 	if err := in.Load(ctx, sim, ns); err != nil {
 		return nil, err
 	}

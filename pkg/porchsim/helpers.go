@@ -155,7 +155,7 @@ func (s *Sim) Publish(namespace, name string) error {
 	default:
 		return fmt.Errorf("publish %s/%s: lifecycle is %s, not Draft or Proposed", namespace, name, pr.Spec.Lifecycle)
 	}
-	s.publishLocked(e)
+	s.publishLocked(e, publishedBy)
 	return nil
 }
 

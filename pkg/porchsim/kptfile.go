@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
-	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -20,9 +18,7 @@ import (
 const (
 	kptfileName           = "Kptfile"
 	packageContextFile    = "package-context.yaml"
-	packageContextName    = "kptfile.kpt.dev"
 	localConfigAnnotation = "config.kubernetes.io/local-config"
-	resourceMerge         = "resource-merge"
 )
 
 // gitLock is where a revision came from, as recorded in a Kptfile's
@@ -118,56 +114,6 @@ func withKptfile(files map[string]string, pkg string, edit func(*yaml.RNode) err
 	return out, nil
 }
 
-// setUpstream records an upstream in a Kptfile the way Porch does after a
-// clone or an upgrade.
-func setUpstream(n *yaml.RNode, lock gitLock) error {
-	insertAfter(n, "upstream", "metadata")
-	insertAfter(n, "upstreamLock", "upstream")
-	for _, f := range []struct {
-		value string
-		path  []string
-	}{
-		{"git", []string{"upstream", "type"}},
-		{lock.repo, []string{"upstream", "git", "repo"}},
-		{lock.directory, []string{"upstream", "git", "directory"}},
-		{lock.ref, []string{"upstream", "git", "ref"}},
-		{resourceMerge, []string{"upstream", "updateStrategy"}},
-		{"git", []string{"upstreamLock", "type"}},
-		{lock.repo, []string{"upstreamLock", "git", "repo"}},
-		{lock.directory, []string{"upstreamLock", "git", "directory"}},
-		{lock.ref, []string{"upstreamLock", "git", "ref"}},
-		{lock.commit, []string{"upstreamLock", "git", "commit"}},
-	} {
-		if err := setString(n, f.value, f.path...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// insertAfter adds an empty mapping field right after another one, where
-// kpt writes it, unless the field exists already.
-func insertAfter(n *yaml.RNode, field, after string) {
-	content := n.YNode().Content
-	at := -1
-	for i := 0; i+1 < len(content); i += 2 {
-		switch content[i].Value {
-		case field:
-			return
-		case after:
-			at = i + 2
-		}
-	}
-	if at < 0 {
-		return // SetMapField appends it at the end
-	}
-	kv := []*yaml.Node{
-		{Kind: yaml.ScalarNode, Value: field, Tag: yaml.NodeTagString},
-		{Kind: yaml.MappingNode, Tag: yaml.NodeTagMap},
-	}
-	n.YNode().Content = append(content[:at:at], append(kv, content[at:]...)...)
-}
-
 // setReadinessGates writes info.readinessGates; Porch keeps them and
 // spec.readinessGates in step.
 func setReadinessGates(n *yaml.RNode, gates []porchv1alpha1.ReadinessGate) error {
@@ -188,20 +134,6 @@ func setReadinessGates(n *yaml.RNode, gates []porchv1alpha1.ReadinessGate) error
 		seq.YNode().Content = append(seq.YNode().Content, m.YNode())
 	}
 	return n.SetMapField(seq, "info", "readinessGates")
-}
-
-// packageContext is the package-context.yaml Porch writes into packages of
-// deployment repositories.
-func packageContext(name string) (string, error) {
-	return editYAML("apiVersion: v1\nkind: ConfigMap\n", func(n *yaml.RNode) error {
-		if err := setName(n, packageContextName); err != nil {
-			return err
-		}
-		if err := n.SetAnnotations(map[string]string{localConfigAnnotation: "true"}); err != nil {
-			return err
-		}
-		return setString(n, name, "data", "name")
-	})
 }
 
 // readKptfile decodes a Kptfile for reading only (edits go through YAML
@@ -263,45 +195,6 @@ func kptfileMirror(files map[string]string) (kptfileMirrors, error) {
 		m.metadata = &porchv1alpha1.PackageMetadata{Labels: kf.Metadata.Labels, Annotations: kf.Metadata.Annotations}
 	}
 	return m, nil
-}
-
-// render stands in for Porch rendering the package pipeline: no function
-// runs, but a Kptfile or YAML file that cannot be parsed fails the render,
-// as it would fail kpt.
-func render(files map[string]string) porchv1alpha1.RenderStatus {
-	rs := porchv1alpha1.RenderStatus{Result: kptfilev1.ResultList{}}
-	rs.Result.APIVersion = "kpt.dev/v1"
-	rs.Result.Kind = "FunctionResultList"
-	var problems []string
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		var err error
-		switch {
-		case path.Base(p) == kptfileName:
-			_, err = readKptfile(files[p])
-		case isKRMFile(p):
-			_, err = (&kio.ByteReader{Reader: strings.NewReader(files[p]), OmitReaderAnnotations: true}).Read()
-		}
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
-		}
-	}
-	if len(problems) > 0 {
-		rs.Err = "render failed: " + strings.Join(problems, "; ")
-		rs.Result.ExitCode = 1
-	}
-	return rs
-}
-
-// isKRMFile reports whether kpt reads a file as resources (Kptfiles are
-// handled on their own).
-func isKRMFile(p string) bool {
-	ext := path.Ext(p)
-	return ext == ".yaml" || ext == ".yml"
 }
 
 func copyFiles(files map[string]string) map[string]string {

@@ -196,7 +196,13 @@ func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runti
 		return nil, apierrors.NewInvalid(packageRevisionKind.gk, cur.Name, errs)
 	}
 	if from == porchv1alpha1.PackageRevisionLifecycleProposed && to == porchv1alpha1.PackageRevisionLifecyclePublished {
-		s.publishLocked(e)
+		// Porch records the authenticated user; porchsim's API server
+		// passes it in status.publishedBy of the request.
+		by := in.Status.PublishedBy
+		if by == "" {
+			by = publishedBy
+		}
+		s.publishLocked(e, by)
 		return e.obj.DeepCopyObject(), nil
 	}
 	obj := cur.DeepCopy()
@@ -210,14 +216,14 @@ func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runti
 // number of its package, publishedBy and the publish time, the
 // latest-revision label, and the package's placeholder (made at the first
 // publish) now holding its files.
-func (s *Sim) publishLocked(e *entry) {
+func (s *Sim) publishLocked(e *entry, by string) {
 	pr := e.obj.(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName
 	obj := pr.DeepCopy()
 	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
 	obj.Spec.Revision = s.nextRevisionLocked(ns, repo, pkg)
 	published := now()
-	obj.Status.PublishedBy = publishedBy
+	obj.Status.PublishedBy = by
 	obj.Status.PublishedAt = &published
 	s.replaceLocked(resPackageRevisions, e, obj)
 	s.recomputeLatestLocked(ns, repo, pkg)

@@ -173,6 +173,12 @@ func TestCloneSourceRules(t *testing.T) {
 	}
 }
 
+// TestCloneRecordsUpstream: a clone writes what real Porch writes (the
+// measured transcripts, which kptengine's tests match byte for byte): the
+// Kptfile's name, upstream and upstreamLock with .git URLs and no update
+// strategy, a kpt-merge comment and an upstream-identifier annotation on
+// every resource, and in a deployment repository package-context.yaml with
+// name and package-path.
 func TestCloneRecordsUpstream(t *testing.T) {
 	cases := map[string]struct {
 		repo, pkg          string
@@ -180,8 +186,9 @@ func TestCloneRecordsUpstream(t *testing.T) {
 		wantPackageContext bool
 	}{
 		"into a deployment repository": {repo: "deploy", pkg: "foo", wantName: "foo", wantPackageContext: true},
-		"nested package":               {repo: "deploy", pkg: "apps/foo", wantName: "foo", wantPackageContext: true},
-		"into a blueprint repository":  {repo: "blueprints", pkg: "app-copy", wantName: "app-copy"},
+		// Porch passes the whole package path as the package's name.
+		"nested package":              {repo: "deploy", pkg: "apps/foo", wantName: "apps/foo", wantPackageContext: true},
+		"into a blueprint repository": {repo: "blueprints", pkg: "app-copy", wantName: "app-copy"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -199,7 +206,7 @@ func TestCloneRecordsUpstream(t *testing.T) {
 			if kf.Metadata.Name != tc.wantName {
 				t.Errorf("Kptfile metadata.name = %q, want %q", kf.Metadata.Name, tc.wantName)
 			}
-			wantUpstream := &kptfilev1.Upstream{Type: "git", UpdateStrategy: "resource-merge",
+			wantUpstream := &kptfilev1.Upstream{Type: "git",
 				Git: &kptfilev1.Git{Repo: wantLock.Repo, Directory: wantLock.Directory, Ref: wantLock.Ref}}
 			if diff := cmp.Diff(wantUpstream, kf.Upstream); diff != "" {
 				t.Errorf("Kptfile upstream (-want +got):\n%s", diff)
@@ -210,11 +217,17 @@ func TestCloneRecordsUpstream(t *testing.T) {
 			if diff := cmp.Diff(&porchv1alpha1.UpstreamLock{Type: "git", Git: &wantLock}, pr.Status.UpstreamLock); diff != "" {
 				t.Errorf("status.upstreamLock (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(files[kptfileName], "# replaced by the package name") {
-				t.Errorf("the Kptfile lost its comment; it must be edited as YAML nodes:\n%s", files[kptfileName])
+			wantID := "kpt.dev|Kptfile|default|" + tc.wantName
+			if got := kf.Metadata.Annotations["internal.kpt.dev/upstream-identifier"]; got != wantID {
+				t.Errorf("Kptfile upstream-identifier = %q, want %q", got, wantID)
 			}
-			if files["deployment.yaml"] != deploymentYAML(1, "app:v1") {
-				t.Errorf("deployment.yaml was not copied verbatim:\n%s", files["deployment.yaml"])
+			for _, want := range []string{"metadata: # kpt-merge: /app\n", "internal.kpt.dev/upstream-identifier: 'apps|Deployment|default|app'", "name: app # the app"} {
+				if !strings.Contains(files["deployment.yaml"], want) {
+					t.Errorf("deployment.yaml lacks %q:\n%s", want, files["deployment.yaml"])
+				}
+			}
+			if conds := pr.Status.Conditions; len(conds) != 1 || conds[0].Type != "Rendered" || conds[0].Status != "True" {
+				t.Errorf("status.conditions = %+v, want Rendered True (Porch renders a new draft)", conds)
 			}
 
 			pc, ok := files[packageContextFile]
@@ -222,8 +235,9 @@ func TestCloneRecordsUpstream(t *testing.T) {
 				t.Fatalf("package-context.yaml present = %v, want %v", ok, tc.wantPackageContext)
 			}
 			if ok {
-				want := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n" +
-					"    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: " + tc.wantName + "\n"
+				want := "apiVersion: v1\nkind: ConfigMap\nmetadata: # kpt-merge: /kptfile.kpt.dev\n  name: kptfile.kpt.dev\n  annotations:\n" +
+					"    config.kubernetes.io/local-config: \"true\"\n    internal.kpt.dev/upstream-identifier: '|ConfigMap|default|kptfile.kpt.dev'\n" +
+					"data:\n  name: " + tc.wantName + "\n  package-path: " + tc.wantName + "\n"
 				if diff := cmp.Diff(want, pc); diff != "" {
 					t.Errorf("package-context.yaml (-want +got):\n%s", diff)
 				}
@@ -233,23 +247,19 @@ func TestCloneRecordsUpstream(t *testing.T) {
 }
 
 // TestClonedPackageContextIsRegenerated: a clone into a deployment
-// repository gets a fresh package-context.yaml named for the new package,
-// whatever the upstream held there (kpt's package context generator drops
-// existing package context resources).
+// repository gets package-context.yaml named for the new package, whatever
+// the upstream held in name and package-path.
 func TestClonedPackageContextIsRegenerated(t *testing.T) {
 	s, c := fixture(t)
 	files := blueprint(1, "app:v1", "readme\n")
-	files[packageContextFile] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\ndata:\n  name: app\n  region: eu\n"
+	files[packageContextFile] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: app\n  package-path: app\n"
 	if _, err := s.AddPublished(ns, "blueprints", "app", 2, files); err != nil {
 		t.Fatal(err)
 	}
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask("blueprints.app.v2")))
-	want, err := packageContext("foo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resources(t, s, pr.Name)[packageContextFile]; got != want {
-		t.Errorf("package-context.yaml = \n%s\nwant a fresh one:\n%s", got, want)
+	got := resources(t, s, pr.Name)[packageContextFile]
+	if !strings.Contains(got, "\n  name: foo\n") || !strings.Contains(got, "\n  package-path: foo\n") || strings.Contains(got, ": app\n") {
+		t.Errorf("package-context.yaml = \n%s\nwant name and package-path foo", got)
 	}
 }
 
@@ -771,7 +781,13 @@ func TestResourcesRenderAndMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prr.Spec.Resources[kptfileName] += `  readinessGates:
+	prr.Spec.Resources[kptfileName] = `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: foo
+info:
+  description: the app
+  readinessGates:
   - conditionType: config.injection.ConfigMap.region
 status:
   conditions:
@@ -790,7 +806,10 @@ status:
 	if diff := cmp.Diff([]porchv1alpha1.ReadinessGate{{ConditionType: "config.injection.ConfigMap.region"}}, pr.Spec.ReadinessGates); diff != "" {
 		t.Errorf("spec.readinessGates not mirrored from the Kptfile (-want +got):\n%s", diff)
 	}
-	wantConds := []porchv1alpha1.Condition{{Type: "config.injection.ConfigMap.region", Status: "False", Reason: "NoResourceSelected"}}
+	wantConds := []porchv1alpha1.Condition{
+		{Type: "config.injection.ConfigMap.region", Status: "False", Reason: "NoResourceSelected"},
+		{Type: "Rendered", Status: "True", Reason: "RenderSuccess"},
+	}
 	if diff := cmp.Diff(wantConds, pr.Status.Conditions); diff != "" {
 		t.Errorf("status.conditions not mirrored from the Kptfile (-want +got):\n%s", diff)
 	}

@@ -33,6 +33,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
 
 // publishedBy is recorded in status.publishedBy of revisions the Sim publishes.
@@ -102,9 +103,9 @@ type entry struct {
 }
 
 // New returns an empty Sim.
-func New() *Sim {
+func New(opts ...Option) *Sim {
 	s := &Sim{
-		engine:     imitation{},
+		engine:     engine{notBuiltin: kptengine.FailNotBuiltin},
 		objects:    map[string]map[objectKey]*entry{},
 		seqOf:      map[string]int64{},
 		uids:       map[types.UID]objectRef{},
@@ -116,6 +117,9 @@ func New() *Sim {
 	}
 	for _, k := range kinds {
 		s.objects[k.resource] = map[objectKey]*entry{}
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	cs := fake.NewSimpleClientset()
 	// Replace the object tracker's reactors: the tracker knows nothing of

@@ -148,6 +148,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	c.expectations.forget(pv.UID)
 	c.conflicts.Delete(pv.UID)
 	c.written.forget(pv.UID)
+	c.renderRetries.forget(pv.UID)
 	klog.FromContext(ctx).V(2).Info("Cleaned up; finalizer removed", "policy", deletionPolicy(pv))
 	return nil
 }

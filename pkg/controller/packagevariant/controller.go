@@ -68,6 +68,8 @@ type Controller struct {
 	// written holds the controller's own writes of variants that the
 	// cache may not show yet.
 	written *writtenVariants
+	// renderRetries paces the retries of drafts that failed to render.
+	renderRetries *renderRetries
 	// conflicts remembers, by variant UID, the winner each losing variant
 	// last reported, so a Conflict event is sent once per conflict.
 	conflicts sync.Map
@@ -94,17 +96,18 @@ func New(ctx context.Context, client versioned.Interface,
 	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
-		client:       client,
-		porch:        &porchWriter{client: client.PorchV1alpha1(), locks: repolock.New()},
-		pvLister:     pvInformer.Lister(),
-		pvIndexer:    pvInformer.Informer().GetIndexer(),
-		prLister:     prInformer.Lister(),
-		prIndexer:    prInformer.Informer().GetIndexer(),
-		expectations: newExpectations(),
-		written:      newWrittenVariants(),
-		queue:        workloop.NewQueue(ControllerName, m),
-		recorder:     recorder,
-		metrics:      m,
+		client:        client,
+		porch:         &porchWriter{client: client.PorchV1alpha1(), locks: repolock.New()},
+		pvLister:      pvInformer.Lister(),
+		pvIndexer:     pvInformer.Informer().GetIndexer(),
+		prLister:      prInformer.Lister(),
+		prIndexer:     prInformer.Informer().GetIndexer(),
+		expectations:  newExpectations(),
+		written:       newWrittenVariants(),
+		renderRetries: newRenderRetries(),
+		queue:         workloop.NewQueue(ControllerName, m),
+		recorder:      recorder,
+		metrics:       m,
 	}
 	c.syncHandler = c.sync
 	if injection == nil {

@@ -223,10 +223,16 @@ func (e *mutationError) Unwrap() error { return e.err }
 // and nothing it depends on has changed since: then nothing needs reading or
 // writing.
 func (c *Controller) upToDate(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	return c.inputsUnchanged(pv, pr, upstream) && !renderFailed(pv, pr.Name)
+}
+
+// inputsUnchanged reports whether the variant's last write went to pr and
+// nothing it was made from (the upstream, the variant's spec, the injected
+// objects) has changed since.
+func (c *Controller) inputsUnchanged(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
 	a := pv.Status.Applied
 	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
-		a.InputsDigest != "" && a.InputsDigest == c.inputsDigest(pv, upstream.Name, a.Injected) &&
-		!renderFailed(pv, pr.Name)
+		a.InputsDigest != "" && a.InputsDigest == c.inputsDigest(pv, upstream.Name, a.Injected)
 }
 
 // renderFailed reports whether the variant's last write to a revision
@@ -248,6 +254,13 @@ func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
 // pv.Status.Applied. It returns whether the files needed a change. A
 // pipeline that fails to render is a *renderError.
 func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, write bool, rendered map[string]porchv1alpha1.RenderStatus) (bool, error) {
+	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(pv, pr, upstream) {
+		// Only a retry of the failed render is left to do: on its
+		// backoff, not at every event.
+		if d := c.renderRetries.wait(pv.UID, pr.Name); d > 0 {
+			return false, &renderPending{draft: pr.Name, after: d}
+		}
+	}
 	prr, err := c.porch.getResources(ctx, pr)
 	if err != nil {
 		return false, err
@@ -268,14 +281,18 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 		prr.Spec.Resources = res.Files
 		updated, err := c.porch.updateResources(ctx, pr, prr)
 		if rerr, ok := isRenderError(err); ok {
-			rendered[pr.Name] = failedRender(rerr)
+			var kept map[string]string
 			if rerr.stored {
 				// Porch kept the files: remember them as the controller's
-				// own, so the draft is not taken for a person's edit later.
-				if kept, gerr := c.porch.getResources(ctx, pr); gerr == nil {
-					c.recordApplied(pv, pr, upstream, res.Candidates, kept.Spec.Resources)
+				// own, so the draft is not taken for a person's edit later,
+				// and read what each function said from its Kptfile.
+				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
+					kept = prr.Spec.Resources
+					c.recordApplied(pv, pr, upstream, res.Candidates, kept)
+					rerr.functions, _ = failedSteps(kept)
 				}
 			}
+			rendered[pr.Name] = failedRender(rerr, kept)
 			return true, err
 		}
 		if err != nil {
@@ -283,6 +300,7 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 		}
 		prr = updated
 		rendered[pr.Name] = updated.Status.RenderStatus
+		c.renderRetries.forget(pv.UID)
 		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
 	}
 	c.recordApplied(pv, pr, upstream, res.Candidates, prr.Spec.Resources)
@@ -302,15 +320,4 @@ func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstre
 		ResourcesDigest: resourcesDigest(files),
 		Injected:        injected,
 	}
-}
-
-// failedRender is the render status of a resources update Porch refused:
-// the pipeline's message, and a non-zero exit code (Porch answers with an
-// error, not with the function results).
-func failedRender(rerr *renderError) porchv1alpha1.RenderStatus {
-	rs := porchv1alpha1.RenderStatus{Err: rerr.details}
-	rs.Result.APIVersion = "kpt.dev/v1"
-	rs.Result.Kind = "FunctionResultList"
-	rs.Result.ExitCode = 1
-	return rs
 }

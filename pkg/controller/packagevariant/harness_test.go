@@ -26,6 +26,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -195,7 +196,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		h.mu.Lock()
 		h.inflight--
 		h.syncs[key]++
-		if err != nil {
+		// A failure reported in status and retried on the handler's own
+		// schedule is not work in hand.
+		if err != nil && !workloop.IsRetryAfter(err) {
 			h.failing[key] = err
 		} else {
 			delete(h.failing, key)

@@ -4,6 +4,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 )
 
 // TestLoopWritesIntoOneRepositoryNeverOverlap: two variants whose
@@ -37,4 +43,70 @@ func TestLoopWritesIntoOneRepositoryNeverOverlap(t *testing.T) {
 	if o := h.sim.Overlaps(); len(o) > 0 {
 		t.Errorf("writes overlapped: %v", o)
 	}
+}
+
+// brokenStarlark is a built-in function whose script does not parse: it
+// runs, and fails, in every render.
+var brokenStarlark = kptfilev1.Function{
+	Name:      "broken",
+	Image:     "ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5",
+	ConfigMap: map[string]string{"source": "def broken(:"},
+}
+
+// TestLoopRenderFailure: a variant whose pipeline cannot render is not
+// Ready (RenderFailed) and says which function failed and what it said; a
+// Warning event is recorded once; status.downstreamTargets[].renderStatus
+// tells the truth; the draft holds the variant's changes (Porch stores
+// them, push-on-render-failure) with Rendered=False, so Porch refuses to
+// propose it; retries are paced, not one per event; and once the variant is
+// fixed the draft renders and the variant is Ready.
+func TestLoopRenderFailure(t *testing.T) {
+	h := newHarness(t)
+	// No retry falls due during the test: any second write would come from
+	// the events of the first.
+	h.ctrl.renderRetries.mu.Lock()
+	h.ctrl.renderRetries.first, h.ctrl.renderRetries.max = time.Hour, time.Hour
+	h.ctrl.renderRetries.mu.Unlock()
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
+	h.create(pv)
+	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonRenderFailed)
+	for _, want := range []string{"the pipeline of deploy.app.packagevariant-1 failed to render", "PackageVariant.app.broken.0: ",
+		"got ':', want ')'", "Porch refuses to propose it until it renders"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("Ready message lacks %q:\n%s", want, cond.Message)
+		}
+	}
+	draft := h.revisions("app")[0].Name
+	files := h.files(draft)
+	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: gold")
+	mustContain(t, "Kptfile", files["Kptfile"], "reason: RenderFailed")
+	if err := h.sim.Propose(testNS, draft); err == nil {
+		t.Error("the draft that does not render was proposed")
+	}
+	h.eventually("the render status in downstreamTargets", func() bool {
+		v := h.variant("app")
+		return len(v.Status.DownstreamTargets) == 1 && v.Status.DownstreamTargets[0].RenderStatus.Err != "" &&
+			v.Status.DownstreamTargets[0].RenderStatus.Result.ExitCode != 0 && len(v.Status.DownstreamTargets[0].RenderStatus.Result.Items) > 0
+	})
+	// Each failed write stores files, and so an event; the retry still
+	// waits for its backoff, so this stays at the first write.
+	if n := h.sim.Requests()["update packagerevisionresources"]; n != 1 {
+		t.Errorf("%d resource updates soon after the failure, want 1 (retries are paced)", n)
+	}
+	if n := len(h.eventsMatching("RenderFailed")); n != 1 {
+		t.Errorf("%d RenderFailed events, want 1: %v", n, h.eventsMatching("RenderFailed"))
+	}
+
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Pipeline = nil })
+	h.waitReady("app")
+	h.settle()
+	files = h.files(draft)
+	mustContain(t, "Kptfile", files["Kptfile"], "reason: RenderSuccess")
+	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: gold")
+	if v := h.variant("app"); v.Status.DownstreamTargets[0].RenderStatus.Err != "" {
+		t.Errorf("renderStatus after the fix: %+v", v.Status.DownstreamTargets[0].RenderStatus)
+	}
+	h.expectRevisions("app", "packagevariant-1:Draft")
 }

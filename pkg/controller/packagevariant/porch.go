@@ -33,7 +33,10 @@ type renderError struct {
 	name    string
 	details string
 	stored  bool
-	err     error
+	// functions are the failed functions and what they said, when Porch
+	// stored the Kptfile that records them.
+	functions []string
+	err       error
 }
 
 func (e *renderError) Error() string {

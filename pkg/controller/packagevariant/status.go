@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -83,10 +84,14 @@ func setReady(pv *configv1alpha1.PackageVariant, message string) {
 func (c *Controller) reportRenderFailure(pv *configv1alpha1.PackageVariant, rerr *renderError) {
 	kept := "Porch stored nothing: the draft keeps the files it had"
 	if rerr.stored {
-		kept = "Porch stored the variant's changes unrendered, with a Rendered=False condition in the Kptfile; do not publish the draft"
+		kept = "Porch stored the variant's changes unrendered, and the draft's Kptfile says Rendered=False: Porch refuses to propose it until it renders"
+	}
+	said := rerr.details
+	if len(rerr.functions) > 0 {
+		said = strings.Join(rerr.functions, "; ")
 	}
 	msg := fmt.Sprintf("the pipeline of %s failed to render: %s. %s. Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff",
-		rerr.name, rerr.details, kept)
+		rerr.name, said, kept)
 	prev := meta.FindStatusCondition(pv.Status.Conditions, ConditionReady)
 	if prev == nil || prev.Reason != ReasonRenderFailed || prev.Message != msg {
 		c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRenderFailed, "%s", msg)

@@ -48,7 +48,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if errors.Is(syncErr, errDraftPending) {
 		syncErr = nil
 	}
-	if syncErr != nil && !apierrors.IsConflict(syncErr) && !workloop.IsReported(syncErr) {
+	if syncErr != nil && !apierrors.IsConflict(syncErr) && !workloop.IsRetryAfter(syncErr) {
 		// Say what fails while it is retried; the next success replaces it.
 		setNotReady(desired, ReasonError, fmt.Sprintf("%v; retrying", syncErr))
 	}
@@ -128,9 +128,13 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		setNotReady(pv, ReasonError, merr.Error()+"; fix the upstream package or the variant")
 		err = nil
 	}
+	var pending *renderPending
 	if rerr, ok := isRenderError(err); ok {
 		c.reportRenderFailure(pv, rerr)
-		err = workloop.Reported(err)
+		err = workloop.RetryAfter(c.renderRetries.failed(pv.UID, rerr.name), err)
+	} else if errors.As(err, &pending) {
+		// Still failing as reported; the status says so already.
+		err = workloop.RetryAfter(pending.after, nil)
 	}
 	setTargets(pv, st.targets(), st.rendered)
 	return err

@@ -6,6 +6,7 @@ package workloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -24,28 +25,46 @@ import (
 // 5ms, 10ms, 20ms ... 82s apart: about 2m45s of retrying in all.
 const MaxRetries = 15
 
-// Reported wraps an error the sync handler has already reported where a
-// person looks (a condition and an event), which keeps happening until
-// something changes: a package whose pipeline fails to render, say. The loop
-// retries such a key with backoff for as long as it fails and never drops
-// it, and a Tracker does not count it as work in hand: nothing will change
-// until the world does.
-func Reported(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &reportedError{err: err}
+// RetryAfter wraps an error the sync handler has already reported where a
+// person looks (a condition and an event) and that keeps happening until
+// something changes (a package whose pipeline fails to render, say), or
+// nothing at all (err nil: a wait that is not a failure). The loop syncs
+// the key again after d, on the handler's own backoff, for as long as it
+// takes; it never drops the key, and a Tracker does not count it as work
+// in hand: until d passes, nothing will change unless the world does (and
+// an event then syncs the key at once).
+func RetryAfter(d time.Duration, err error) error {
+	return &retryAfter{after: d, err: err}
 }
 
-type reportedError struct{ err error }
+type retryAfter struct {
+	after time.Duration
+	err   error
+}
 
-func (e *reportedError) Error() string { return e.err.Error() }
-func (e *reportedError) Unwrap() error { return e.err }
+func (e *retryAfter) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("waiting %s", e.after)
+	}
+	return e.err.Error()
+}
 
-// IsReported reports whether err is (or wraps) an error made by Reported.
-func IsReported(err error) bool {
-	var r *reportedError
-	return errors.As(err, &r)
+func (e *retryAfter) Unwrap() error { return e.err }
+
+// retryDelay returns the delay of an error made by RetryAfter.
+func retryDelay(err error) (time.Duration, bool) {
+	var r *retryAfter
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}
+
+// IsRetryAfter reports whether err is (or wraps) an error made by
+// RetryAfter.
+func IsRetryAfter(err error) bool {
+	_, ok := retryDelay(err)
+	return ok
 }
 
 // Queue is the workqueue type both controllers use: keys are namespace/name.
@@ -119,8 +138,8 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	retry := false
 	defer func() {
 		l.Queue.Done(key)
-		// A reported failure is retried, but it is not work in hand.
-		l.Tracker.finish(l.Name, key, retry && !IsReported(err))
+		// A scheduled retry is not work in hand.
+		l.Tracker.finish(l.Name, key, retry && !IsRetryAfter(err))
 	}()
 	if ctx.Err() != nil {
 		return false
@@ -138,13 +157,17 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 		logger.V(2).Info("Conflict; requeueing", "err", err)
 		retry = true
 		l.Queue.AddRateLimited(key)
-	case IsReported(err):
-		// Reported in the object's status already; keep trying, ever
-		// more slowly (the rate limiter caps the delay), never drop.
-		result = metrics.ResultError
-		logger.V(2).Info("Sync failed; reported, retrying with backoff", "err", err, "retries", l.Queue.NumRequeues(key))
+	case IsRetryAfter(err):
+		// Reported in the object's status already (or no failure at
+		// all): the handler chose when to try again; never drop it.
+		d, _ := retryDelay(err)
+		if errors.Unwrap(err) != nil {
+			result = metrics.ResultError
+			logger.V(2).Info("Sync failed; reported, retrying later", "err", err, "after", d)
+		}
 		retry = true
-		l.Queue.AddRateLimited(key)
+		l.Queue.Forget(key)
+		l.Queue.AddAfter(key, d)
 	case l.Queue.NumRequeues(key) < MaxRetries:
 		result = metrics.ResultError
 		logger.V(2).Info("Sync failed; retrying", "err", err, "retries", l.Queue.NumRequeues(key))

@@ -56,7 +56,7 @@ func (q *recordingQueue) record(op string, key cache.ObjectName) {
 
 func (q *recordingQueue) Add(key cache.ObjectName) { q.record("Add", key); q.Queue.Add(key) }
 func (q *recordingQueue) AddAfter(key cache.ObjectName, d time.Duration) {
-	q.record("AddAfter", key)
+	q.record("AddAfter", cache.ObjectName{Namespace: key.Namespace, Name: key.Name + " " + d.String()})
 	q.Queue.AddAfter(key, d)
 }
 func (q *recordingQueue) AddRateLimited(key cache.ObjectName) {
@@ -175,13 +175,17 @@ func TestProcessNext(t *testing.T) {
 			priorFailures: MaxRetries, err: conflict(),
 			wantCalls: []string{"AddRateLimited ns/a"}, wantRequeues: MaxRetries + 1, wantResult: metrics.ResultConflict,
 		},
-		"reported error is retried rate-limited": {
-			err:       Reported(errors.New("render failed")),
-			wantCalls: []string{"AddRateLimited ns/a"}, wantRequeues: 1, wantResult: metrics.ResultError,
+		"reported error is retried when the handler says": {
+			err:       RetryAfter(time.Minute, errors.New("render failed")),
+			wantCalls: []string{"Forget ns/a", "AddAfter ns/a 1m0s"}, wantResult: metrics.ResultError,
 		},
 		"reported error is never dropped": {
-			priorFailures: 3 * MaxRetries, err: fmt.Errorf("sync: %w", Reported(errors.New("render failed"))),
-			wantCalls: []string{"AddRateLimited ns/a"}, wantRequeues: 3*MaxRetries + 1, wantResult: metrics.ResultError,
+			priorFailures: 3 * MaxRetries, err: fmt.Errorf("sync: %w", RetryAfter(time.Second, errors.New("render failed"))),
+			wantCalls: []string{"Forget ns/a", "AddAfter ns/a 1s"}, wantResult: metrics.ResultError,
+		},
+		"a wait is no failure": {
+			err:       RetryAfter(time.Second, nil),
+			wantCalls: []string{"Forget ns/a", "AddAfter ns/a 1s"}, wantResult: metrics.ResultSuccess,
 		},
 	}
 	for name, tc := range cases {
@@ -232,7 +236,7 @@ func TestReportedFailureIsNotWorkInHand(t *testing.T) {
 		err      error
 		wantIdle bool
 	}{
-		"reported failure":   {err: Reported(errors.New("render failed")), wantIdle: true},
+		"reported failure":   {err: RetryAfter(time.Minute, errors.New("render failed")), wantIdle: true},
 		"unreported failure": {err: errors.New("boom"), wantIdle: false},
 		"success":            {wantIdle: true},
 	}
@@ -253,8 +257,8 @@ func TestReportedFailureIsNotWorkInHand(t *testing.T) {
 			}
 		})
 	}
-	if Reported(nil) != nil {
-		t.Error("Reported(nil) is not nil")
+	if !IsRetryAfter(RetryAfter(time.Second, nil)) {
+		t.Error("a wait is not recognised")
 	}
 }
 

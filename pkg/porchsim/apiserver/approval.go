@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -49,6 +50,10 @@ func (r *approval) Update(ctx context.Context, name string, objInfo rest.Updated
 	out, err := updateThrough(ctx, objInfo, validate,
 		func() (*porchv1alpha1.PackageRevision, error) { return client.Get(ctx, name, metav1.GetOptions{}) },
 		func(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+			// Porch records who approved: the authenticated user.
+			if u, ok := request.UserFrom(ctx); ok {
+				pr.Status.PublishedBy = u.GetName()
+			}
 			obj, err := r.sim.Invokes(clienttesting.NewUpdateSubresourceAction(
 				porchv1alpha1.SchemeGroupVersion.WithResource("packagerevisions"), "approval", ns, pr), &porchv1alpha1.PackageRevision{})
 			if err != nil {

@@ -227,6 +227,52 @@ type Status struct {
 	// Conditions of the package.
 	// +optional
 	Conditions []Condition `json:"conditions,omitempty"`
+	// RenderStatus is what the last render of the package's pipeline did,
+	// function by function; Porch (kpt 1.0.0-beta.62 and later) writes it
+	// with the Rendered condition.
+	// +optional
+	RenderStatus *RenderStatus `json:"renderStatus,omitempty"`
+}
+
+// RenderStatus is the outcome of rendering a package's pipeline.
+type RenderStatus struct {
+	// MutationSteps are the mutators that ran, in order.
+	// +optional
+	MutationSteps []PipelineStepResult `json:"mutationSteps,omitempty"`
+	// ValidationSteps are the validators that ran, in order.
+	// +optional
+	ValidationSteps []PipelineStepResult `json:"validationSteps,omitempty"`
+	// ErrorSummary names the failed steps, one per line, when the render
+	// failed.
+	// +optional
+	ErrorSummary string `json:"errorSummary,omitempty"`
+}
+
+// PipelineStepResult is the outcome of one function of the pipeline.
+type PipelineStepResult struct {
+	// Name of the function in the pipeline, if it has one.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Image of the function.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// ExecPath of the function, when it is an executable.
+	// +optional
+	ExecPath string `json:"exec,omitempty"`
+	// ExecutionError is why the function could not run at all.
+	// +optional
+	ExecutionError string `json:"executionError,omitempty"`
+	// Stderr is what the function wrote to its standard error.
+	// +optional
+	Stderr string `json:"stderr,omitempty"`
+	// ExitCode of the function.
+	ExitCode int `json:"exitCode"`
+	// Results are the function's structured messages.
+	// +optional
+	Results []ResultItem `json:"results,omitempty"`
+	// ErrorResults are the results of error severity.
+	// +optional
+	ErrorResults []ResultItem `json:"errorResults,omitempty"`
 }
 
 // ConditionStatus is "True", "False" or "Unknown".

@@ -77,6 +77,11 @@ func (in Pipeline) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PipelineStepResult) OpenAPIModelName() string {
+	return "dev.kpt.v1.PipelineStepResult"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RawValue) OpenAPIModelName() string {
 	return "dev.kpt.v1.RawValue"
 }
@@ -84,6 +89,11 @@ func (in RawValue) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReadinessGate) OpenAPIModelName() string {
 	return "dev.kpt.v1.ReadinessGate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RenderStatus) OpenAPIModelName() string {
+	return "dev.kpt.v1.RenderStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

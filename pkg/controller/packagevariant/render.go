@@ -1,0 +1,154 @@
+package packagevariant
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Render retries: a draft whose pipeline failed to render is written again
+// (so that Porch renders again) on a backoff of its own, 5s doubling to 5m,
+// for as long as it fails. Not sooner: Porch stores the failed files
+// (push-on-render-failure), and the event of that write would otherwise
+// make the variant render again at once, for ever. A change of the
+// variant's inputs (its spec, its upstream, an injected object) writes at
+// once, whatever the backoff.
+const (
+	renderRetryFirst = 5 * time.Second
+	renderRetryMax   = 5 * time.Minute
+)
+
+// renderRetries remembers, per variant, the draft whose render failed, how
+// often in a row, and when the next attempt is due.
+type renderRetries struct {
+	mu         sync.Mutex
+	now        func() time.Time
+	first, max time.Duration
+	m          map[types.UID]renderRetry
+}
+
+type renderRetry struct {
+	draft    string
+	failures int
+	next     time.Time
+}
+
+func newRenderRetries() *renderRetries {
+	return &renderRetries{now: time.Now, first: renderRetryFirst, max: renderRetryMax, m: map[types.UID]renderRetry{}}
+}
+
+// failed records a failed render of draft and returns how long to wait
+// before the next attempt.
+func (r *renderRetries) failed(uid types.UID, draft string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rr := r.m[uid]
+	if rr.draft != draft {
+		rr = renderRetry{draft: draft}
+	}
+	rr.failures++
+	d := r.first
+	for i := 1; i < rr.failures && d < r.max; i++ {
+		d *= 2
+	}
+	d = min(d, r.max)
+	rr.next = r.now().Add(d)
+	r.m[uid] = rr
+	return d
+}
+
+// wait is how long until the next attempt to render draft is due (0: now,
+// or nothing known, as after a restart).
+func (r *renderRetries) wait(uid types.UID, draft string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rr, ok := r.m[uid]
+	if !ok || rr.draft != draft {
+		return 0
+	}
+	return max(rr.next.Sub(r.now()), 0)
+}
+
+// forget drops what is known of a variant: its render succeeded, or it is
+// gone.
+func (r *renderRetries) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, uid)
+}
+
+// renderPending means a draft's last render failed, nothing it depends on
+// changed, and the next attempt is not due yet.
+type renderPending struct {
+	draft string
+	after time.Duration
+}
+
+func (e *renderPending) Error() string {
+	return fmt.Sprintf("the render of %s failed; next attempt in %s", e.draft, e.after.Round(time.Second))
+}
+
+// failedSteps reads, from the Kptfile Porch stored after a failed render
+// (push-on-render-failure), what each function of the pipeline did: the
+// failed ones as "<function>: <what it said>", and every step as a
+// function result, which is what the render status reports. Porch's API
+// error only says "function failure"; the Kptfile names the function and
+// carries its messages.
+func failedSteps(files map[string]string) (failed []string, results []kptfilev1.Result) {
+	var kf kptfilev1.KptFile
+	if err := yaml.Unmarshal([]byte(files["Kptfile"]), &kf); err != nil || kf.Status == nil || kf.Status.RenderStatus == nil {
+		return nil, nil
+	}
+	rs := kf.Status.RenderStatus
+	for _, step := range append(append([]kptfilev1.PipelineStepResult{}, rs.MutationSteps...), rs.ValidationSteps...) {
+		results = append(results, kptfilev1.Result{
+			Image: step.Image, ExecPath: step.ExecPath, Stderr: step.Stderr, ExitCode: step.ExitCode, Results: step.Results,
+		})
+		if step.ExitCode == 0 && step.ExecutionError == "" {
+			continue
+		}
+		who := step.Name
+		if who == "" {
+			who = step.Image
+		}
+		if who == "" {
+			who = step.ExecPath
+		}
+		var said []string
+		for _, r := range step.ErrorResults {
+			said = append(said, r.Message)
+		}
+		if step.ExecutionError != "" {
+			said = append(said, step.ExecutionError)
+		}
+		if len(said) == 0 && step.Stderr != "" {
+			said = append(said, strings.TrimSpace(step.Stderr))
+		}
+		if len(said) == 0 {
+			said = append(said, fmt.Sprintf("exit code %d", step.ExitCode))
+		}
+		failed = append(failed, fmt.Sprintf("%s: %s", who, strings.Join(said, "; ")))
+	}
+	return failed, results
+}
+
+// failedRender is the render status of a resources update Porch refused:
+// what the pipeline said, a non-zero exit code, and, when Porch stored the
+// files, the results of each function as its Kptfile records them.
+func failedRender(rerr *renderError, stored map[string]string) porchv1alpha1.RenderStatus {
+	rs := porchv1alpha1.RenderStatus{Err: rerr.details}
+	rs.Result.APIVersion = "kpt.dev/v1"
+	rs.Result.Kind = "FunctionResultList"
+	rs.Result.ExitCode = 1
+	if stored != nil {
+		_, rs.Result.Items = failedSteps(stored)
+	}
+	return rs
+}
