@@ -45,8 +45,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1.ObjectMeta{}.OpenAPIModelName():                           schema_pkg_apis_kptfile_v1_ObjectMeta(ref),
 		v1.PackageInfo{}.OpenAPIModelName():                          schema_pkg_apis_kptfile_v1_PackageInfo(ref),
 		v1.Pipeline{}.OpenAPIModelName():                             schema_pkg_apis_kptfile_v1_Pipeline(ref),
+		v1.PipelineStepResult{}.OpenAPIModelName():                   schema_pkg_apis_kptfile_v1_PipelineStepResult(ref),
 		v1.RawValue{}.OpenAPIModelName():                             schema_pkg_apis_kptfile_v1_RawValue(ref),
 		v1.ReadinessGate{}.OpenAPIModelName():                        schema_pkg_apis_kptfile_v1_ReadinessGate(ref),
+		v1.RenderStatus{}.OpenAPIModelName():                         schema_pkg_apis_kptfile_v1_RenderStatus(ref),
 		v1.ResourceIdentifier{}.OpenAPIModelName():                   schema_pkg_apis_kptfile_v1_ResourceIdentifier(ref),
 		v1.Result{}.OpenAPIModelName():                               schema_pkg_apis_kptfile_v1_Result(ref),
 		v1.ResultItem{}.OpenAPIModelName():                           schema_pkg_apis_kptfile_v1_ResultItem(ref),
@@ -729,6 +731,91 @@ func schema_pkg_apis_kptfile_v1_Pipeline(ref common.ReferenceCallback) common.Op
 	}
 }
 
+func schema_pkg_apis_kptfile_v1_PipelineStepResult(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PipelineStepResult is the outcome of one function of the pipeline.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the function in the pipeline, if it has one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"image": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Image of the function.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"exec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExecPath of the function, when it is an executable.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"executionError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExecutionError is why the function could not run at all.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stderr": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stderr is what the function wrote to its standard error.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"exitCode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExitCode of the function.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"results": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Results are the function's structured messages.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.ResultItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"errorResults": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ErrorResults are the results of error severity.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.ResultItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"exitCode"},
+			},
+		},
+		Dependencies: []string{
+			v1.ResultItem{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_kptfile_v1_RawValue(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -759,6 +846,54 @@ func schema_pkg_apis_kptfile_v1_ReadinessGate(ref common.ReferenceCallback) comm
 				Required: []string{"conditionType"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_kptfile_v1_RenderStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RenderStatus is the outcome of rendering a package's pipeline.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mutationSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MutationSteps are the mutators that ran, in order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.PipelineStepResult{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"validationSteps": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ValidationSteps are the validators that ran, in order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.PipelineStepResult{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"errorSummary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ErrorSummary names the failed steps, one per line, when the render failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.PipelineStepResult{}.OpenAPIModelName()},
 	}
 }
 
@@ -1070,11 +1205,17 @@ func schema_pkg_apis_kptfile_v1_Status(ref common.ReferenceCallback) common.Open
 							},
 						},
 					},
+					"renderStatus": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RenderStatus is what the last render of the package's pipeline did, function by function; Porch (kpt 1.0.0-beta.62 and later) writes it with the Rendered condition.",
+							Ref:         ref(v1.RenderStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Condition{}.OpenAPIModelName()},
+			v1.Condition{}.OpenAPIModelName(), v1.RenderStatus{}.OpenAPIModelName()},
 	}
 }
 
