@@ -5,7 +5,7 @@ BIN := bin
 BINARIES := variant-controller variantctl porchsim-apiserver
 GO_PACKAGES := ./...
 
-.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help vet help
+.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help verify-deps vet help
 
 all: build
 
@@ -31,7 +31,7 @@ bench: ## Run the fleet benchmark: 100, 1,000 and 10,000 variants, each phase on
 generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
 	hack/update-codegen.sh
 
-verify: verify-codegen verify-gofmt verify-make-help vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions.
+verify: verify-codegen verify-gofmt verify-make-help verify-deps vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions, the controller binary links no kpt.
 
 verify-codegen:
 	hack/verify-codegen.sh
@@ -42,6 +42,9 @@ verify-gofmt:
 
 verify-make-help:
 	@hack/verify-make-help.sh
+
+verify-deps:
+	@hack/verify-deps.sh
 
 vet:
 	$(GO) vet $(GO_PACKAGES)
@@ -54,10 +57,13 @@ cluster-up: ## Start a local control plane on 127.0.0.1; `hack/local-cluster.sh 
 cluster-down: ## Stop the local control plane and remove its state.
 	hack/local-cluster.sh down
 
-.PHONY: e2e dev-up dev-down
+.PHONY: e2e e2e-porch dev-up dev-down
 
 e2e: ## End-to-end tests on a fresh local control plane (builds Kubernetes once, ~15 min cold).
 	hack/e2e.sh
+
+e2e-porch: ## End-to-end tests against the real Porch server and porchsim, audit log on (builds Porch once, 10-18 min cold).
+	hack/e2e-porch.sh
 
 dev-up: ## A local cluster with Porch's API, the controller and the example fleet, to try with kubectl.
 	hack/dev.sh up

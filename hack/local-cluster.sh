@@ -5,7 +5,8 @@
 #
 #   hack/local-cluster.sh up      start it (or say it is already up)
 #   hack/local-cluster.sh down    stop it and remove its state directory
-#   hack/local-cluster.sh env     print `export KUBECONFIG=... PATH=...`
+#   hack/local-cluster.sh env     print `export KUBECONFIG=... PATH=...` (and
+#                                 KUBE_AUDIT_LOG=... when auditing is on)
 #   hack/local-cluster.sh build   only build (or find) the cached binaries
 #
 #   eval "$(hack/local-cluster.sh env)"; kubectl get ns
@@ -37,6 +38,21 @@
 # the front-proxy-client certificate (pki/front-proxy-ca.crt) and
 # X-Remote-User/X-Remote-Group headers.
 #
+# Auditing (APISERVER_AUDIT_POLICY): --audit-log-mode=blocking writes each
+# event with one write(2) to the file before the request's handler returns,
+# and the response is finished (last bytes, end of stream) only after the
+# handler returns: once a client has its whole answer, the request's final
+# event (ResponseComplete, or Panic) is in the file. (The exceptions: a
+# request that hits the apiserver's timeout gets its 504 first and its event
+# when the handler finally ends; a watch whose client goes away ends when
+# the apiserver notices.) The batch mode queues events for a goroutine that
+# writes them later (no bound on when a client can expect its request in
+# the file) and drops events when its buffer is full. --audit-log-maxsize=0
+# writes to the file as it is (opened O_APPEND), with no rotation at all:
+# the default of 100 MB would rename the file in the middle of a run, under
+# a reader that holds an offset into it. Requests proxied to aggregated API
+# servers (porch.kpt.dev) are audited by the kube-apiserver like its own.
+#
 # Environment (all optional):
 #   CLUSTER_DIR            state: certificates, kubeconfigs, etcd data, PIDs,
 #                          logs/ (default /tmp/variant-controller-cluster)
@@ -48,6 +64,12 @@
 #   SERVICE_CLUSTER_IP_RANGE  (default 10.0.0.0/24)
 #   KCM_CONTROLLERS        kube-controller-manager --controllers value
 #   CLUSTER_WAIT_TIMEOUT   seconds `up` waits for readiness (default 120)
+#   APISERVER_AUDIT_POLICY an audit policy file (audit.k8s.io/v1 Policy, e.g.
+#                          hack/e2e-porch/audit-policy.yaml): `up` copies it
+#                          to ${CLUSTER_DIR}/audit-policy.yaml and the
+#                          apiserver writes one JSON event per line to
+#                          ${CLUSTER_DIR}/logs/audit.log (`env` prints it as
+#                          KUBE_AUDIT_LOG). Unset: no auditing. See "Auditing".
 #   STOP_TIMEOUT           seconds `down` waits after SIGTERM before SIGKILL
 #                          (default 15)
 set -o errexit
@@ -90,6 +112,10 @@ BINARIES=(kube-apiserver kube-controller-manager kubectl)
 COMPONENTS=(kube-controller-manager kube-apiserver etcd)
 # Only a directory holding this file is ever removed by `down`.
 MARKER=".variant-controller-cluster"
+# With auditing on, the policy is copied here; `env` and `up` look for it to
+# know whether the cluster audits.
+AUDIT_POLICY_COPY="audit-policy.yaml"
+AUDIT_LOG_NAME="logs/audit.log"
 
 log() {
     echo "local-cluster: $*" >&2
@@ -389,9 +415,34 @@ remove_state_dir() {
     rm -rf "${CLUSTER_DIR}"
 }
 
+# check_audit_policy resolves APISERVER_AUDIT_POLICY to an absolute path and
+# checks that it is a readable file (its contents are the apiserver's to
+# validate: a bad policy makes it exit, and `up` shows its log).
+check_audit_policy() {
+    [ -n "${APISERVER_AUDIT_POLICY:-}" ] || return 0
+    { [ -f "${APISERVER_AUDIT_POLICY}" ] && [ -r "${APISERVER_AUDIT_POLICY}" ]; } ||
+        die "APISERVER_AUDIT_POLICY=${APISERVER_AUDIT_POLICY} is not a readable file"
+    APISERVER_AUDIT_POLICY="$(cd "$(dirname "${APISERVER_AUDIT_POLICY}")" && pwd -P)/$(basename "${APISERVER_AUDIT_POLICY}")"
+}
+
+# audit_matches succeeds when the running cluster audits as asked: with the
+# same policy when APISERVER_AUDIT_POLICY is set, not at all otherwise.
+audit_matches() {
+    if [ -n "${APISERVER_AUDIT_POLICY:-}" ]; then
+        cmp -s "${APISERVER_AUDIT_POLICY}" "${CLUSTER_DIR}/${AUDIT_POLICY_COPY}"
+    else
+        [ ! -f "${CLUSTER_DIR}/${AUDIT_POLICY_COPY}" ]
+    fi
+}
+
 cmd_up() {
+    check_audit_policy
     if [ -f "${CLUSTER_DIR}/${MARKER}" ]; then
         if all_running; then
+            # The audit settings are fixed at start; a caller that asked for
+            # them must not get a cluster without (or with other) ones.
+            audit_matches ||
+                die "the cluster in ${CLUSTER_DIR} is running with other audit settings than APISERVER_AUDIT_POLICY=${APISERVER_AUDIT_POLICY:-} asks for; run ${SELF} down first"
             # Running but perhaps busy: wait rather than replace a cluster
             # someone is using.
             DEADLINE=$(($(date +%s) + CLUSTER_WAIT_TIMEOUT))
@@ -433,6 +484,20 @@ ETCD_PEER_PORT=${ETCD_PEER_PORT}
 APISERVER_PORT=${APISERVER_PORT}
 KCM_PORT=${KCM_PORT}
 EOF
+    local audit_flags=()
+    if [ -n "${APISERVER_AUDIT_POLICY:-}" ]; then
+        # A copy: editing the repository's file during a run changes nothing,
+        # and `env` knows from it that this cluster audits.
+        cp "${APISERVER_AUDIT_POLICY}" "${CLUSTER_DIR}/${AUDIT_POLICY_COPY}"
+        # Blocking, no rotation, JSON: see "Auditing" at the top of this file.
+        audit_flags=(
+            --audit-policy-file="${CLUSTER_DIR}/${AUDIT_POLICY_COPY}"
+            --audit-log-path="${CLUSTER_DIR}/${AUDIT_LOG_NAME}"
+            --audit-log-format=json
+            --audit-log-mode=blocking
+            --audit-log-maxsize=0
+        )
+    fi
     log "generating certificates in ${PKI}"
     gen_pki
     write_kubeconfig "${CLUSTER_DIR}/kubeconfig" admin
@@ -458,7 +523,7 @@ EOF
     # --endpoint-reconciler-type=none: the advertise address is loopback, which
     # an Endpoints object may not hold, and nothing without pods needs the
     # `kubernetes` Service's endpoints.
-    log "starting kube-apiserver on https://127.0.0.1:${APISERVER_PORT}"
+    log "starting kube-apiserver on https://127.0.0.1:${APISERVER_PORT}${APISERVER_AUDIT_POLICY:+, audit log ${CLUSTER_DIR}/${AUDIT_LOG_NAME}}"
     start kube-apiserver "${BIN_DIR}/kube-apiserver" \
         --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
         --bind-address=127.0.0.1 \
@@ -480,7 +545,8 @@ EOF
         --proxy-client-cert-file="${PKI}/front-proxy-client.crt" \
         --proxy-client-key-file="${PKI}/front-proxy-client.key" \
         --enable-aggregator-routing=false \
-        --endpoint-reconciler-type=none
+        --endpoint-reconciler-type=none \
+        "${audit_flags[@]}"
     wait_for kube-apiserver "kube-apiserver's /readyz" readyz_ok
 
     log "starting kube-controller-manager (${KCM_CONTROLLERS})"
@@ -528,6 +594,9 @@ cmd_env() {
     printf 'export KUBECONFIG=%q\n' "${CLUSTER_DIR}/kubeconfig"
     # shellcheck disable=SC2016 # $PATH is for the shell that evaluates this.
     printf 'export PATH=%q:"$PATH"\n' "${BIN_DIR}"
+    if [ -f "${CLUSTER_DIR}/${AUDIT_POLICY_COPY}" ]; then
+        printf 'export KUBE_AUDIT_LOG=%q\n' "${CLUSTER_DIR}/${AUDIT_LOG_NAME}"
+    fi
 }
 
 usage() {

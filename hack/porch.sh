@@ -10,7 +10,9 @@
 #   hack/porch.sh up        start Porch against the running local cluster
 #   hack/porch.sh down      stop what `up` started (not the cluster)
 #   hack/porch.sh env       print `export PORCH_GIT_URL=... PORCH_BIN=...
-#                           PORCH_LOG_DIR=...`
+#                           PORCH_LOG_DIR=... PORCH_PORT=...` (PORCH_PORT:
+#                           the server's port on 127.0.0.1, which the
+#                           APIService points at; empty when not up)
 #
 #   hack/local-cluster.sh up && hack/porch.sh up
 #   eval "$(hack/local-cluster.sh env)"; eval "$(hack/porch.sh env)"
@@ -802,12 +804,14 @@ cmd_env() {
     else
         log "warning: Porch is not up in ${STATE_DIR}; run ${SELF} up"
         PORCH_GIT_URL=""
+        PORCH_PORT=""
         compute_bin_dir
         bin="${BIN_DIR}"
     fi
     printf 'export PORCH_GIT_URL=%q\n' "${PORCH_GIT_URL}"
     printf 'export PORCH_BIN=%q\n' "${bin}"
     printf 'export PORCH_LOG_DIR=%q\n' "${STATE_DIR}/logs"
+    printf 'export PORCH_PORT=%q\n' "${PORCH_PORT}"
 }
 
 usage() {

@@ -84,6 +84,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // is cancelled.
 func serve(ctx context.Context, o *options) error {
 	sim := porchsim.New()
+	// Real Porch can lose one of two overlapping writes into a repository;
+	// a client that makes them is broken. Say so where its author looks.
+	sim.OnOverlap(func(ov porchsim.Overlap) {
+		klog.FromContext(ctx).Error(nil, "Overlapping writes into one repository; real Porch can lose one of them",
+			"overlap", ov.String())
+	})
 	if o.repositoriesFrom != "" {
 		repos, err := readRepositories(o.repositoriesFrom)
 		if err != nil {

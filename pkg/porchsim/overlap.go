@@ -41,6 +41,9 @@ type writes struct {
 	seq      int64
 	overlaps []Overlap
 	hook     func(namespace, repository, what string)
+	// onOverlap, when set, hears of each overlap as it happens (under the
+	// lock: it must not call back into the Sim).
+	onOverlap func(Overlap)
 }
 
 type repoRef struct{ namespace, repository string }
@@ -69,7 +72,11 @@ func (w *writes) begin(repo repoRef, rev revisionRef, what string) (*write, erro
 		return nil, conflictInProgress(rev.namespace, rev.name)
 	}
 	for _, other := range w.inflight[repo] {
-		w.overlaps = append(w.overlaps, Overlap{Namespace: repo.namespace, Repository: repo.repository, First: other, Second: what})
+		o := Overlap{Namespace: repo.namespace, Repository: repo.repository, First: other, Second: what}
+		w.overlaps = append(w.overlaps, o)
+		if w.onOverlap != nil {
+			w.onOverlap(o)
+		}
 		break
 	}
 	w.seq++
@@ -115,6 +122,15 @@ func (s *Sim) OnWrite(f func(namespace, repository, what string)) {
 	s.writes.mu.Lock()
 	defer s.writes.mu.Unlock()
 	s.writes.hook = f
+}
+
+// OnOverlap makes f hear of every overlap as it is recorded (see
+// Overlaps), for a server that has no test to fail: porchsim-apiserver logs
+// them. f must not call the Sim.
+func (s *Sim) OnOverlap(f func(Overlap)) {
+	s.writes.mu.Lock()
+	defer s.writes.mu.Unlock()
+	s.writes.onOverlap = f
 }
 
 // WritesInProgress is how many writes into a repository clients have made

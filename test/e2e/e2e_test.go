@@ -24,6 +24,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
 // TestCRDsKeepEverySampleField applies every sample of our CRDs (and
@@ -215,14 +216,14 @@ func TestLeaderHandover(t *testing.T) {
 	eventually(t, a, "2 Ready variants", func() (bool, string) { return fleetReady(ctx, ns, 2) })
 
 	leader, standby := a, b
-	if !strings.Contains(a.out.String(), "Became leader") {
+	if !strings.Contains(a.Output(), "Became leader") {
 		leader, standby = b, a
 	}
-	if !strings.Contains(leader.out.String(), "Became leader") {
-		t.Fatalf("neither process leads\n%s\n%s", a.tail(), b.tail())
+	if !strings.Contains(leader.Output(), "Became leader") {
+		t.Fatalf("neither process leads\n%s\n%s", a.Tail(), b.Tail())
 	}
 	before := leaseHolder(t, ctx)
-	leader.kill()
+	leader.Kill()
 	killed := time.Now()
 	// Work that arrives while nobody leads.
 	repository(t, ns, "site-3", true, map[string]string{"env": "prod"})
@@ -259,7 +260,7 @@ const (
 )
 
 // startController runs the binary as the controller's ServiceAccount.
-func startController(t *testing.T, name string, leaderElect bool) *process {
+func startController(t *testing.T, name string, leaderElect bool) *e2eutil.Process {
 	t.Helper()
 	args := []string{
 		"--kubeconfig", env.saKubeconfig,
@@ -274,16 +275,16 @@ func startController(t *testing.T, name string, leaderElect bool) *process {
 	if !leaderElect {
 		args = append(args, "--leader-elect=false")
 	}
-	p, err := start(name, filepath.Join(env.bin, "variant-controller"), args...)
+	p, err := e2eutil.Start(name, filepath.Join(env.bin, "variant-controller"), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if !p.exited() {
-			p.stop()
+		if !p.Exited() {
+			_ = p.Stop()
 		}
 		if t.Failed() {
-			t.Log(p.tail())
+			t.Log(p.Tail())
 		}
 	})
 	return p
@@ -413,7 +414,7 @@ func downstreamRevisions(ctx context.Context, ns string) map[string][]string {
 
 // eventually polls cond until it holds or the timeout; on failure it shows
 // the last state and the controller's output.
-func eventually(t *testing.T, p *process, what string, cond func() (bool, string)) {
+func eventually(t *testing.T, p *e2eutil.Process, what string, cond func() (bool, string)) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(context.Context) (bool, error) {
@@ -422,7 +423,7 @@ func eventually(t *testing.T, p *process, what string, cond func() (bool, string
 		return ok, nil
 	})
 	if err != nil {
-		t.Fatalf("timed out waiting for %s; last state: %s\n%s", what, last, p.tail())
+		t.Fatalf("timed out waiting for %s; last state: %s\n%s", what, last, p.Tail())
 	}
 }
 
