@@ -327,7 +327,7 @@ func TestRenderFailure(t *testing.T) {
 	r := variantctl(t, "render", "-f", "testdata/broken-function.yaml", "--package", examplesPackage)
 	r.want(t, exitNotReady)
 	for _, want := range []string{"PackageVariant team/broken is not Ready", "Ready=False (RenderFailed)",
-		"PackageVariant.broken.broken-script.0: ", "want ')'"} {
+		"PackageVariant.broken.broken-script.0 (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): ", "want ')'"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

@@ -291,19 +291,25 @@ func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
 // syncPlaceholderLocked makes the package's branch hold the revision just
 // published: Porch shows the branch as the placeholder revision
 // <repo>.<package>.main (revision -1, Published, no labels), made at the
-// package's first publish; its task names the first revision published.
+// package's first publish, with the files, tasks and upstream lock of the
+// latest revision published.
 func (s *Sim) syncPlaceholderLocked(published *entry) {
 	pub := published.obj.(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pub.Namespace, pub.Spec.RepositoryName, pub.Spec.PackageName
+	mirror := func(ph *porchv1alpha1.PackageRevision) {
+		ph.Spec.Tasks = pub.DeepCopy().Spec.Tasks
+		ph.Status.UpstreamLock = pub.Status.UpstreamLock.DeepCopy()
+		ph.Status.PublishedBy = pub.Status.PublishedBy
+		ph.Status.PublishedAt = pub.Status.PublishedAt.DeepCopy()
+		mirrorKptfile(ph, published.files)
+	}
 	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
 		pr := e.obj.(*porchv1alpha1.PackageRevision)
 		if !isPlaceholder(pr) {
 			continue
 		}
 		obj := pr.DeepCopy()
-		obj.Status.PublishedBy = pub.Status.PublishedBy
-		obj.Status.PublishedAt = pub.Status.PublishedAt.DeepCopy()
-		mirrorKptfile(obj, published.files)
+		mirror(obj)
 		e.files = copyFiles(published.files)
 		s.replaceLocked(resPackageRevisions, e, obj)
 		return
@@ -316,18 +322,9 @@ func (s *Sim) syncPlaceholderLocked(published *entry) {
 			WorkspaceName:  placeholderWorkspace,
 			Revision:       porchv1alpha1.PlaceholderRevision,
 			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
-			Tasks: []porchv1alpha1.Task{{
-				Type: porchv1alpha1.TaskTypeEdit,
-				Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: pub.Name}},
-			}},
 		},
-		Status: porchv1alpha1.PackageRevisionStatus{
-			UpstreamLock: &porchv1alpha1.UpstreamLock{},
-			Deployment:   pub.Status.Deployment,
-			PublishedBy:  pub.Status.PublishedBy,
-			PublishedAt:  pub.Status.PublishedAt.DeepCopy(),
-		},
+		Status: porchv1alpha1.PackageRevisionStatus{Deployment: pub.Status.Deployment},
 	}
-	mirrorKptfile(ph, published.files)
+	mirror(ph)
 	s.insertLocked(resPackageRevisions, ph, copyFiles(published.files))
 }

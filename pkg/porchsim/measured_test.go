@@ -22,6 +22,15 @@ import (
 // brokenYAML fails every render: kpt cannot parse it.
 const brokenYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata: [unclosed\n"
 
+// failingPipeline is a Kptfile pipeline whose one function, built into
+// Porch, runs and fails: its script does not parse.
+const failingPipeline = `pipeline:
+  mutators:
+  - image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5
+    configMap:
+      source: "def broken(:"
+`
+
 // TestUIDsDerivedFromName: Porch derives a revision's UID from its
 // namespace and name, so a revision deleted and created again has the
 // same UID (and a UID precondition tells the two apart no better).
@@ -87,7 +96,7 @@ func TestReferencedUpstreamIsNotDeleted(t *testing.T) {
 // TestPlaceholderAppearsAtFirstPublish: the first publish of a package,
 // upstream or downstream, makes <repo>.<package>.main (revision -1,
 // Published, workspace main, never labelled latest), which then holds the
-// latest published files; its task names the first published revision.
+// latest published files, tasks and upstream lock.
 func TestPlaceholderAppearsAtFirstPublish(t *testing.T) {
 	s, c := fixture(t)
 	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
@@ -101,8 +110,7 @@ func TestPlaceholderAppearsAtFirstPublish(t *testing.T) {
 	want := porchv1alpha1.PackageRevisionSpec{
 		PackageName: "foo", RepositoryName: "deploy", WorkspaceName: "main", Revision: -1,
 		Lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished,
-		Tasks: []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeEdit,
-			Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: draft.Name}}}},
+		Tasks:     []porchv1alpha1.Task{cloneTask(upstreamV1)},
 	}
 	got := ph.Spec
 	got.ReadinessGates, got.PackageMetadata = nil, nil
@@ -114,6 +122,9 @@ func TestPlaceholderAppearsAtFirstPublish(t *testing.T) {
 	}
 	if ph.Status.SelfLock == nil || ph.Status.SelfLock.Git == nil || ph.Status.SelfLock.Git.Ref != "main" {
 		t.Errorf("placeholder selfLock %+v, want ref main", ph.Status.SelfLock)
+	}
+	if diff := cmp.Diff(getPR(t, c, draft.Name).Status.UpstreamLock, ph.Status.UpstreamLock); diff != "" {
+		t.Errorf("placeholder upstreamLock (-published +placeholder):\n%s", diff)
 	}
 	if diff := cmp.Diff(resources(t, s, draft.Name), resources(t, s, ph.Name)); diff != "" {
 		t.Errorf("placeholder files (-published +placeholder):\n%s", diff)
@@ -272,15 +283,18 @@ func TestPushOnRenderFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prr.Spec.Resources["broken.yaml"] = brokenYAML
+		prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
 		_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 		details, stored := helper.RenderFailureDetails(err)
 		if !apierrors.IsInternalError(err) || details == "" || stored != push {
 			t.Errorf("push=%v: got %v (stored=%v), want Porch's 500 render failure", push, err, stored)
 		}
 		after := resources(t, s, pr.Name)
-		if _, ok := after["broken.yaml"]; ok != push {
-			t.Errorf("push=%v: broken.yaml stored: %v", push, ok)
+		if got := strings.Contains(after[kptfileName], "def broken(:"); got != push {
+			t.Errorf("push=%v: the failing pipeline stored: %v", push, got)
+		}
+		if push && !strings.Contains(after[kptfileName], "reason: RenderFailed") {
+			t.Errorf("the stored Kptfile does not record the failure:\n%s", after[kptfileName])
 		}
 		if !push {
 			if diff := cmp.Diff(before, after); diff != "" {
@@ -435,5 +449,28 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatalf("condition not met within %v", wait)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestResourcesUpdateHealsComments: Porch copies the comments a resources
+// update lost back from the stored files before it renders ("heals" the
+// update): a client that rewrote a map keeps its comments.
+func TestResourcesUpdateHealsComments(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(prr.Spec.Resources["deployment.yaml"], "# the app") {
+		t.Fatalf("the clone lost the comment already:\n%s", prr.Spec.Resources["deployment.yaml"])
+	}
+	prr.Spec.Resources["deployment.yaml"] = strings.Replace(prr.Spec.Resources["deployment.yaml"], " # the app", "", 1)
+	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := resources(t, s, pr.Name)["deployment.yaml"]; !strings.Contains(got, "name: app # the app") {
+		t.Errorf("the update's lost comment was not healed:\n%s", got)
 	}
 }

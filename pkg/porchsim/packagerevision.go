@@ -18,6 +18,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
 
 // placeholderWorkspace is the workspace of the placeholder revision that
@@ -574,8 +575,9 @@ func resourcesOf(e *entry, rs *porchv1alpha1.RenderStatus) *porchv1alpha1.Packag
 	return prr
 }
 
-// updateResourcesLocked stores the files of a Draft after rendering them,
-// as Porch does. A failed render stores nothing and answers 500, unless the
+// updateResourcesLocked stores the files of a Draft after healing (the
+// comments an update lost are copied back from the stored files) and
+// rendering them, as Porch does. A failed render stores nothing and answers 500, unless the
 // revision asks to keep its files anyway (porch.kpt.dev/push-on-render-
 // failure): then the files sent are stored, with the Kptfile recording the
 // failure, and the answer is still a 500.
@@ -594,7 +596,12 @@ func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevision
 	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
 		return nil, refuse("cannot update a package revision with lifecycle value %q; package must be Draft", pr.Spec.Lifecycle)
 	}
-	rendered := s.render(copyFiles(in.Spec.Resources))
+	// Porch puts back the comments the update lost, then renders.
+	healed, err := kptengine.Heal(e.files, in.Spec.Resources)
+	if err != nil {
+		return nil, refuse("failed to heal resources: %v", err)
+	}
+	rendered := s.render(healed)
 	if rendered.failed {
 		if pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
 			return nil, refuse("%s%sDetails: %s", helper.RenderFailedMessage, helper.RenderFailedNotStored, rendered.message)

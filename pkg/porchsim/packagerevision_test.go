@@ -814,13 +814,14 @@ status:
 		t.Errorf("status.conditions not mirrored from the Kptfile (-want +got):\n%s", diff)
 	}
 
-	// A broken Kptfile fails the render, and a failed render is an API
-	// error (500) that stores nothing, as real Porch answers it.
+	// A Kptfile that does not parse is refused before the render, when
+	// Porch heals the update (copies comments back): a 500 that stores
+	// nothing.
 	before := resources(t, s, draft.Name)
 	got.Spec.Resources[kptfileName] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: [unclosed\n"
 	_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, got, metav1.UpdateOptions{})
-	if !apierrors.IsInternalError(err) || !helper.IsRenderFailure(err) {
-		t.Fatalf("update with a broken Kptfile: got %v, want Porch's 500 render failure", err)
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed to heal resources") {
+		t.Fatalf("update with a broken Kptfile: got %v, want Porch's 500 \"failed to heal resources\"", err)
 	}
 	if diff := cmp.Diff(before, resources(t, s, draft.Name)); diff != "" {
 		t.Errorf("a failed render stored files (-before +after):\n%s", diff)

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -172,6 +173,33 @@ func (s *Sim) AddRepository(namespace, name string, deployment bool, labels map[
 				Branch: "main",
 			},
 		},
+	}
+	s.insertLocked(resRepositories, repo, nil)
+	return repo.DeepCopy()
+}
+
+// PutRepository stores a Repository as given (name, namespace, labels,
+// annotations, spec), or updates the one of that name: what a server that
+// mirrors the cluster's Repositories needs, so that git URLs in locks are
+// the Repository's own, as Porch writes them.
+func (s *Sim) PutRepository(in *configv1alpha1.Repository) *configv1alpha1.Repository {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := objectKey{in.Namespace, in.Name}
+	if e, ok := s.objects[resRepositories][key]; ok {
+		repo := e.obj.(*configv1alpha1.Repository).DeepCopy()
+		repo.Labels = maps.Clone(in.Labels)
+		repo.Annotations = maps.Clone(in.Annotations)
+		if !equality.Semantic.DeepEqual(repo.Spec, in.Spec) {
+			repo.Spec = *in.Spec.DeepCopy()
+			repo.Generation++
+		}
+		s.replaceLocked(resRepositories, e, repo)
+		return repo.DeepCopy()
+	}
+	repo := &configv1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: in.Name, Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations)},
+		Spec:       *in.Spec.DeepCopy(),
 	}
 	s.insertLocked(resRepositories, repo, nil)
 	return repo.DeepCopy()

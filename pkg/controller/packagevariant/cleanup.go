@@ -32,7 +32,7 @@ func (c *Controller) addFinalizer(ctx context.Context, pv *configv1alpha1.Packag
 	if err != nil {
 		return nil, fmt.Errorf("add finalizer to PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
-	c.written.record(pv.ResourceVersion, updated)
+	c.written.Record(pv.ResourceVersion, updated)
 	return updated, nil
 }
 
@@ -142,13 +142,20 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 		}
 	}
 	upd.Finalizers = kept
-	if _, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	removed, err := c.client.ConfigV1alpha1().PackageVariants(pv.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("remove finalizer from PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
 	c.expectations.forget(pv.UID)
 	c.conflicts.Delete(pv.UID)
-	c.written.forget(pv.UID)
 	c.renderRetries.forget(pv.UID)
+	// The write without the finalizer stays remembered until the variant's
+	// DELETED event: a sync from a cache that still shows the finalizer
+	// must see it gone, not clean up (and write) again.
+	c.written.Record(pv.ResourceVersion, removed)
 	klog.FromContext(ctx).V(2).Info("Cleaned up; finalizer removed", "policy", deletionPolicy(pv))
 	return nil
 }

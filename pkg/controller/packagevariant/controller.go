@@ -22,6 +22,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
 	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
@@ -67,7 +68,7 @@ type Controller struct {
 	expectations *expectations
 	// written holds the controller's own writes of variants that the
 	// cache may not show yet.
-	written *writtenVariants
+	written ownwrites.Objects[*configv1alpha1.PackageVariant]
 	// renderRetries paces the retries of drafts that failed to render.
 	renderRetries *renderRetries
 	// conflicts remembers, by variant UID, the winner each losing variant
@@ -103,7 +104,6 @@ func New(ctx context.Context, client versioned.Interface,
 		prLister:      prInformer.Lister(),
 		prIndexer:     prInformer.Informer().GetIndexer(),
 		expectations:  newExpectations(),
-		written:       newWrittenVariants(),
 		renderRetries: newRenderRetries(),
 		queue:         workloop.NewQueue(ControllerName, m),
 		recorder:      recorder,
@@ -144,6 +144,9 @@ func New(ctx context.Context, client versioned.Interface,
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
+			if m := variantMeta(obj); m != nil {
+				c.written.Forget(m.GetUID())
+			}
 			c.enqueueVariant(obj)
 			c.enqueuePeers(obj)
 		},
@@ -281,6 +284,18 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 		logger.V(4).Info("PackageRevision event", "packageRevision", klog.KObj(pr), "packageVariant", key.String())
 		c.queue.Add(key)
 	}
+}
+
+// variantMeta is the metadata of a variant or of its tombstone (nil for
+// anything else).
+func variantMeta(obj interface{}) metav1.Object {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pv, ok := obj.(*configv1alpha1.PackageVariant); ok {
+		return pv
+	}
+	return nil
 }
 
 func isPackageVariantRef(ref *metav1.OwnerReference) bool {

@@ -72,7 +72,7 @@ func TestLoopRenderFailure(t *testing.T) {
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
 	h.create(pv)
 	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonRenderFailed)
-	for _, want := range []string{"the pipeline of deploy.app.packagevariant-1 failed to render", "PackageVariant.app.broken.0: ",
+	for _, want := range []string{"the pipeline of deploy.app.packagevariant-1 failed to render", "PackageVariant.app.broken.0 (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): ",
 		"got ':', want ')'", "Porch refuses to propose it until it renders"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("Ready message lacks %q:\n%s", want, cond.Message)

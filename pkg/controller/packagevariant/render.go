@@ -115,11 +115,10 @@ func failedSteps(files map[string]string) (failed []string, results []kptfilev1.
 			continue
 		}
 		who := step.Name
-		if who == "" {
-			who = step.Image
-		}
-		if who == "" {
-			who = step.ExecPath
+		if img := step.Image + step.ExecPath; who == "" {
+			who = img
+		} else if img != "" {
+			who += " (" + img + ")"
 		}
 		var said []string
 		for _, r := range step.ErrorResults {

@@ -86,9 +86,11 @@ func (c *Controller) reportRenderFailure(pv *configv1alpha1.PackageVariant, rerr
 	if rerr.stored {
 		kept = "Porch stored the variant's changes unrendered, and the draft's Kptfile says Rendered=False: Porch refuses to propose it until it renders"
 	}
+	// The Kptfile names the failed function; Porch's own message says
+	// why a function could not run at all (no function runner, say).
 	said := rerr.details
 	if len(rerr.functions) > 0 {
-		said = strings.Join(rerr.functions, "; ")
+		said = strings.Join(rerr.functions, "; ") + " (Porch: " + lastLine(rerr.details) + ")"
 	}
 	msg := fmt.Sprintf("the pipeline of %s failed to render: %s. %s. Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff",
 		rerr.name, said, kept)
@@ -134,7 +136,7 @@ func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.Pa
 	if err != nil {
 		return fmt.Errorf("update status of PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
-	c.written.record(old.ResourceVersion, updated)
+	c.written.Record(old.ResourceVersion, updated)
 	return nil
 }
 
@@ -166,4 +168,11 @@ func joinAnd(items []string) string {
 		return items[0]
 	}
 	return joinComma(items[:len(items)-1]) + " and " + items[len(items)-1]
+}
+
+// lastLine is the last non-empty line of s, trimmed: kpt's render errors
+// end with the innermost cause.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }

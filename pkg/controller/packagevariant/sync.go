@@ -34,7 +34,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get PackageVariant %s: %w", key, err)
 	}
-	pv = c.written.latest(pv)
+	pv = c.written.Latest(pv)
 	if pv.DeletionTimestamp != nil {
 		return c.cleanup(ctx, pv)
 	}

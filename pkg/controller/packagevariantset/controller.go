@@ -24,6 +24,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configv1alpha1informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
@@ -89,6 +90,9 @@ type Controller struct {
 	// statusWrites holds, by set UID, the resourceVersion of the set's
 	// last status write, so that its echo does not wake the set again.
 	statusWrites sync.Map
+	// written holds the controller's own status writes of sets that the
+	// cache may not show yet.
+	written ownwrites.Objects[*configv1alpha2.PackageVariantSet]
 
 	queue    workloop.Queue
 	tracker  *workloop.Tracker
@@ -165,6 +169,7 @@ func New(ctx context.Context, client versioned.Interface,
 					c.cel.Forget(m.GetUID())
 					c.expectations.forget(m.GetUID())
 					c.statusWrites.Delete(m.GetUID())
+					c.written.Forget(m.GetUID())
 				}
 			},
 		}},

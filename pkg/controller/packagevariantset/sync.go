@@ -37,6 +37,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get PackageVariantSet %s: %w", key, err)
 	}
+	pvs = c.written.Latest(pvs)
 	if pvs.DeletionTimestamp != nil {
 		// Its variants go by garbage collection (owner references), each
 		// through its own deletion policy.

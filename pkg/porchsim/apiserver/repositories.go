@@ -126,7 +126,7 @@ func (m *RepositoryMirror) sync(ctx context.Context, key cache.ObjectName) error
 	if err != nil {
 		return err
 	}
-	m.sim.AddRepository(repo.Namespace, repo.Name, repo.Spec.Deployment, repo.Labels)
+	m.sim.PutRepository(repo)
 	logger.V(4).Info("Repository mirrored", "deployment", repo.Spec.Deployment)
 	return nil
 }

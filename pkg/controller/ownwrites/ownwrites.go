@@ -1,0 +1,63 @@
+// Package ownwrites remembers a controller's own writes of the objects it
+// syncs until its informer cache shows them. An object is often synced
+// again before the cache shows the controller's last write of it (another
+// event arrives first); syncing from the cached copy would then send a
+// write with a stale resourceVersion and lose a round trip to a Conflict.
+package ownwrites
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Objects holds, per object UID, what the controller's last write of it
+// returned and the resourceVersion that write replaced. While the cache
+// still shows the replaced version, the written object is the newer one;
+// once the cache moves on (to this write or past it), the cache is right
+// again and the entry goes. Safe for concurrent use; the zero value is
+// ready.
+type Objects[T metav1.Object] struct {
+	mu      sync.Mutex
+	entries map[types.UID]entry[T]
+}
+
+type entry[T metav1.Object] struct {
+	replaced string
+	obj      T
+}
+
+// Record notes that a write replaced version replaced and returned written.
+func (o *Objects[T]) Record(replaced string, written T) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.entries == nil {
+		o.entries = map[types.UID]entry[T]{}
+	}
+	o.entries[written.GetUID()] = entry[T]{replaced: replaced, obj: written}
+}
+
+// Latest returns the newest known state of an object the cache returned:
+// the cached object, or the controller's own write when the cache has not
+// shown it yet. The result must not be modified.
+func (o *Objects[T]) Latest(cached T) T {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.entries[cached.GetUID()]
+	if !ok {
+		return cached
+	}
+	if cached.GetResourceVersion() == e.replaced {
+		return e.obj
+	}
+	delete(o.entries, cached.GetUID())
+	return cached
+}
+
+// Forget drops what is remembered of an object that is gone.
+func (o *Objects[T]) Forget(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.entries, uid)
+}

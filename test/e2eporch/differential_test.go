@@ -1,0 +1,361 @@
+//go:build e2e_porch
+
+package e2eporch
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/test/e2eutil"
+)
+
+// TestScenario runs the scenario (scenario_test.go) against the real Porch
+// server and then against porchsim-apiserver, each in a namespace of its
+// own, and compares the two, step by step, after normalising what is
+// legitimately different (commit SHAs, the namespace, timestamps). Every
+// other difference fails the test unless knownDifferences lists it with the
+// reason it cannot matter to the controllers. This is what keeps porchsim
+// honest: when the two disagree, Porch is right.
+func TestScenario(t *testing.T) {
+	ctx := context.Background()
+
+	switchTo(t, "Porch", env.porchPort)
+	onPorch := runScenario(t, backend{name: "porch", port: env.porchPort, ns: "scenario-porch", log: porchLog})
+
+	port, err := e2eutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := e2eutil.StartPorchsim(ctx, e2eutil.PorchsimOptions{
+		Binary: filepath.Join(env.bin, "porchsim-apiserver"), Kubeconfig: env.kubeconfig,
+		Port: port, WorkDir: filepath.Join(env.workDir, "scenario-porchsim"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Stop(); err != nil {
+			t.Errorf("stop porchsim-apiserver: %v", err)
+		}
+		if t.Failed() {
+			t.Log(sim.Tail())
+		}
+	})
+	t.Cleanup(func() { switchTo(t, "Porch", env.porchPort) })
+	switchTo(t, "porchsim", port)
+	onSim := runScenario(t, backend{name: "porchsim", port: port, ns: "scenario-porchsim", log: sim.Output})
+
+	compareRuns(t, onPorch, onSim)
+}
+
+// porchLog is the Porch server's log, from hack/porch.sh's log directory
+// (PORCH_LOG_DIR); "" when it cannot be read.
+func porchLog() string {
+	b, err := os.ReadFile(filepath.Join(os.Getenv("PORCH_LOG_DIR"), "porch.log"))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// compareRuns compares the snapshots of two runs, step by step.
+func compareRuns(t *testing.T, porch, sim *scenario) {
+	t.Helper()
+	if len(porch.snapshots) != len(sim.snapshots) {
+		t.Fatalf("porch ran %d steps, porchsim %d", len(porch.snapshots), len(sim.snapshots))
+	}
+	for i := range porch.snapshots {
+		p, s := porch.snapshots[i], sim.snapshots[i]
+		diff := cmp.Diff(p.snap.without(knownDifferences), s.snap.without(knownDifferences))
+		if diff != "" {
+			t.Errorf("after step %q, porchsim differs from Porch (-porch +porchsim):\n%s", p.step, diff)
+		}
+	}
+	var known []string
+	for _, k := range knownDifferences {
+		known = append(known, fmt.Sprintf("%s: %s", k.what, k.why))
+	}
+	reportf(t, "differential check: %d steps compared; differences left out, each with why it cannot matter:\n  %s",
+		len(porch.snapshots), strings.Join(known, "\n  "))
+}
+
+// knownDifference is a part of the state that differs between Porch and
+// porchsim for a reason that cannot matter to the controllers.
+type knownDifference struct {
+	what string
+	why  string
+	// drop removes it from a snapshot.
+	drop func(*snapshot)
+}
+
+// knownDifferences are the differences the check leaves out. Keep the list
+// short: each entry is a place where porchsim is not Porch.
+var knownDifferences = []knownDifference{
+	{
+		what: "why a function that is not built into Porch could not run",
+		why: "Porch's message is its function runner's gRPC error (the address it dials, connection refused), porchsim's says there is " +
+			"no function runner; both fail the render the same way, and the controllers only pass the text on into the condition",
+		drop: func(s *snapshot) { s.rewrite(functionRunnerError, "func eval $1 failed: FUNCTION RUNNER UNREACHABLE") },
+	},
+	{
+		what: "the tasks of a package's placeholder revision (<repo>.<package>.main)",
+		why: "Porch reads them from its git history (the last commit of the package on main), which porchsim does not have; porchsim " +
+			"shows the latest published revision's; the controllers never act on a placeholder (isPlaceholder)",
+		drop: func(s *snapshot) {
+			for name, r := range s.Revisions {
+				if r.Revision == -1 {
+					r.Tasks = nil
+					s.Revisions[name] = r
+				}
+			}
+		},
+	},
+}
+
+// functionRunnerError is the error of a function the server could not run,
+// as real Porch (gRPC) and porchsim word it; $1 is the image as quoted.
+var functionRunnerError = regexp.MustCompile(`func eval ("[^"]*"|\\"[^"]*\\") failed: (rpc error: code = Unavailable desc = connection error: desc = \\?"transport: Error while dialing: dial tcp [0-9.:]+: connect: connection refused\\?"|no function runner: only Porch's built-in functions \(set-namespace, apply-replacements, starlark\) can run)`)
+
+// rewrite replaces every match of re, in every string of the snapshot.
+func (s *snapshot) rewrite(re *regexp.Regexp, repl string) {
+	fix := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, v := range in {
+			out[i] = re.ReplaceAllString(v, repl)
+		}
+		return out
+	}
+	for name, r := range s.Revisions {
+		r.Conditions = fix(r.Conditions)
+		for p, content := range r.Files {
+			r.Files[p] = re.ReplaceAllString(content, repl)
+		}
+		s.Revisions[name] = r
+	}
+	for name, v := range s.Variants {
+		v.Conditions, v.Targets = fix(v.Conditions), fix(v.Targets)
+		s.Variants[name] = v
+	}
+}
+
+// snapshot is the state of a run after a step, normalised: what the
+// controllers read and write, and what people see.
+type snapshot struct {
+	Revisions map[string]revisionView
+	Variants  map[string]variantView
+	// Requests are the kinds of writes and reads the controller made in the
+	// step, with the codes they got ("update porch.kpt.dev/
+	// packagerevisionresources 500"), not how many: a code one backend
+	// answers and the other never does means they behave differently
+	// (lists and watches, which follow the informers' timing, left out).
+	Requests []string
+}
+
+// revisionView is a PackageRevision and its files as the comparison sees
+// them.
+type revisionView struct {
+	Lifecycle, Workspace string
+	Revision             int
+	Labels, Annotations  map[string]string
+	Owners               []string
+	Tasks                []string
+	ReadinessGates       []string
+	Conditions           []string
+	UpstreamLock         string
+	SelfLock             string
+	PublishedBy          string
+	Deployment           bool
+	Files                map[string]string
+}
+
+// variantView is a PackageVariant as the comparison sees it.
+type variantView struct {
+	Conditions []string
+	Targets    []string
+	Applied    string
+	Finalizers []string
+}
+
+func (s snapshot) without(known []knownDifference) snapshot {
+	out := snapshot{Revisions: map[string]revisionView{}, Variants: map[string]variantView{}, Requests: s.Requests}
+	for k, v := range s.Revisions {
+		v.Files = copyMap(v.Files)
+		out.Revisions[k] = v
+	}
+	for k, v := range s.Variants {
+		out.Variants[k] = v
+	}
+	for _, k := range known {
+		k.drop(&out)
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// requestKinds lists the distinct kinds of the controller's requests in a
+// summary, with their codes, lists, watches and discovery aside.
+func requestKinds(sum e2eutil.Summary) []string {
+	var out []string
+	for r, codes := range sum.ByRequestCode {
+		if r.Verb == "list" || r.Verb == "watch" || r.Group == "" && strings.HasPrefix(r.Resource, "/") {
+			continue
+		}
+		for code := range codes {
+			out = append(out, fmt.Sprintf("%s %s/%s %d", r.Verb, r.Group, r.Resource, code))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// snapshot takes the normalised state of this run.
+func (s *scenario) snapshot(t *testing.T) snapshot {
+	t.Helper()
+	ctx := context.Background()
+	norm := s.normaliser()
+	snap := snapshot{Revisions: map[string]revisionView{}, Variants: map[string]variantView{}}
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	variantOf := map[string]string{}
+	for _, pv := range pvs.Items {
+		variantOf[string(pv.UID)] = pv.Name
+		v := variantView{Finalizers: pv.Finalizers}
+		for _, c := range pv.Status.Conditions {
+			v.Conditions = append(v.Conditions, norm(fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)))
+		}
+		for _, tg := range pv.Status.DownstreamTargets {
+			v.Targets = append(v.Targets, norm(fmt.Sprintf("%s err=%q exitCode=%d", tg.Name, tg.RenderStatus.Err, tg.RenderStatus.Result.ExitCode)))
+		}
+		if a := pv.Status.Applied; a != nil {
+			v.Applied = norm(fmt.Sprintf("%s from %s injected %v", a.Downstream, a.Upstream, a.Injected))
+		}
+		snap.Variants[pv.Name] = v
+	}
+	for _, pr := range s.revisions(t) {
+		r := revisionView{
+			Lifecycle: string(pr.Spec.Lifecycle), Workspace: string(pr.Spec.WorkspaceName), Revision: pr.Spec.Revision,
+			Labels: pr.Labels, Annotations: pr.Annotations, PublishedBy: pr.Status.PublishedBy, Deployment: pr.Status.Deployment,
+		}
+		for _, ref := range pr.OwnerReferences {
+			owner := variantOf[string(ref.UID)]
+			if owner == "" {
+				owner = "(gone) " + ref.Name
+			}
+			r.Owners = append(r.Owners, fmt.Sprintf("%s/%s controller=%v", ref.Kind, owner, ref.Controller != nil && *ref.Controller))
+		}
+		for _, task := range pr.Spec.Tasks {
+			r.Tasks = append(r.Tasks, norm(describeTask(task)))
+		}
+		for _, g := range pr.Spec.ReadinessGates {
+			r.ReadinessGates = append(r.ReadinessGates, g.ConditionType)
+		}
+		for _, c := range pr.Status.Conditions {
+			r.Conditions = append(r.Conditions, norm(fmt.Sprintf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)))
+		}
+		if l := pr.Status.UpstreamLock; l != nil && l.Git != nil {
+			r.UpstreamLock = norm(fmt.Sprintf("%s %s %s %s", l.Git.Repo, l.Git.Directory, l.Git.Ref, l.Git.Commit))
+		}
+		if l := pr.Status.SelfLock; l != nil && l.Git != nil {
+			r.SelfLock = norm(fmt.Sprintf("%s %s %s", l.Git.Repo, l.Git.Directory, l.Git.Ref))
+		}
+		prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(s.b.ns).Get(ctx, pr.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Files = map[string]string{}
+		for p, content := range prr.Spec.Resources {
+			r.Files[p] = norm(content)
+		}
+		snap.Revisions[pr.Name] = r
+	}
+	return snap
+}
+
+func describeTask(task porchv1alpha1.Task) string {
+	switch {
+	case task.Clone != nil && task.Clone.Upstream.UpstreamRef != nil:
+		return "clone " + task.Clone.Upstream.UpstreamRef.Name
+	case task.Edit != nil && task.Edit.Source != nil:
+		return "edit " + task.Edit.Source.Name
+	case task.Upgrade != nil:
+		return fmt.Sprintf("upgrade %s from %s to %s (%s)", task.Upgrade.LocalPackageRevisionRef.Name, task.Upgrade.OldUpstream.Name,
+			task.Upgrade.NewUpstream.Name, task.Upgrade.Strategy)
+	}
+	return string(task.Type)
+}
+
+var sha = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
+
+// normaliser returns a function that takes out of a text what must differ
+// between two runs: commit SHAs, the run's namespace (in git URLs too).
+func (s *scenario) normaliser() func(string) string {
+	gitPrefix := env.porchGitURL + "/" + s.b.ns + "-"
+	return func(text string) string {
+		text = strings.ReplaceAll(text, gitPrefix, "GIT/")
+		text = strings.ReplaceAll(text, s.b.ns, "NAMESPACE")
+		return sha.ReplaceAllString(text, "COMMIT")
+	}
+}
+
+// metrics are the samples of a Prometheus text exposition.
+type metrics map[string][]float64
+
+func (m metrics) sum(name string) float64 {
+	var total float64
+	for _, v := range m[name] {
+		total += v
+	}
+	return total
+}
+
+// scrapeMetrics reads a /metrics endpoint.
+func scrapeMetrics(url string) (metrics, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	out := metrics{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		m := metricLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			continue
+		}
+		out[m[1]] = append(out[m[1]], v)
+	}
+	return out, sc.Err()
+}
