@@ -223,10 +223,7 @@ func runScenario(t *testing.T, b backend) *scenario {
 	for _, repo := range []string{repoBlueprints, repoProdA, repoProdB, repoEdge} {
 		s.repository(t, repo)
 	}
-	if _, err := env.kube.CoreV1().ConfigMaps(b.ns).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "region-us-east", Namespace: b.ns},
-		Data:       map[string]string{"region": "us-east", "dnsZone": "us-east.apps.example.com", "objectStore": "s3://example-app-us-east"},
-	}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := env.kube.CoreV1().ConfigMaps(b.ns).Create(ctx, regionConfigMap(b.ns), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	s.ctrl = startController(t, "controller-"+b.name, "--namespace", b.ns, "--workers", "4")
@@ -268,6 +265,15 @@ func runScenario(t *testing.T, b backend) *scenario {
 		t.Errorf("%s: stop the controller: %v", b.name, err)
 	}
 	return s
+}
+
+// regionConfigMap is the in-cluster ConfigMap the variants inject into
+// the blueprint's region-config.
+func regionConfigMap(ns string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "region-us-east", Namespace: ns},
+		Data:       map[string]string{"region": "us-east", "dnsZone": "us-east.apps.example.com", "objectStore": "s3://example-app-us-east"},
+	}
 }
 
 // repository registers a git Repository of Porch's git server (porchsim

@@ -7,9 +7,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
 // TestLoopWritesIntoOneRepositoryNeverOverlap: two variants whose
@@ -109,4 +112,107 @@ func TestLoopRenderFailure(t *testing.T) {
 		t.Errorf("renderStatus after the fix: %+v", v.Status.DownstreamTargets[0].RenderStatus)
 	}
 	h.expectRevisions("app", "packagevariant-1:Draft")
+}
+
+// TestLoopLiveCheckBeforeReplacingDraft: the cache still shows the draft
+// as the controller wrote it, but a person has just edited it (the cache
+// has not seen the edit). The upstream moves; Porch ignores delete
+// preconditions, so the controller reads the draft live right before it
+// would delete it, sees the edit, and keeps it (DraftEdited).
+func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	// The variant's next sync is woken by the new upstream revision only;
+	// the person's edit reaches Porch but not the controller's cache.
+	h.sim.HoldWatchEvents()
+	h.personEdits(draft)
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.sim.ReleaseWatchEvents()
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
+	if n := h.sim.Requests()["delete packagerevisions"]; n != 0 {
+		t.Errorf("%d deletes of package revisions, want none", n)
+	}
+}
+
+// TestLoopRestoresLostMetadata: Porch hands back a new draft without its
+// labels, annotations and owner references (as it does when writes into one
+// repository overlap). The variant recognises its own draft and restores
+// them, and warns; it does not take the draft for a stranger's.
+func TestLoopRestoresLostMetadata(t *testing.T) {
+	h := newHarness(t)
+	fc := h.client.(interface {
+		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+	})
+	var once sync.Once
+	fc.PrependReactor("create", "packagerevisions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() {
+			pr := a.(clienttesting.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
+			pr.Labels, pr.Annotations, pr.OwnerReferences = nil, nil, nil
+		})
+		return false, nil, nil // on to the Sim, which stores it bare
+	})
+	pv := newVariant("app", "app")
+	pv.Spec.Labels = map[string]string{"team": "a"}
+	pv.Spec.Annotations = map[string]string{"note": "n"}
+	h.create(pv)
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	draft := h.revisions("app")[0]
+	if ref := metav1.GetControllerOf(&draft); ref == nil || ref.Name != "app" {
+		t.Errorf("draft owners %+v, want the variant as controller", draft.OwnerReferences)
+	}
+	if draft.Labels["team"] != "a" || draft.Annotations["note"] != "n" || draft.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
+		t.Errorf("draft labels %v annotations %v, want the variant's restored", draft.Labels, draft.Annotations)
+	}
+	if ev := h.eventsMatching("MetadataRestored"); len(ev) != 1 {
+		t.Errorf("MetadataRestored events %v, want one", ev)
+	}
+}
+
+// TestLoopLiveCheckSeesProposal: a person proposes the controller's
+// unedited draft just as the controller, the upstream having moved, reads
+// it to replace it. Porch would delete a Proposed revision whatever
+// resourceVersion the delete names, so the controller reads the revision
+// live after its files, immediately before the delete: it is Proposed, so
+// it waits for the approval instead of deleting it.
+func TestLoopLiveCheckSeesProposal(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	fc := h.client.(interface {
+		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+	})
+	var once sync.Once
+	fc.PrependReactor("get", "packagerevisionresources", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.(clienttesting.GetAction).GetName() == draft {
+			// The Sim's helpers take only the Sim's lock: a person acts
+			// while the controller's read is on its way.
+			once.Do(func() {
+				if err := h.sim.Propose(testNS, draft); err != nil {
+					t.Errorf("propose: %v", err)
+				}
+			})
+		}
+		return false, nil, nil
+	})
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonWaitingForApproval)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Proposed")
+	if n := h.sim.Requests()["delete packagerevisions"]; n != 0 {
+		t.Errorf("%d deletes of package revisions, want none: the Proposed revision is a person's decision", n)
+	}
 }

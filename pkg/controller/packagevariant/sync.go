@@ -360,10 +360,22 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	return true, nil
 }
 
-// uneditedLive reads a draft and its files from Porch, not from the cache,
-// and reports whether it is still a Draft the variant controls whose files
-// are the ones with digest want.
+// uneditedLive reads a draft's files and then the draft itself from Porch,
+// not from the cache, and reports whether its files are the ones with
+// digest want and it is still, at the same commit, a Draft the variant
+// controls. The second read is the last thing before the delete: a person
+// who changed the files or proposed the draft before it is seen.
 func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision, want string) (bool, error) {
+	prr, err := c.porch.getResources(ctx, d)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if resourcesDigest(prr.Spec.Resources) != want {
+		return false, nil
+	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -371,14 +383,10 @@ func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.Packag
 	if err != nil {
 		return false, fmt.Errorf("get %s: %w", d.Name, err)
 	}
-	if live.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft || controllerUID(live) != pv.UID {
-		return false, nil
-	}
-	prr, err := c.porch.getResources(ctx, live)
-	if err != nil {
-		return false, err
-	}
-	return resourcesDigest(prr.Spec.Resources) == want, nil
+	// One commit holds a revision and its files: another resourceVersion
+	// means a change since the files were read.
+	return live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft && controllerUID(live) == pv.UID &&
+		live.ResourceVersion == prr.ResourceVersion, nil
 }
 
 // createUpgrade makes an upgrade draft of a published downstream revision
