@@ -54,9 +54,9 @@ var kinds = map[schema.GroupVersionKind]func() any{
 	configv1alpha1.SchemeGroupVersion.WithKind("Repository"):        func() any { return &configv1alpha1.Repository{} },
 	configv1alpha2.SchemeGroupVersion.WithKind("PackageVariantSet"): func() any { return &configv1alpha2.PackageVariantSet{} },
 	kptfileGVK: func() any { return &kptfilev1.KptFile{} },
-	corev1.SchemeGroupVersion.WithKind("ConfigMap"):  func() any { return &corev1.ConfigMap{} },
-	corev1.SchemeGroupVersion.WithKind("Service"):    func() any { return &corev1.Service{} },
-	appsv1.SchemeGroupVersion.WithKind("Deployment"): func() any { return &appsv1.Deployment{} },
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):                 func() any { return &corev1.ConfigMap{} },
+	corev1.SchemeGroupVersion.WithKind("Service"):                   func() any { return &corev1.Service{} },
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):                func() any { return &appsv1.Deployment{} },
 	{Group: "fn.kpt.dev", Version: "v1alpha1", Kind: "StarlarkRun"}: func() any { return &starlarkRun{} },
 }
 

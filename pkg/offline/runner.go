@@ -47,6 +47,11 @@ type Options struct {
 	// SetsOnly runs only the PackageVariantSet controller: variants are
 	// created but nothing makes their drafts.
 	SetsOnly bool
+	// ReadinessDelay is how long a readiness change of a variant waits
+	// before it wakes its set, batched with others. variantctl uses 0 (no
+	// waiting); the in-cluster controller waits
+	// packagevariantset.DefaultReadinessDelay.
+	ReadinessDelay time.Duration
 }
 
 // Event is an Event a controller recorded.
@@ -133,7 +138,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		cancel()
 		return nil, err
 	}
-	r.set.SetReadinessDelay(0)
+	r.set.SetReadinessDelay(opts.ReadinessDelay)
 	r.set.SetTracker(r.tracker)
 	runs = append(runs, r.set.Run)
 
@@ -235,7 +240,7 @@ func (r *Runner) busy() string {
 		parts = append(parts, "informers still delivering changes")
 	}
 	if n := r.queued(); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d keys queued", n))
+		parts = append(parts, fmt.Sprintf("%d keys queued or waiting for the readiness delay", n))
 	}
 	if !r.tracker.Idle() {
 		parts = append(parts, "syncs running or failed syncs waiting for a retry")
@@ -247,7 +252,7 @@ func (r *Runner) busy() string {
 }
 
 func (r *Runner) queued() int {
-	n := r.set.QueueLen()
+	n := r.set.QueueLen() + r.set.PendingWakeUps()
 	if r.pv != nil {
 		n += r.pv.QueueLen()
 	}

@@ -2,7 +2,14 @@ package porchsim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
@@ -12,6 +19,97 @@ import (
 // upgrade and render, with kpt's own libraries (kptengine).
 type engine struct {
 	notBuiltin kptengine.NotBuiltinPolicy
+	memo       *engineMemo
+}
+
+// engineMemo remembers the outcome of clones and renders by a digest of
+// their whole input. Both are deterministic, so a repeat gets exactly what
+// computing it again would give: a fleet cloned from one upstream into
+// many repositories clones and renders the same files once, not once per
+// repository. Each map is emptied when it reaches memoEntries.
+type engineMemo struct {
+	mu      sync.Mutex
+	clones  map[[sha256.Size]byte]map[string]string
+	renders map[[sha256.Size]byte]renderOutcome
+}
+
+const memoEntries = 256
+
+func newEngineMemo() *engineMemo {
+	return &engineMemo{clones: map[[sha256.Size]byte]map[string]string{}, renders: map[[sha256.Size]byte]renderOutcome{}}
+}
+
+// digest hashes strings and file maps, each length-prefixed, the maps in
+// path order.
+type digest struct{ h hash.Hash }
+
+func newDigest() digest { return digest{sha256.New()} }
+
+func (d digest) str(s string) digest {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	d.h.Write(n[:])
+	d.h.Write([]byte(s))
+	return d
+}
+
+func (d digest) files(files map[string]string) digest {
+	d.str(strconv.Itoa(len(files)))
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		d.str(p).str(files[p])
+	}
+	return d
+}
+
+func (d digest) sum() (out [sha256.Size]byte) {
+	copy(out[:], d.h.Sum(nil))
+	return out
+}
+
+func (m *engineMemo) clone(key [sha256.Size]byte, compute func() (map[string]string, error)) (map[string]string, error) {
+	m.mu.Lock()
+	out, ok := m.clones[key]
+	m.mu.Unlock()
+	if ok {
+		return maps.Clone(out), nil
+	}
+	out, err := compute()
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	if len(m.clones) >= memoEntries {
+		clear(m.clones)
+	}
+	m.clones[key] = maps.Clone(out)
+	m.mu.Unlock()
+	return out, nil
+}
+
+func (m *engineMemo) render(key [sha256.Size]byte, compute func() renderOutcome) renderOutcome {
+	m.mu.Lock()
+	out, ok := m.renders[key]
+	m.mu.Unlock()
+	if ok {
+		return out.copy()
+	}
+	out = compute()
+	m.mu.Lock()
+	if len(m.renders) >= memoEntries {
+		clear(m.renders)
+	}
+	m.renders[key] = out.copy()
+	m.mu.Unlock()
+	return out
+}
+
+// copy is a deep copy of the outcome.
+func (o renderOutcome) copy() renderOutcome {
+	c := o
+	c.files = maps.Clone(o.files)
+	c.status = *o.status.DeepCopy()
+	c.skipped = slices.Clone(o.skipped)
+	return c
 }
 
 // renderOutcome is what a render of a package's pipeline gave.
@@ -30,7 +128,17 @@ type renderOutcome struct {
 }
 
 func (e engine) clone(upstream map[string]string, pkgPath string, deployment bool, lock gitLock) (map[string]string, error) {
-	return kptengine.Clone(upstream, kptengine.CloneOptions{PackagePath: pkgPath, Deployment: deployment, Lock: lock.engine()})
+	opts := kptengine.CloneOptions{PackagePath: pkgPath, Deployment: deployment, Lock: lock.engine()}
+	clone := func() (map[string]string, error) { return kptengine.Clone(upstream, opts) }
+	if e.memo == nil {
+		return clone()
+	}
+	d := newDigest().files(upstream).str(opts.PackagePath).str(opts.Lock.Repo).str(opts.Lock.Directory).
+		str(opts.Lock.Ref).str(opts.Lock.Commit)
+	if opts.Deployment {
+		d.str("deployment")
+	}
+	return e.memo.clone(d.sum(), clone)
 }
 
 func (e engine) upgrade(original, updated, local map[string]string, _ string, lock gitLock) (map[string]string, error) {
@@ -41,6 +149,15 @@ func (e engine) upgrade(original, updated, local map[string]string, _ string, lo
 // file outside the package) is a failure like any other: Porch refuses
 // such an update too.
 func (e engine) render(files map[string]string) renderOutcome {
+	if e.memo == nil {
+		return e.renderNow(files)
+	}
+	key := newDigest().files(files).str(strconv.Itoa(int(e.notBuiltin))).sum()
+	return e.memo.render(key, func() renderOutcome { return e.renderNow(files) })
+}
+
+// renderNow renders, not looking into the memo.
+func (e engine) renderNow(files map[string]string) renderOutcome {
 	res, err := kptengine.Render(context.Background(), files, kptengine.RenderOptions{NotBuiltin: e.notBuiltin})
 	if err != nil {
 		return renderOutcome{files: files, failed: true, message: err.Error()}

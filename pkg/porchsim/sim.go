@@ -106,7 +106,7 @@ type entry struct {
 // New returns an empty Sim.
 func New(opts ...Option) *Sim {
 	s := &Sim{
-		engine:     engine{notBuiltin: kptengine.FailNotBuiltin},
+		engine:     engine{notBuiltin: kptengine.FailNotBuiltin, memo: newEngineMemo()},
 		objects:    map[string]map[objectKey]*entry{},
 		seqOf:      map[string]int64{},
 		uids:       map[types.UID]objectRef{},

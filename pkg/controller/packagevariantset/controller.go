@@ -62,10 +62,10 @@ const BySetIndex = "bySet"
 // "<namespace>/<repository>/<package>" (the upstream lookup).
 const ByPackageIndex = "pvsByPackage"
 
-// variantStatusDelay batches the wake-ups of a set by its variants'
+// DefaultReadinessDelay batches the wake-ups of a set by its variants'
 // readiness changes: a fan-out of N variants costs a few syncs of the set,
 // not N.
-const variantStatusDelay = time.Second
+const DefaultReadinessDelay = time.Second
 
 // Controller is the PackageVariantSet controller.
 type Controller struct {
@@ -94,7 +94,9 @@ type Controller struct {
 	// cache may not show yet.
 	written ownwrites.Objects[*configv1alpha2.PackageVariantSet]
 
-	queue    workloop.Queue
+	queue workloop.Queue
+	// delayed holds the wake-ups waiting for the readiness delay.
+	delayed  *workloop.Delayed
 	tracker  *workloop.Tracker
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
@@ -122,13 +124,14 @@ func New(ctx context.Context, client versioned.Interface,
 		repoLister:     repoInformer.Lister(),
 		prIndexer:      prInformer.Informer().GetIndexer(),
 		cel:            celtemplate.NewCache(celtemplate.Options{}),
-		readinessDelay: variantStatusDelay,
+		readinessDelay: DefaultReadinessDelay,
 		expectations:   newExpectations(),
 		queue:          workloop.NewQueue(ControllerName, m),
 		recorder:       recorder,
 		metrics:        m,
 	}
 	c.syncHandler = c.sync
+	c.delayed = workloop.NewDelayed(c.queue)
 
 	if objects == nil {
 		objects = ondemand.New(ctx, ondemand.Options{})
@@ -255,7 +258,7 @@ func both(handle func(obj interface{})) cache.ResourceEventHandlerFuncs {
 
 // handleVariantUpdate wakes the set when what it manages changed (the
 // spec, labels, owner, deletion): at once; when only the variant's
-// readiness changed: after variantStatusDelay, batched with the others.
+// readiness changed: after the readiness delay, batched with the others.
 // Other status writes do not concern the set.
 func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj interface{}) {
 	o, ok1 := oldObj.(*configv1alpha1.PackageVariant)
@@ -298,7 +301,7 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 	}
 	logger.V(4).Info("PackageVariant event", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
 	if delay > 0 {
-		c.queue.AddAfter(cache.MetaObjectToName(pvs), delay)
+		c.delayed.AddAfter(cache.MetaObjectToName(pvs), delay)
 		return
 	}
 	c.queue.Add(cache.MetaObjectToName(pvs))
@@ -436,6 +439,10 @@ func (c *Controller) SetTracker(t *workloop.Tracker) { c.tracker = t }
 // QueueLen is the number of keys waiting to be synced now (not counting
 // delayed ones).
 func (c *Controller) QueueLen() int { return c.queue.Len() }
+
+// PendingWakeUps is the number of sets a readiness change of a variant
+// will queue once the readiness delay has passed.
+func (c *Controller) PendingWakeUps() int { return c.delayed.Pending() }
 
 // SetReadinessDelay sets how long a readiness change of a variant waits
 // before it wakes its set, batched with others (default one second; the

@@ -24,8 +24,15 @@ func Heal(old, updated map[string]string) (files map[string]string, err error) {
 	}
 	copyComments := kio.FilterFunc(func(nodes []*yaml.RNode) ([]*yaml.RNode, error) {
 		for _, n := range nodes {
+			text := n.MustString()
 			for _, o := range before {
-				if !sameResource(n, o) || templated(n) || templated(o) {
+				if !sameResource(n, o) {
+					continue
+				}
+				old := o.MustString()
+				// A resource the update left as it was has every comment
+				// already; copying them again changes nothing.
+				if old == text || templated(text) || templated(old) {
 					continue
 				}
 				if err := comments.CopyComments(o, n); err != nil {
@@ -43,8 +50,7 @@ func sameResource(a, b *yaml.RNode) bool {
 		a.GetApiVersion() == b.GetApiVersion() && a.GetKind() == b.GetKind()
 }
 
-// templated reports whether a resource holds ytt template comments.
-func templated(n *yaml.RNode) bool {
-	s := n.MustString()
+// templated reports whether a resource's text holds ytt template comments.
+func templated(s string) bool {
 	return strings.Contains(s, "#@") || strings.Contains(s, "#!")
 }
