@@ -474,3 +474,62 @@ func TestResourcesUpdateHealsComments(t *testing.T) {
 		t.Errorf("the update's lost comment was not healed:\n%s", got)
 	}
 }
+
+// TestRevisionChangedDuringRenderMakesUpdateStale: the Sim renders a
+// resources update without its lock; a change of the revision meanwhile (a
+// person's edit) makes the update fail as a stale write, as a new commit
+// makes it fail in Porch, and the person's files are kept.
+func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(context.Background(), pr.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := resources(t, s, pr.Name)
+	edit["person.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: person\n"
+	s.rendering = func() {
+		s.rendering = nil
+		if err := s.SetResources(ns, pr.Name, edit); err != nil {
+			t.Error(err)
+		}
+	}
+	prr.Spec.Resources["controller.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: controller\n"
+	_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), helper.OptimisticLockMessage) {
+		t.Errorf("update while the revision changed: got %v, want Porch's stale-write 500", err)
+	}
+	got := resources(t, s, pr.Name)
+	if _, ok := got["person.yaml"]; !ok {
+		t.Error("the person's edit was lost")
+	}
+	if _, ok := got["controller.yaml"]; ok {
+		t.Error("the stale update was stored")
+	}
+}
+
+// TestCreateRacedByAnotherRevisionIsRefused: the Sim clones and renders a
+// new draft without its lock; when a revision with the same workspace is
+// stored meanwhile, the create is refused as one whose workspace is taken
+// (Porch's 500) and the revision stored first is kept.
+func TestCreateRacedByAnotherRevisionIsRefused(t *testing.T) {
+	s, c := fixture(t)
+	first := newDraft("deploy", "foo", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit})
+	first.Name = packageRevisionName("deploy", "foo", "ws")
+	first.Labels = map[string]string{"first": "true"}
+	first.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+	s.rendering = func() {
+		s.rendering = nil
+		if _, err := s.Import(first, map[string]string{kptfileName: "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: foo\n"}); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
+		newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)), metav1.CreateOptions{})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), helper.WorkspaceNotUniqueMessage) {
+		t.Errorf("create raced by another revision: got %v, want Porch's 500 for a taken workspace", err)
+	}
+	if got := getPR(t, c, first.Name); got.Labels["first"] != "true" {
+		t.Errorf("the revision stored first was replaced: labels %v", got.Labels)
+	}
+}

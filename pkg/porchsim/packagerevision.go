@@ -224,37 +224,39 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 		return nil, apierrors.NewInvalid(packageRevisionKind.gk, name, errs)
 	}
 
-	// Porch's checks, in Porch's order: the workspace (and so the name)
-	// first, so that a retried create is told the revision exists whatever
-	// its task; then a clone of a package that exists; then a new package
-	// over an existing one.
-	revs := s.packageRevisionsLocked(ns, spec.RepositoryName, spec.PackageName)
-	for _, r := range revs {
-		if string(r.Spec.WorkspaceName) == workspace {
-			return nil, refuse("%s; package revision with name %s in repo %s with workspaceName %s already exists",
-				helper.WorkspaceNotUniqueMessage, spec.PackageName, spec.RepositoryName, workspace)
-		}
-	}
-	if _, ok := s.objects[resPackageRevisions][objectKey{ns, name}]; ok {
-		// Another package whose dotted path makes the same name.
-		return nil, refuse("%s; package revision %s already exists", helper.WorkspaceNotUniqueMessage, name)
-	}
-	task := spec.Tasks[0]
-	if len(revs) > 0 {
-		switch task.Type {
-		case porchv1alpha1.TaskTypeClone:
-			return nil, refuse("`clone` cannot create a new revision for package %q that already exists in repo %q; make subsequent revisions using `copy`",
-				spec.PackageName, spec.RepositoryName)
-		case porchv1alpha1.TaskTypeInit:
-			return nil, refuse("package %q already exists in repository %q", spec.PackageName, spec.RepositoryName)
-		}
-	}
-
-	files, lock, err := s.applyTaskLocked(ns, repo, spec, revs)
+	revs, err := s.createRefusalLocked(ns, spec, name)
 	if err != nil {
 		return nil, err
 	}
-	rendered := s.render(files)
+	compute, lock, err := s.applyTaskLocked(ns, repo, spec, revs)
+	if err != nil {
+		return nil, err
+	}
+	// The task's engine work and the render are the costly part; they
+	// read only what applyTaskLocked took from the store (files are never
+	// modified in place), so they run without the Sim's lock, as Porch
+	// serves creates at the same time. Porch's checks are made again
+	// afterwards: a revision created meanwhile under the same name wins.
+	hook := s.rendering
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	files, err := compute()
+	var rendered renderOutcome
+	if err == nil {
+		rendered = s.render(files)
+	}
+	s.mu.Lock()
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.objects[resRepositories][objectKey{ns, spec.RepositoryName}]; !ok {
+		return nil, apierrors.NewNotFound(repositoryKind.gr, spec.RepositoryName)
+	}
+	if _, err := s.createRefusalLocked(ns, spec, name); err != nil {
+		return nil, err
+	}
 	if rendered.failed {
 		// Porch renders a new draft before it stores it; a failure
 		// refuses the create and nothing is stored.
@@ -290,6 +292,36 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	return e.obj.DeepCopyObject(), nil
 }
 
+// createRefusalLocked makes Porch's checks of a create against what is
+// stored, in Porch's order: the workspace (and so the name) first, so that
+// a retried create is told the revision exists whatever its task; then a
+// clone of a package that exists; then a new package over an existing one.
+// It returns the package's revisions.
+func (s *Sim) createRefusalLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, name string) ([]*porchv1alpha1.PackageRevision, error) {
+	workspace := string(spec.WorkspaceName)
+	revs := s.packageRevisionsLocked(ns, spec.RepositoryName, spec.PackageName)
+	for _, r := range revs {
+		if string(r.Spec.WorkspaceName) == workspace {
+			return nil, refuse("%s; package revision with name %s in repo %s with workspaceName %s already exists",
+				helper.WorkspaceNotUniqueMessage, spec.PackageName, spec.RepositoryName, workspace)
+		}
+	}
+	if _, ok := s.objects[resPackageRevisions][objectKey{ns, name}]; ok {
+		// Another package whose dotted path makes the same name.
+		return nil, refuse("%s; package revision %s already exists", helper.WorkspaceNotUniqueMessage, name)
+	}
+	if len(revs) > 0 {
+		switch spec.Tasks[0].Type {
+		case porchv1alpha1.TaskTypeClone:
+			return nil, refuse("`clone` cannot create a new revision for package %q that already exists in repo %q; make subsequent revisions using `copy`",
+				spec.PackageName, spec.RepositoryName)
+		case porchv1alpha1.TaskTypeInit:
+			return nil, refuse("package %q already exists in repository %q", spec.PackageName, spec.RepositoryName)
+		}
+	}
+	return revs, nil
+}
+
 // validatePackageName checks a package path: segments separated by "/",
 // none empty, "." or "..".
 func validatePackageName(pkg string) field.ErrorList {
@@ -305,9 +337,11 @@ func validatePackageName(pkg string) field.ErrorList {
 	return nil
 }
 
-// applyTaskLocked makes the files (and status.upstreamLock) of a new draft.
+// applyTaskLocked checks the task of a new draft against the store and
+// returns how to make its files (compute, which needs no lock) and its
+// status.upstreamLock.
 func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *porchv1alpha1.PackageRevisionSpec,
-	revs []*porchv1alpha1.PackageRevision) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
+	revs []*porchv1alpha1.PackageRevision) (compute func() (map[string]string, error), _ *porchv1alpha1.UpstreamLock, _ error) {
 	task := spec.Tasks[0]
 	taskPath := field.NewPath("spec", "tasks").Index(0)
 	invalid := func(f, msg string) error {
@@ -325,7 +359,7 @@ func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *
 		if err != nil {
 			return nil, nil, apierrors.NewInternalError(err)
 		}
-		return map[string]string{kptfileName: kf}, nil, nil
+		return ready(map[string]string{kptfileName: kf}), nil, nil
 
 	case porchv1alpha1.TaskTypeClone:
 		c := task.Clone
@@ -357,7 +391,7 @@ func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *
 	return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("task type %q is not supported by porchsim (init, clone, edit and upgrade are)", task.Type))
 }
 
-func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porchv1alpha1.PackageRevisionSpec, upstream string) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
+func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porchv1alpha1.PackageRevisionSpec, upstream string) (func() (map[string]string, error), *porchv1alpha1.UpstreamLock, error) {
 	src, files, ok := s.packageRevisionLocked(ns, upstream)
 	if !ok {
 		return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", upstream, upstream)
@@ -369,14 +403,22 @@ func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porc
 		return nil, nil, refuse("upstream package revision %q is %s; only a published revision can be cloned", upstream, src.Spec.Lifecycle)
 	}
 	lock := s.lockLocked(src)
-	out, err := s.engine.clone(files, spec.PackageName, repo.Spec.Deployment, lock)
-	if err != nil {
-		return nil, nil, refuse("failed to clone package %q: %v", upstream, err)
-	}
-	return out, lock.upstreamLock(), nil
+	pkg, deployment := spec.PackageName, repo.Spec.Deployment
+	return func() (map[string]string, error) {
+		out, err := s.engine.clone(files, pkg, deployment, lock)
+		if err != nil {
+			return nil, refuse("failed to clone package %q: %v", upstream, err)
+		}
+		return out, nil
+	}, lock.upstreamLock(), nil
 }
 
-func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, source string) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
+// ready is the compute of a task whose files are already made.
+func ready(files map[string]string) func() (map[string]string, error) {
+	return func() (map[string]string, error) { return files, nil }
+}
+
+func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, source string) (func() (map[string]string, error), *porchv1alpha1.UpstreamLock, error) {
 	src, files, ok := s.packageRevisionLocked(ns, source)
 	switch {
 	case !ok:
@@ -389,11 +431,11 @@ func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, sou
 	case !isPublished(src.Spec.Lifecycle):
 		return nil, nil, refuse("source %q of edit is %s; only a published revision can be edited", source, src.Spec.Lifecycle)
 	}
-	return copyFiles(files), src.Status.UpstreamLock.DeepCopy(), nil
+	return ready(copyFiles(files)), src.Status.UpstreamLock.DeepCopy(), nil
 }
 
 func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, u *porchv1alpha1.PackageUpgradeTaskSpec,
-	revs []*porchv1alpha1.PackageRevision) (map[string]string, *porchv1alpha1.UpstreamLock, error) {
+	revs []*porchv1alpha1.PackageRevision) (func() (map[string]string, error), *porchv1alpha1.UpstreamLock, error) {
 	// Porch checks, among the package's own revisions, that the sources of
 	// the upgrade are published before it fetches anything.
 	for _, r := range revs {
@@ -425,12 +467,15 @@ func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, 
 		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", local.Spec.RepositoryName, local.Name)
 	}
 	lock := s.lockLocked(newUp)
-	out, err := s.engine.upgrade(files[0], files[1], files[2], spec.PackageName, lock)
-	if err != nil {
-		return nil, nil, refuse("error updating the package %q to revision %q: %v", spec.PackageName, newUp.Name, err)
-	}
+	pkg, target := spec.PackageName, newUp.Name
 	_ = oldUp
-	return out, lock.upstreamLock(), nil
+	return func() (map[string]string, error) {
+		out, err := s.engine.upgrade(files[0], files[1], files[2], pkg, lock)
+		if err != nil {
+			return nil, refuse("error updating the package %q to revision %q: %v", pkg, target, err)
+		}
+		return out, nil
+	}, lock.upstreamLock(), nil
 }
 
 // lockLocked is where a published revision lives in git, as a clone of it
@@ -580,7 +625,8 @@ func resourcesOf(e *entry, rs *porchv1alpha1.RenderStatus) *porchv1alpha1.Packag
 // rendering them, as Porch does. A failed render stores nothing and answers 500, unless the
 // revision asks to keep its files anyway (porch.kpt.dev/push-on-render-
 // failure): then the files sent are stored, with the Kptfile recording the
-// failure, and the answer is still a 500.
+// failure, and the answer is still a 500. It releases the Sim's lock while
+// it heals and renders (see below) and holds it again when it returns.
 func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevisionResources) (runtime.Object, error) {
 	if ns == "" {
 		ns = in.Namespace
@@ -596,12 +642,34 @@ func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevision
 	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
 		return nil, refuse("cannot update a package revision with lifecycle value %q; package must be Draft", pr.Spec.Lifecycle)
 	}
-	// Porch puts back the comments the update lost, then renders.
-	healed, err := kptengine.Heal(e.files, in.Spec.Resources)
+	// Porch puts back the comments the update lost, then renders. That
+	// is the costly part of the request and reads only the stored files
+	// (never modified in place: a change stores a new map) and the request,
+	// so it runs without the Sim's lock, as Porch renders requests for
+	// different revisions at the same time. A change of the revision
+	// meanwhile makes this update stale, as a new commit would in Porch.
+	stored, rv := e.files, pr.ResourceVersion
+	hook := s.rendering
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	healed, err := kptengine.Heal(stored, in.Spec.Resources)
+	var rendered renderOutcome
+	if err == nil {
+		rendered = s.render(healed)
+	}
+	s.mu.Lock()
+	if cur, ok := s.objects[resPackageRevisions][objectKey{ns, in.Name}]; !ok || cur != e || e.obj.(*porchv1alpha1.PackageRevision).ResourceVersion != rv {
+		if !ok {
+			return nil, apierrors.NewNotFound(packageRevisionResourcesGR, in.Name)
+		}
+		return nil, staleResourceVersion(resPackageRevisionResources, in.Name)
+	}
+	pr = e.obj.(*porchv1alpha1.PackageRevision)
 	if err != nil {
 		return nil, refuse("failed to heal resources: %v", err)
 	}
-	rendered := s.render(healed)
 	if rendered.failed {
 		if pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
 			return nil, refuse("%s%sDetails: %s", helper.RenderFailedMessage, helper.RenderFailedNotStored, rendered.message)

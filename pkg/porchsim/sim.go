@@ -70,6 +70,9 @@ type Sim struct {
 	faults   []*faultState
 	// writes follows the writes into repositories in progress.
 	writes writes
+	// rendering, set by tests, runs while a resources update heals and
+	// renders without the Sim's lock.
+	rendering func()
 
 	logs map[string]*eventLog // watch event log by resource
 	// watermark is the resourceVersion up to which events are delivered;

@@ -30,9 +30,14 @@ func Heal(old, updated map[string]string) (files map[string]string, err error) {
 					continue
 				}
 				old := o.MustString()
-				// A resource the update left as it was has every comment
-				// already; copying them again changes nothing.
-				if old == text || templated(text) || templated(old) {
+				if templated(text) || templated(old) {
+					continue
+				}
+				// Copying changes nothing when the update left the resource
+				// as it was (it has every comment already), or when the old
+				// one has no comment to give and the new one no folded
+				// scalar (kyaml turns those double-quoted while copying).
+				if healShortcuts && (old == text || (!hasComments(o.YNode()) && !hasFolded(n.YNode()))) {
 					continue
 				}
 				if err := comments.CopyComments(o, n); err != nil {
@@ -43,6 +48,43 @@ func Heal(old, updated map[string]string) (files map[string]string, err error) {
 		return nodes, nil
 	})
 	return filterPackage(updated, copyComments)
+}
+
+// healShortcuts enables the two cases in which Heal skips kyaml's comment
+// copy because it would change nothing (switched off by the test that
+// proves exactly that).
+var healShortcuts = true
+
+// hasComments reports whether any node of the tree carries a comment.
+func hasComments(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.HeadComment != "" || n.LineComment != "" || n.FootComment != "" {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasComments(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFolded reports whether any node of the tree is in folded style.
+func hasFolded(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Style&yaml.FoldedStyle != 0 {
+		return true
+	}
+	for _, c := range n.Content {
+		if hasFolded(c) {
+			return true
+		}
+	}
+	return false
 }
 
 func sameResource(a, b *yaml.RNode) bool {

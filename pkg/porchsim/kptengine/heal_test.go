@@ -58,3 +58,37 @@ data:
 		t.Error("healing YAML that does not parse succeeded")
 	}
 }
+
+// TestHealShortcutsChangeNothing: the cases Heal skips kyaml's comment copy
+// for give the same files as copying, and a case outside them (a folded
+// scalar, which kyaml rewrites) is still copied.
+func TestHealShortcutsChangeNothing(t *testing.T) {
+	kptfile := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-namespace:v0.4.1\n    configMap:\n      namespace: a\n"
+	cases := []struct{ name, old, updated string }{
+		{"unchanged with comments", "apiVersion: v1\nkind: ConfigMap\nmetadata: # kpt-merge: /c\n  name: c\ndata:\n  a: b # why\n",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: # kpt-merge: /c\n  name: c\ndata:\n  a: b # why\n"},
+		{"comment-free old", kptfile, kptfile + "  - image: starlark:v0.5.0\n"},
+		{"comment-free old, folded new", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: >\n    folded text\n"},
+		{"comments to copy", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  # keep\n  a: b\n",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: c\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			old, updated := map[string]string{"r.yaml": c.old}, map[string]string{"r.yaml": c.updated}
+			fast, err := Heal(old, updated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			healShortcuts = false
+			defer func() { healShortcuts = true }()
+			full, err := Heal(old, updated)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(full, fast); diff != "" {
+				t.Errorf("healed with shortcuts differs from healed without (-without +with):\n%s", diff)
+			}
+		})
+	}
+}
