@@ -1,0 +1,51 @@
+package kptengine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// BenchmarkRender measures one render as Porch does it on every write of a
+// draft: the example package (Deployment, Service, ConfigMap, package
+// context) with its pipeline (starlark, built into Porch) and with the
+// pipeline removed, which is what the fleet benchmark's package renders.
+func BenchmarkRender(b *testing.B) {
+	dir := filepath.Join("..", "..", "..", "examples", "packages", "app")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		files[e.Name()] = string(data)
+	}
+	noPipeline := map[string]string{}
+	for name, text := range files {
+		noPipeline[name] = text
+	}
+	noPipeline["Kptfile"] = regexp.MustCompile(`(?s)\npipeline:.*`).ReplaceAllString(files["Kptfile"], "\n")
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+	}{{"pipeline=none", noPipeline}, {"pipeline=starlark", files}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Render(context.Background(), c.files, RenderOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Failed {
+					b.Fatalf("render failed: %s", res.Message)
+				}
+			}
+		})
+	}
+}
