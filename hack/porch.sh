@@ -425,7 +425,16 @@ start() {
     local name="$1"
     shift
     setsid "$@" </dev/null >"${STATE_DIR}/logs/${name}.log" 2>&1 &
-    echo $! >"${STATE_DIR}/${name}.pid"
+    local pid=$! i
+    echo "${pid}" >"${STATE_DIR}/${name}.pid"
+    # Until the forked shell has exec'd the command, /proc shows this
+    # script's command line, and pid_of would take the component for gone
+    # (seen under load). Wait for the exec (or the exit), at most 10 s.
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "${pid}" 2>/dev/null || break
+        [[ "$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" == *"$1"* ]] && break
+        sleep 0.1
+    done
 }
 
 # binary_of NAME prints the binary component NAME runs.

@@ -533,3 +533,31 @@ func TestCreateRacedByAnotherRevisionIsRefused(t *testing.T) {
 		t.Errorf("the revision stored first was replaced: labels %v", got.Labels)
 	}
 }
+
+// TestReadinessGatesNotEnforced: Porch lets a draft whose readiness gate
+// has no True condition be proposed and published (only porchctl checks
+// gates); so does the Sim.
+func TestReadinessGatesNotEnforced(t *testing.T) {
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	pr.Spec.ReadinessGates = []porchv1alpha1.ReadinessGate{{ConditionType: "config.injection.ConfigMap.region"}}
+	pr, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range pr.Status.Conditions {
+		if cond.Type == "config.injection.ConfigMap.region" && cond.Status == porchv1alpha1.ConditionTrue {
+			t.Fatalf("the gate's condition is True (%+v); the test needs it unmet", cond)
+		}
+	}
+	pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("proposing a draft with an unmet readiness gate: %v, want it accepted as Porch does", err)
+	}
+	if err := s.Publish(ns, pr.Name); err != nil {
+		t.Fatalf("publishing a revision with an unmet readiness gate: %v", err)
+	}
+	if got := getPR(t, c, pr.Name); got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
+		t.Errorf("lifecycle %s, want Published", got.Spec.Lifecycle)
+	}
+}
