@@ -523,6 +523,49 @@ func (s *Sim) collectGarbageLocked(namespace string, owner types.UID, orphan boo
 	}
 }
 
+// collectIfOwnersGoneLocked is the garbage collector looking at an object a
+// request just wrote, as the Kubernetes collector looks at every object it
+// sees, not only at the dependents of an owner being deleted: an object
+// whose owner references all name UIDs that no longer exist (the owner was
+// deleted before the object was made, say by a controller working from a
+// stale cache) is deleted; one that some existing owner still holds loses
+// the dangling references. PackageRevisions Porch refuses to delete keep
+// them, as in collectGarbageLocked. Gone means deleted from this Sim: the
+// collector confirms an owner's absence where it lives, and the Sim knows
+// only its own objects. Objects placed by the Sim's helpers
+// (Import, AddPublished) are left as given: a snapshot may bring owners
+// after their dependents.
+func (s *Sim) collectIfOwnersGoneLocked(resource, namespace, name string) {
+	e, ok := s.objects[resource][objectKey{namespace, name}]
+	if !ok {
+		return
+	}
+	refs := mustAccessor(e.obj).GetOwnerReferences()
+	var live []metav1.OwnerReference
+	for _, r := range refs {
+		// Only an owner the Sim itself deleted is known to be gone; a UID
+		// it never held belongs to another server (porchsim-apiserver's
+		// revisions are owned by variants in the kube-apiserver) and is
+		// not the Sim's to judge.
+		if _, gone := s.deletedUIDs[r.UID]; !gone {
+			live = append(live, r)
+		}
+	}
+	if len(live) == len(refs) {
+		return
+	}
+	if len(live) > 0 {
+		obj := e.obj.DeepCopyObject()
+		mustAccessor(obj).SetOwnerReferences(live)
+		s.replaceLocked(resource, e, obj)
+		return
+	}
+	if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok && s.deleteRefusalLocked(pr) != nil {
+		return
+	}
+	s.deleteEntryLocked(resource, e, false)
+}
+
 func (s *Sim) anyOwnerExistsLocked(refs []metav1.OwnerReference) bool {
 	for _, r := range refs {
 		if _, ok := s.uids[r.UID]; ok {

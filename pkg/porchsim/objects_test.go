@@ -341,3 +341,73 @@ func TestPatch(t *testing.T) {
 		t.Errorf("patch with a stale resourceVersion: got %v, want Conflict", err)
 	}
 }
+
+// TestGarbageCollectionOfDependentsOfGoneOwners: as the Kubernetes garbage
+// collector, the Sim collects an object whose owners are all gone when it
+// is written, not only when an owner is deleted: a variant created for a set
+// that was deleted before (a controller working from a stale cache) goes
+// (through its finalizer), and one that still has a live owner only loses
+// the dangling reference. An owner the Sim never held is not judged, and
+// objects placed by helpers are left as given.
+func TestGarbageCollectionOfDependentsOfGoneOwners(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	sets := c.ConfigV1alpha2().PackageVariantSets(ns)
+	pvs := c.ConfigV1alpha1().PackageVariants(ns)
+	gone, err := sets.Create(ctx, &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gone"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sets.Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := sets.Create(ctx, &configv1alpha2.PackageVariantSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "live"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(set *configv1alpha2.PackageVariantSet) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: set.Name, UID: set.UID, Controller: ptr(true)}
+	}
+
+	orphan := newVariant("orphan")
+	orphan.OwnerReferences = []metav1.OwnerReference{ref(gone)}
+	orphan.Finalizers = []string{configv1alpha1.Finalizer}
+	if _, err := pvs.Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v (the API accepts it; the collector acts afterwards)", err)
+	}
+	got, err := pvs.Get(ctx, "orphan", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp == nil {
+		t.Errorf("variant created for a deleted set: %v, deletionTimestamp %v; want it being deleted", err, got.GetDeletionTimestamp())
+	}
+
+	both := newVariant("both")
+	both.OwnerReferences = []metav1.OwnerReference{ref(gone), ref(live)}
+	if _, err := pvs.Create(ctx, both, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = pvs.Get(ctx, "both", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil || len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != live.UID {
+		t.Errorf("variant with one live owner: %v, owners %v; want it kept with only the live owner", err, got.GetOwnerReferences())
+	}
+
+	foreign := newVariant("foreign")
+	foreign.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Elsewhere", Name: "x", UID: "never-held-here"}}
+	if _, err := pvs.Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pvs.Get(ctx, "foreign", metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil || len(got.OwnerReferences) != 1 {
+		t.Errorf("variant owned by an object the Sim never held: %v; want it left alone (its owner lives elsewhere)", err)
+	}
+
+	if _, err := s.Import(&porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: packageRevisionName("deploy", "imported", "ws"),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: "later", UID: "not-yet"}}},
+		Spec: porchv1alpha1.PackageRevisionSpec{RepositoryName: "deploy", PackageName: "imported", WorkspaceName: "ws",
+			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft},
+	}, map[string]string{kptfileName: "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: imported\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PackageRevision(ns, packageRevisionName("deploy", "imported", "ws")); err != nil {
+		t.Errorf("a revision imported before its owner was collected: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -466,7 +467,7 @@ func TestUpdateRules(t *testing.T) {
 		published        = porchv1alpha1.PackageRevisionLifecyclePublished
 		deletionProposed = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
 	)
-	owner := metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: "pv", UID: "pv-uid"}
+	owner := metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: "pv"}
 	cases := map[string]struct {
 		from    porchv1alpha1.PackageRevisionLifecycle
 		change  func(pr *porchv1alpha1.PackageRevision)
@@ -580,6 +581,14 @@ func TestUpdateRules(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s, c := fixture(t)
+			// The owner exists: the Sim collects a revision whose owners
+			// are all gone, as the garbage collector would.
+			pv, err := c.ConfigV1alpha1().PackageVariants(ns).Create(context.Background(),
+				&configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: owner.Name, Namespace: ns}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner.UID = pv.UID
 			prName := inLifecycle(t, s, tc.from)
 			before := getPR(t, c, prName)
 			pr := before.DeepCopy()

@@ -70,6 +70,9 @@ type Sim struct {
 	faults   []*faultState
 	// writes follows the writes into repositories in progress.
 	writes writes
+	// deletedUIDs are the UIDs of the objects the Sim removed: owners
+	// known to be gone (see collectIfOwnersGoneLocked).
+	deletedUIDs map[types.UID]struct{}
 	// rendering, set by tests, runs while a resources update heals and
 	// renders without the Sim's lock.
 	rendering func()
@@ -109,15 +112,16 @@ type entry struct {
 // New returns an empty Sim.
 func New(opts ...Option) *Sim {
 	s := &Sim{
-		engine:     engine{notBuiltin: kptengine.FailNotBuiltin, memo: newEngineMemo()},
-		objects:    map[string]map[objectKey]*entry{},
-		seqOf:      map[string]int64{},
-		uids:       map[types.UID]objectRef{},
-		packages:   map[packageKey]map[string]struct{}{},
-		dependents: map[types.UID]map[objectRef]struct{}{},
-		requests:   map[string]int{},
-		logs:       map[string]*eventLog{},
-		changed:    make(chan struct{}),
+		engine:      engine{notBuiltin: kptengine.FailNotBuiltin, memo: newEngineMemo()},
+		objects:     map[string]map[objectKey]*entry{},
+		seqOf:       map[string]int64{},
+		uids:        map[types.UID]objectRef{},
+		packages:    map[packageKey]map[string]struct{}{},
+		dependents:  map[types.UID]map[objectRef]struct{}{},
+		deletedUIDs: map[types.UID]struct{}{},
+		requests:    map[string]int{},
+		logs:        map[string]*eventLog{},
+		changed:     make(chan struct{}),
 	}
 	for _, k := range kinds {
 		s.objects[k.resource] = map[objectKey]*entry{}
@@ -268,6 +272,13 @@ func (s *Sim) react(action clienttesting.Action) (bool, runtime.Object, error) {
 	if err != nil {
 		return true, nil, err
 	}
+	if verb == "create" || verb == "update" || verb == "patch" {
+		if _, stored := kindsByResource[resource]; stored || resource == resPackageRevisions {
+			if m, err := meta.Accessor(obj); err == nil {
+				s.collectIfOwnersGoneLocked(resource, m.GetNamespace(), m.GetName())
+			}
+		}
+	}
 	if fault != nil {
 		return true, nil, fault.Err
 	}
@@ -402,6 +413,7 @@ func (s *Sim) removeLocked(resource string, e *entry, obj runtime.Object) {
 	ref := objectRef{resource, objectKey{m.GetNamespace(), m.GetName()}}
 	delete(s.objects[resource], ref.key)
 	delete(s.uids, m.GetUID())
+	s.deletedUIDs[m.GetUID()] = struct{}{}
 	// The index entries are those of the stored state, which obj (the
 	// final state) may differ from.
 	s.unindexLocked(ref, e.obj)
