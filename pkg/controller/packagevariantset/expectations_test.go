@@ -210,3 +210,63 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 		})
 	}
 }
+
+// TestSetGoingCreatesNothing: the cache still shows a set that the API
+// server no longer has, marks for deletion, or has replaced by a new set of
+// the same name; a sync that would create variants reads the set live
+// first and creates nothing, writes no status and reports no error. The
+// set the cache shows, still live, gets its variants.
+func TestSetGoingCreatesNothing(t *testing.T) {
+	now := metav1.Now()
+	for name, live := range map[string]func(s *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet{
+		"gone": func(*configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet { return nil },
+		"marked for deletion": func(s *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet {
+			d := s.DeepCopy()
+			d.DeletionTimestamp = &now
+			d.Finalizers = []string{"example.com/hold"}
+			return d
+		},
+		"replaced": func(s *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet {
+			d := s.DeepCopy()
+			d.UID = "uid-new"
+			return d
+		},
+		"live": func(s *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet { return s },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
+			f.sets = append(f.sets, s)
+			f.repos = append(f.repos, repository("ns", "edge-1", nil))
+			if l := live(s); l != nil {
+				f.objects = append(f.objects, l)
+			}
+			c, factory := f.newController(ctx)
+			upstream := revision("ns", "blueprints", "app", "v1")
+			upstream.Spec.Revision = 1
+			if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
+				t.Fatal(err)
+			}
+			f.client.ClearActions()
+			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			created := createdVariants(f.client.Actions())
+			if name == "live" {
+				if len(created) != 1 {
+					t.Errorf("live set: created %v, want its one variant", created)
+				}
+				return
+			}
+			if len(created) != 0 {
+				t.Errorf("created %v for a set that is %s", created, name)
+			}
+			for _, a := range writeActions(f.client.Actions()) {
+				if a.GetVerb() != "get" {
+					t.Errorf("wrote to a set that is %s: %s %s", name, a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+		})
+	}
+}

@@ -45,6 +45,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	desired := pvs.DeepCopy()
 	syncErr := c.reconcile(ctx, desired)
+	if errors.Is(syncErr, errSetGoing) {
+		// Nothing to record on a set that is going; its events queue the
+		// next sync.
+		logger.V(2).Info("PackageVariantSet is being deleted or was replaced; creating no variants", "reason", syncErr)
+		return nil
+	}
 	if err := c.writeStatus(ctx, pvs, desired); err != nil {
 		if syncErr == nil {
 			return err
@@ -52,6 +58,28 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		logger.V(2).Info("Could not write status", "err", err)
 	}
 	return syncErr
+}
+
+// errSetGoing is returned by reconcile when a live read shows the set being
+// deleted, deleted, or replaced by a new set of the same name.
+var errSetGoing = errors.New("the PackageVariantSet is being deleted")
+
+// checkSetLive reads the set from the API server: errSetGoing when it is
+// gone, being deleted or another object by now, nil when it is the set the
+// cache showed, any other error as it came.
+func (c *Controller) checkSetLive(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	live, err := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).Get(ctx, pvs.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: it is gone", errSetGoing)
+	case err != nil:
+		return fmt.Errorf("read PackageVariantSet %s/%s before creating variants: %w", pvs.Namespace, pvs.Name, err)
+	case live.UID != pvs.UID:
+		return fmt.Errorf("%w: it was replaced by a new set of the same name", errSetGoing)
+	case live.DeletionTimestamp != nil:
+		return fmt.Errorf("%w: it is marked for deletion", errSetGoing)
+	}
+	return nil
 }
 
 // reconcile does the work and records the outcome in pvs.Status (pvs is
@@ -120,6 +148,7 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 
 	var writeErrs []error
 	created, deleted := 0, 0
+	liveChecked := false
 	desiredIDs := make(map[string]bool, len(wants))
 	for _, w := range wants {
 		desiredIDs[w.id] = true
@@ -149,6 +178,16 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 		if c.expectations.created(pvs.UID, name) {
 			// Made by an earlier sync; the cache has not shown it yet.
 			continue
+		}
+		if !liveChecked {
+			// The cache may lag a deletion of the set: variants created
+			// for a set that is gone or going would make drafts before
+			// garbage collection removed them. One live read per sync
+			// that creates, none in syncs that do not.
+			liveChecked = true
+			if err := c.checkSetLive(ctx, pvs); err != nil {
+				return err
+			}
 		}
 		pv := c.newVariant(pvs, name, w.spec)
 		c.expectations.expect(pvs.UID, name)
