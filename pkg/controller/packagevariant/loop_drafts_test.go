@@ -3,6 +3,7 @@ package packagevariant
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,22 +117,30 @@ func TestLoopPersonsEditSurvivesSpecChange(t *testing.T) {
 // write (resourceVersion), the controller reads again, and both changes end
 // up in the draft.
 func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
-	h := newHarness(t)
+	// The reactor goes in before the harness starts the informers (adding
+	// one to a clientset in use races with its readers) and acts once armed.
+	var (
+		h     *harness
+		once  sync.Once
+		armed atomic.Pointer[string]
+	)
+	h = newHarness(t, withSim(func(s *porchsim.Sim) {
+		s.Clientset().(interface {
+			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+		}).PrependReactor("update", "packagerevisionresources", func(clienttesting.Action) (bool, runtime.Object, error) {
+			if draft := armed.Load(); draft != nil {
+				once.Do(func() { h.personEdits(*draft) })
+			}
+			return false, nil, nil // on to the Sim, which sees a stale resourceVersion
+		})
+	}))
 	pv := newVariant("app", "app")
 	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	h.create(pv)
 	h.waitReady("app")
 	h.settle()
 	draft := h.revisions("app")[0].Name
-
-	var once sync.Once
-	fc := h.client.(interface {
-		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-	})
-	fc.PrependReactor("update", "packagerevisionresources", func(clienttesting.Action) (bool, runtime.Object, error) {
-		once.Do(func() { h.personEdits(draft) })
-		return false, nil, nil // on to the Sim, which sees a stale resourceVersion
-	})
+	armed.Store(&draft)
 	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
 	h.waitReady("app")
 	h.settle()

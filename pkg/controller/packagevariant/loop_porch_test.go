@@ -3,6 +3,7 @@ package packagevariant
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
 // TestLoopWritesIntoOneRepositoryNeverOverlap: two variants whose
@@ -147,18 +149,20 @@ func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 // repository overlap). The variant recognises its own draft and restores
 // them, and warns; it does not take the draft for a stranger's.
 func TestLoopRestoresLostMetadata(t *testing.T) {
-	h := newHarness(t)
-	fc := h.client.(interface {
-		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-	})
 	var once sync.Once
-	fc.PrependReactor("create", "packagerevisions", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		once.Do(func() {
-			pr := a.(clienttesting.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
-			pr.Labels, pr.Annotations, pr.OwnerReferences = nil, nil, nil
+	// The reactor goes in before the harness starts the informers: adding
+	// one to a clientset in use races with its readers.
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		s.Clientset().(interface {
+			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+		}).PrependReactor("create", "packagerevisions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			once.Do(func() {
+				pr := a.(clienttesting.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
+				pr.Labels, pr.Annotations, pr.OwnerReferences = nil, nil, nil
+			})
+			return false, nil, nil // on to the Sim, which stores it bare
 		})
-		return false, nil, nil // on to the Sim, which stores it bare
-	})
+	}))
 	pv := newVariant("app", "app")
 	pv.Spec.Labels = map[string]string{"team": "a"}
 	pv.Spec.Annotations = map[string]string{"note": "n"}
@@ -185,27 +189,33 @@ func TestLoopRestoresLostMetadata(t *testing.T) {
 // live after its files, immediately before the delete: it is Proposed, so
 // it waits for the approval instead of deleting it.
 func TestLoopLiveCheckSeesProposal(t *testing.T) {
-	h := newHarness(t)
+	// The reactor goes in before the harness starts the informers (adding
+	// one to a clientset in use races with its readers) and acts once armed.
+	var (
+		once  sync.Once
+		armed atomic.Pointer[string]
+	)
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		s.Clientset().(interface {
+			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+		}).PrependReactor("get", "packagerevisionresources", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if draft := armed.Load(); draft != nil && a.(clienttesting.GetAction).GetName() == *draft {
+				// The Sim's helpers take only the Sim's lock: a person acts
+				// while the controller's read is on its way.
+				once.Do(func() {
+					if err := s.Propose(testNS, *draft); err != nil {
+						t.Errorf("propose: %v", err)
+					}
+				})
+			}
+			return false, nil, nil
+		})
+	}))
 	h.create(newVariant("app", "app"))
 	h.waitReady("app")
 	h.settle()
 	draft := h.revisions("app")[0].Name
-	fc := h.client.(interface {
-		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-	})
-	var once sync.Once
-	fc.PrependReactor("get", "packagerevisionresources", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.(clienttesting.GetAction).GetName() == draft {
-			// The Sim's helpers take only the Sim's lock: a person acts
-			// while the controller's read is on its way.
-			once.Do(func() {
-				if err := h.sim.Propose(testNS, draft); err != nil {
-					t.Errorf("propose: %v", err)
-				}
-			})
-		}
-		return false, nil, nil
-	})
+	armed.Store(&draft)
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,9 @@ const (
 	// ReasonRenderFailed: Porch could not render the downstream package's
 	// pipeline with the variant's changes.
 	ReasonRenderFailed = "RenderFailed"
+	// ReasonRefused: the server refused a request in a way no retry can
+	// change (invalid name, forbidden, missing Repository).
+	ReasonRefused = "Refused"
 )
 
 const readyMessage = "successfully ensured downstream package variant"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -48,10 +49,22 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if errors.Is(syncErr, errDraftPending) {
 		syncErr = nil
 	}
+	if msg, ok := refusedForGood(syncErr); ok {
+		// Retrying cannot fix it: say so once and wait for a change of the
+		// variant (or of its packages) instead of retrying for ever.
+		msg = fmt.Sprintf("%s; the server refuses this on every try: fix the variant (or what the message names), and it is tried again", msg)
+		if cur := meta.FindStatusCondition(pv.Status.Conditions, ConditionStalled); cur == nil || cur.Status != metav1.ConditionTrue || cur.Message != msg {
+			c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRefused, "%s", msg)
+		}
+		setCondition(desired, ConditionStalled, metav1.ConditionTrue, ReasonRefused, msg)
+		setNotReady(desired, ReasonRefused, msg)
+		syncErr = nil
+	}
 	if syncErr != nil && !apierrors.IsConflict(syncErr) && !workloop.IsRetryAfter(syncErr) {
 		// Say what fails while it is retried; the next success replaces it.
 		setNotReady(desired, ReasonError, fmt.Sprintf("%v; retrying", syncErr))
 	}
+	keepTransitionTimes(pv.Status.Conditions, desired.Status.Conditions)
 	if err := c.writeStatus(ctx, pv, desired); err != nil {
 		if syncErr == nil {
 			return err
@@ -59,6 +72,44 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		logger.V(2).Info("Could not write status", "err", err)
 	}
 	return syncErr
+}
+
+// keepTransitionTimes gives each condition whose status is the stored one's
+// the stored lastTransitionTime: a sync may set a condition one way and then
+// back (Stalled False while validating, True when the server refuses), and
+// only a change against what is stored is a transition. Without it such a
+// sync writes a new time, its own write wakes it, and it never settles.
+func keepTransitionTimes(stored, desired []metav1.Condition) {
+	for i := range desired {
+		if old := meta.FindStatusCondition(stored, desired[i].Type); old != nil && old.Status == desired[i].Status {
+			desired[i].LastTransitionTime = old.LastTransitionTime
+		}
+	}
+}
+
+// refusedForGood reports whether err is an answer of the API server that
+// the same request will get every time (a 4xx other than conflict, timeout
+// and throttling, or a missing downstream Repository), with the error's
+// text.
+func refusedForGood(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return "", false
+	}
+	s := st.Status()
+	switch s.Code {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusMethodNotAllowed,
+		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
+		return err.Error(), true
+	case http.StatusNotFound:
+		if s.Details != nil && s.Details.Kind == "repositories" {
+			return err.Error(), true
+		}
+	}
+	return "", false
 }
 
 // reconcile brings the downstream up to date and records the outcome in

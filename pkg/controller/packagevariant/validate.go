@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
@@ -38,6 +40,7 @@ func validate(pv *configv1alpha1.PackageVariant) []string {
 		if ds.Package == "" {
 			errs = append(errs, "missing required field spec.downstream.package")
 		}
+		errs = append(errs, downstreamNameErrors(ds.Repo, ds.Package)...)
 	}
 	switch pv.Spec.AdoptionPolicy {
 	case "", configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting:
@@ -98,4 +101,36 @@ func deletionPolicy(pv *configv1alpha1.PackageVariant) configv1alpha1.DeletionPo
 // revision without upgrading to it by itself.
 func manualUpgrades(pv *configv1alpha1.PackageVariant) bool {
 	return pv.Spec.UpgradePolicy == configv1alpha1.UpgradePolicyManual
+}
+
+// downstreamNameErrors are the reasons Porch would refuse, on every try, to
+// create a draft of package pkg in repository repo: a Repository name that
+// is not a Kubernetes object name, a package path with an empty, "." or ".."
+// segment, or a PackageRevision name (<repo>.<package with / as .>.<workspace>)
+// that is not a DNS subdomain (too long, upper case, other characters).
+func downstreamNameErrors(repo, pkg string) []string {
+	if repo == "" || pkg == "" {
+		return nil
+	}
+	var errs []string
+	if msgs := validation.IsDNS1123Subdomain(repo); len(msgs) > 0 {
+		errs = append(errs, fmt.Sprintf("spec.downstream.repo %q is not a Repository name: %s", repo, strings.Join(msgs, "; ")))
+	}
+	for _, seg := range strings.Split(pkg, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			errs = append(errs, fmt.Sprintf("spec.downstream.package %q is not a package path: give a relative path without empty, \".\" or \"..\" segments", pkg))
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// The longest workspace the variant uses grows with its drafts;
+	// packagevariant-1 is the first.
+	name := repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + workspacePrefix + "1"
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		errs = append(errs, fmt.Sprintf("spec.downstream: Porch would name the draft %q, which it refuses: %s; use a lower-case package path of letters, digits, '-' and '/' that keeps the name within 253 characters",
+			name, strings.Join(msgs, "; ")))
+	}
+	return errs
 }

@@ -1,0 +1,90 @@
+package packagevariant
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// TestLoopDownstreamNamesPorchRefuses: a downstream Porch would refuse on
+// every try (a package path that climbs out, a Repository name with upper
+// case and a slash, a draft name over 253 characters) is a validation
+// error at once, and nothing is sent.
+func TestLoopDownstreamNamesPorchRefuses(t *testing.T) {
+	for name, c := range map[string]struct {
+		repo, pkg string
+		want      []string
+	}{
+		"climbing package path": {"deploy", "../../etc/passwd", []string{"spec.downstream.package", `".."`}},
+		"repository name":       {"Prod_US/East", "app", []string{"spec.downstream.repo", "Prod_US/East"}},
+		"draft name too long":   {"deploy", strings.Repeat("a", 250), []string{"spec.downstream", "253"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			pv := newVariant("bad", c.pkg)
+			pv.Spec.Downstream.Repo = c.repo
+			h.create(pv)
+			cond := h.waitCondition("bad", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+			mustContain(t, "Stalled message", cond.Message, c.want...)
+			h.settle()
+			if n := h.sim.Requests()["create packagerevisions"]; n != 0 {
+				t.Errorf("%d creates sent for a downstream Porch refuses", n)
+			}
+		})
+	}
+}
+
+// TestLoopRefusedForGoodIsNotRetried: an answer the same request gets every
+// time (422 from the server, a downstream Repository that does not exist)
+// becomes Stalled with reason Refused, the server's message and one Warning
+// event; the variant is not retried until something changes, and a change
+// that removes the cause brings it back.
+func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
+	t.Run("422", func(t *testing.T) {
+		h := newHarness(t)
+		h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions",
+			Err: apierrors.NewInvalid(schema.GroupKind{Group: "porch.kpt.dev", Kind: "PackageRevision"}, "deploy.app.packagevariant-1",
+				field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), "deploy.app.packagevariant-1", "refused by a webhook")})})
+		h.create(newVariant("app", "app"))
+		cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonRefused)
+		mustContain(t, "Stalled message", cond.Message, "refused by a webhook", "every try")
+		h.settle()
+		sent := h.sim.Requests()["create packagerevisions"]
+		h.resync("app")
+		h.settle()
+		if n := h.sim.Requests()["create packagerevisions"]; n != sent+1 {
+			t.Errorf("creates: %d after a resync, want %d (one try per sync, no retries)", n, sent+1)
+		}
+		if got := h.eventsMatching(ReasonRefused); len(got) != 1 {
+			t.Errorf("Refused events %v, want exactly one", got)
+		}
+		h.sim.ClearFaults()
+		h.resync("app")
+		h.waitReady("app")
+		h.waitRevisions("app", "packagevariant-1:Draft")
+	})
+	t.Run("missing repository", func(t *testing.T) {
+		h := newHarness(t)
+		pv := newVariant("app", "app")
+		pv.Spec.Downstream.Repo = "nowhere"
+		h.create(pv)
+		cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonRefused)
+		mustContain(t, "Stalled message", cond.Message, "nowhere", "every try")
+		if r := h.condition("app", ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != ReasonRefused {
+			t.Errorf("Ready %+v, want False with reason Refused", r)
+		}
+		h.settle() // no failing key left: nothing is retried
+		if n, syncs := h.sim.Requests()["create packagerevisions"], h.syncCount("app"); n == 0 || n > syncs {
+			t.Errorf("%d creates into a missing repository in %d syncs, want one per sync and no retries", n, syncs)
+		}
+		if got := h.eventsMatching(ReasonRefused); len(got) != 1 {
+			t.Errorf("Refused events %v, want exactly one", got)
+		}
+	})
+}
