@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -179,7 +180,7 @@ func New(ctx context.Context, client versioned.Interface,
 		{pvInformer.Informer(), "PackageVariants", cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj interface{}) { c.handleVariant(logger, obj, 0) },
 			UpdateFunc: func(oldObj, newObj interface{}) { c.handleVariantUpdate(logger, oldObj, newObj) },
-			DeleteFunc: func(obj interface{}) { c.handleVariant(logger, obj, 0) },
+			DeleteFunc: func(obj interface{}) { c.handleVariantDeleted(logger, obj) },
 		}},
 		{repoInformer.Informer(), "Repositories", both(func(obj interface{}) { c.handleRepository(logger, obj) })},
 		{prInformer.Informer(), "PackageRevisions", both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
@@ -305,6 +306,29 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 		return
 	}
 	c.queue.Add(cache.MetaObjectToName(pvs))
+}
+
+// handleVariantDeleted enqueues the set that controlled a deleted
+// PackageVariant and every Stalled set of its namespace: a set Stalled
+// because a variant of its name "does not belong to this set" (one of a
+// deleted set of the same name still cleaning up, or a hand-written one)
+// can go on once that variant is gone, and no other event tells it.
+func (c *Controller) handleVariantDeleted(logger klog.Logger, obj interface{}) {
+	c.handleVariant(logger, obj, 0)
+	m := objectMeta(obj)
+	if m == nil {
+		return
+	}
+	sets, err := c.pvsLister.PackageVariantSets(m.GetNamespace()).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, pvs := range sets {
+		if meta.IsStatusConditionTrue(pvs.Status.Conditions, ConditionStalled) {
+			logger.V(4).Info("PackageVariant deleted; waking a Stalled set", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
+			c.queue.Add(cache.MetaObjectToName(pvs))
+		}
+	}
 }
 
 // handleRepository enqueues the sets that name the Repository, and those

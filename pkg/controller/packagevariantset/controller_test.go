@@ -621,3 +621,37 @@ func TestVariantUpdatesWakeTheSetOnlyWhenTheyMatter(t *testing.T) {
 		t.Errorf("a readiness change woke the set at once (%d queued)", got)
 	}
 }
+
+// TestDeletedVariantWakesStalledSets: a set re-created while the variants
+// of its predecessor (same name, another UID) still clean up is Stalled
+// ("already exists and does not belong to this set"); when such a variant
+// is deleted, the Stalled sets of its namespace are queued, other sets are
+// not.
+func TestDeletedVariantWakesStalledSets(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	recreated := set("ns", "s", "uid-new", [2]string{"blueprints", "app"}, byName("edge-1"))
+	recreated.Status.Conditions = []metav1.Condition{{Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonValidationError,
+		Message: "PackageVariant s-edge-1-app (for downstream edge-1/app) already exists and does not belong to this set; delete or rename it"}}
+	healthy := set("ns", "healthy", "uid-healthy", [2]string{"blueprints", "app"}, byName("edge-2"))
+	healthy.Status.Conditions = []metav1.Condition{{Type: ConditionStalled, Status: metav1.ConditionFalse, Reason: ReasonValid}}
+	elsewhere := set("other", "s", "uid-other", [2]string{"blueprints", "app"}, byName("edge-1"))
+	elsewhere.Status.Conditions = recreated.Status.Conditions
+	f.sets = append(f.sets, recreated, healthy, elsewhere)
+	c, _ := f.newController(ctx)
+	logger := klog.FromContext(ctx)
+
+	c.handleVariantDeleted(logger, variantOf("ns", "s-edge-1-app", "s", "uid-old"))
+	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
+		t.Errorf("queued after the old set's variant went (-want +got):\n%s", diff)
+	}
+	c.handleVariantDeleted(logger, tombstone(t, variantOf("ns", "s-edge-1-app", "s", "uid-old")))
+	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
+		t.Errorf("queued after a tombstone of it (-want +got):\n%s", diff)
+	}
+	// An update of the same variant does not concern the new set.
+	c.handleVariant(logger, variantOf("ns", "s-edge-1-app", "s", "uid-old"), 0)
+	if got := drain(c); len(got) != 0 {
+		t.Errorf("an update of the old set's variant queued %v", got)
+	}
+}
