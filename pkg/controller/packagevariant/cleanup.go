@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -134,6 +135,24 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 		}
 		return fmt.Errorf("clean up downstream revisions of %s/%s: %w", pv.Namespace, pv.Name, firstErr)
 	}
+	// The cache may not show every revision the variant owns yet (an
+	// adoption it has not seen): once the finalizer is gone the garbage
+	// collector would delete those whatever the policy. Only a live list
+	// showing nothing owned in the downstream package lets it go.
+	left, err := c.liveOwnedRevisions(ctx, pv)
+	if err != nil {
+		return fmt.Errorf("list downstream revisions of %s/%s before removing its finalizer: %w", pv.Namespace, pv.Name, err)
+	}
+	if len(left) > 0 {
+		var names []string
+		for _, pr := range left {
+			if err := c.release(ctx, pv, pr, "PackageVariant "+pv.Name+" is being deleted"); err != nil {
+				return fmt.Errorf("clean up downstream revisions of %s/%s: %w", pv.Namespace, pv.Name, err)
+			}
+			names = append(names, pr.Name)
+		}
+		return fmt.Errorf("released %s, which the cache did not show as the variant's yet; the finalizer stays until a live list shows nothing left", joinAnd(names))
+	}
 	upd := pv.DeepCopy()
 	var kept []string
 	for _, f := range upd.Finalizers {
@@ -158,6 +177,30 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	c.written.Record(pv.ResourceVersion, removed)
 	klog.FromContext(ctx).V(2).Info("Cleaned up; finalizer removed", "policy", deletionPolicy(pv))
 	return nil
+}
+
+// liveOwnedRevisions lists, from the server, the revisions of the
+// variant's downstream package that carry an owner reference to it.
+func (c *Controller) liveOwnedRevisions(ctx context.Context, pv *configv1alpha1.PackageVariant) ([]*porchv1alpha1.PackageRevision, error) {
+	ds := pv.Spec.Downstream
+	if ds == nil || ds.Repo == "" || ds.Package == "" {
+		return nil, nil
+	}
+	list, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"spec.repository": ds.Repo, "spec.packageName": ds.Package}.AsSelector().String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []*porchv1alpha1.PackageRevision
+	for i := range list.Items {
+		pr := &list.Items[i]
+		// The selector is the server's to apply; check anyway.
+		if pr.Spec.RepositoryName == ds.Repo && pr.Spec.PackageName == ds.Package && hasOwner(pr, pv.UID) {
+			out = append(out, pr)
+		}
+	}
+	return out, nil
 }
 
 // ownedRevisions are the revisions carrying an owner reference to the

@@ -393,3 +393,55 @@ func TestCleanupFailureIsReportedOnce(t *testing.T) {
 		t.Errorf("the Ready message must name the revision that could not be cleaned up")
 	}
 }
+
+// TestCleanupConfirmsLiveBeforeRemovingFinalizer: the cache shows no
+// revision of the variant (its adoption of a draft has not reached the
+// cache), the server does. Cleanup must not drop the finalizer on the
+// cache's word, or the garbage collector would delete the draft whatever
+// the policy: it lists the downstream package live, releases what it finds
+// (orphan: the owner reference goes), keeps the finalizer, and drops it on
+// the next sync when the live list shows nothing left.
+func TestCleanupConfirmsLiveBeforeRemovingFinalizer(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	pv := deletingVariant()
+	pv.Spec.DeletionPolicy = configv1alpha1.DeletionPolicyOrphan
+	adopted := ownedRev(pv, "packagevariant-1", porchv1alpha1.PackageRevisionLifecycleDraft)
+	cached := adopted.DeepCopy()
+	cached.OwnerReferences = []metav1.OwnerReference{keeper} // before the adoption
+	f := newFixture(t)
+	f.revs = []*porchv1alpha1.PackageRevision{cached}
+	f.objects = []runtime.Object{pv, adopted}
+	c, _ := f.newController(ctx)
+
+	err := c.cleanup(ctx, pv)
+	if err == nil || !strings.Contains(err.Error(), adopted.Name) {
+		t.Fatalf("first cleanup: %v, want an error naming %s (the finalizer stays)", err, adopted.Name)
+	}
+	var finalizerRemoved bool
+	for _, a := range writeActions(f.client.Actions()) {
+		if a.GetResource().Resource == "packagevariants" && a.GetVerb() == "update" && a.GetSubresource() == "" {
+			finalizerRemoved = true
+		}
+	}
+	if finalizerRemoved {
+		t.Error("the finalizer was removed while the server showed a revision the variant owns")
+	}
+	want := []prWrite{{Verb: "update", Name: adopted.Name, Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft, Owners: []metav1.OwnerReference{keeper}}}
+	if diff := cmp.Diff(want, prWrites(t, writeActions(f.client.Actions()))); diff != "" {
+		t.Errorf("revision writes (-want +got):\n%s", diff)
+	}
+
+	f.client.ClearActions()
+	if err := c.cleanup(ctx, pv); err != nil {
+		t.Fatalf("second cleanup: %v", err)
+	}
+	var finalizers []string
+	for _, a := range writeActions(f.client.Actions()) {
+		if a.GetResource().Resource == "packagevariants" && a.GetVerb() == "update" && a.GetSubresource() == "" {
+			finalizers = a.(core.UpdateAction).GetObject().(*configv1alpha1.PackageVariant).Finalizers
+		}
+	}
+	if diff := cmp.Diff([]string{"example.com/other"}, finalizers); diff != "" {
+		t.Errorf("finalizers after the live list showed nothing left (-want +got):\n%s", diff)
+	}
+}
