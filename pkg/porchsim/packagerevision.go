@@ -237,17 +237,13 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	// modified in place), so they run without the Sim's lock, as Porch
 	// serves creates at the same time. Porch's checks are made again
 	// afterwards: a revision created meanwhile under the same name wins.
-	hook := s.rendering
-	s.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	files, err := compute()
 	var rendered renderOutcome
-	if err == nil {
-		rendered = s.render(files)
-	}
-	s.mu.Lock()
+	s.unlockedLocked(func() {
+		var files map[string]string
+		if files, err = compute(); err == nil {
+			rendered = s.render(files)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +286,20 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	e := s.insertLocked(resPackageRevisions, pr, rendered.files)
 	e.skipped = rendered.skipped
 	return e.obj.DeepCopyObject(), nil
+}
+
+// unlockedLocked runs work with the Sim's lock released (the caller holds
+// it and has it again on return): for the engine work of a request, which
+// reads only what the caller took from the store. Tests' rendering hook runs
+// first, without the lock.
+func (s *Sim) unlockedLocked(work func()) {
+	hook := s.rendering
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	if hook != nil {
+		hook()
+	}
+	work()
 }
 
 // createRefusalLocked makes Porch's checks of a create against what is
@@ -649,17 +659,14 @@ func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevision
 	// different revisions at the same time. A change of the revision
 	// meanwhile makes this update stale, as a new commit would in Porch.
 	stored, rv := e.files, pr.ResourceVersion
-	hook := s.rendering
-	s.mu.Unlock()
-	if hook != nil {
-		hook()
-	}
-	healed, err := kptengine.Heal(stored, in.Spec.Resources)
 	var rendered renderOutcome
-	if err == nil {
-		rendered = s.render(healed)
-	}
-	s.mu.Lock()
+	var err error
+	s.unlockedLocked(func() {
+		var healed map[string]string
+		if healed, err = kptengine.Heal(stored, in.Spec.Resources); err == nil {
+			rendered = s.render(healed)
+		}
+	})
 	if cur, ok := s.objects[resPackageRevisions][objectKey{ns, in.Name}]; !ok || cur != e || e.obj.(*porchv1alpha1.PackageRevision).ResourceVersion != rv {
 		if !ok {
 			return nil, apierrors.NewNotFound(packageRevisionResourcesGR, in.Name)

@@ -9,7 +9,6 @@ package e2eporch
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -64,29 +63,7 @@ func TestSmoke(t *testing.T) {
 	reportf(t, "other admin clients (the Porch server) meanwhile:\n%s", porch)
 
 	// porchsim on a port of its own, then the APIService to it.
-	port, err := e2eutil.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := e2eutil.StartPorchsim(ctx, e2eutil.PorchsimOptions{
-		Binary: filepath.Join(env.bin, "porchsim-apiserver"), Kubeconfig: env.kubeconfig,
-		Port: port, WorkDir: filepath.Join(env.workDir, "smoke-porchsim"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Stop(); err != nil {
-			t.Errorf("stop porchsim-apiserver: %v", err)
-		}
-		if t.Failed() {
-			t.Log(sim.Tail())
-		}
-	})
-	// Registered after the Stop above, so it runs before it: whatever
-	// happens here, the tests after this one find Porch serving.
-	t.Cleanup(func() { switchTo(t, "Porch", env.porchPort) })
-	switchTo(t, "porchsim", port)
+	servePorchsim(ctx, t, "smoke-porchsim")
 
 	// porchsim mirrors the Repository but knows nothing of Porch's git: it
 	// lists none of Porch's revisions, and takes a draft of its own.

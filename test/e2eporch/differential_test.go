@@ -35,27 +35,7 @@ func TestScenario(t *testing.T) {
 	switchTo(t, "Porch", env.porchPort)
 	onPorch := runScenario(t, backend{name: "porch", port: env.porchPort, ns: "scenario-porch", log: porchLog})
 
-	port, err := e2eutil.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := e2eutil.StartPorchsim(ctx, e2eutil.PorchsimOptions{
-		Binary: filepath.Join(env.bin, "porchsim-apiserver"), Kubeconfig: env.kubeconfig,
-		Port: port, WorkDir: filepath.Join(env.workDir, "scenario-porchsim"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Stop(); err != nil {
-			t.Errorf("stop porchsim-apiserver: %v", err)
-		}
-		if t.Failed() {
-			t.Log(sim.Tail())
-		}
-	})
-	t.Cleanup(func() { switchTo(t, "Porch", env.porchPort) })
-	switchTo(t, "porchsim", port)
+	sim, port := servePorchsim(ctx, t, "scenario-porchsim")
 	onSim := runScenario(t, backend{name: "porchsim", port: port, ns: "scenario-porchsim", log: sim.Output})
 
 	compareRuns(t, onPorch, onSim)

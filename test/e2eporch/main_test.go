@@ -326,3 +326,34 @@ func switchTo(t *testing.T, what string, port int) {
 	reportf(t, "porch.kpt.dev switched to %s (port %d): aggregator let go of the old server in %s, answered from the new one %s later",
 		what, port, sw.Refused.Round(time.Millisecond), sw.Answered.Round(time.Millisecond))
 }
+
+// servePorchsim starts porchsim-apiserver on a free port (state under
+// env.workDir/dir) and points porch.kpt.dev at it. Cleanup points it back at
+// Porch before stopping porchsim (cleanups run last first), so the tests
+// after this one find Porch serving whatever happens here; a failed test
+// gets porchsim's last log lines.
+func servePorchsim(ctx context.Context, t *testing.T, dir string) (*e2eutil.Process, int) {
+	t.Helper()
+	port, err := e2eutil.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := e2eutil.StartPorchsim(ctx, e2eutil.PorchsimOptions{
+		Binary: filepath.Join(env.bin, "porchsim-apiserver"), Kubeconfig: env.kubeconfig,
+		Port: port, WorkDir: filepath.Join(env.workDir, dir),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Stop(); err != nil {
+			t.Errorf("stop porchsim-apiserver: %v", err)
+		}
+		if t.Failed() {
+			t.Log(sim.Tail())
+		}
+	})
+	t.Cleanup(func() { switchTo(t, "Porch", env.porchPort) })
+	switchTo(t, "porchsim", port)
+	return sim, port
+}
