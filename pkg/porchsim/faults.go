@@ -24,6 +24,9 @@ type Fault struct {
 	// have no name). For a PackageRevision create it is the name Porch
 	// derives from the spec.
 	Name string
+	// User limits the fault to the requests of one clientset (see
+	// ClientsetAs); "" matches every client.
+	User string
 	// Times is how many matching requests fail; 0 means every one until
 	// ClearFaults.
 	Times int
@@ -38,6 +41,25 @@ type Fault struct {
 type faultState struct {
 	Fault
 	remaining int
+}
+
+// Request describes a request, for the chaos function (SetChaos).
+type Request struct {
+	// User is the clientset's user ("" for Clientset, see ClientsetAs).
+	User string
+	// Verb, Resource and Name are as in Fault.
+	Verb, Resource, Name string
+}
+
+// SetChaos makes f decide, for every request that no injected fault
+// matches, whether it fails: f returns the fault to apply (its Verb,
+// Resource, Name, User and Times are ignored) or nil to serve the request.
+// A soak test draws faults at random this way. f runs under the Sim's lock:
+// it must be quick and must not call the Sim. nil removes it.
+func (s *Sim) SetChaos(f func(Request) *Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chaos = f
 }
 
 // InjectFault makes matching requests fail, without effect unless
@@ -58,9 +80,9 @@ func (s *Sim) ClearFaults() {
 }
 
 // faultLocked returns the fault matching a request, if any.
-func (s *Sim) faultLocked(verb, resource, name string) *Fault {
+func (s *Sim) faultLocked(r Request) *Fault {
 	for i, f := range s.faults {
-		if f.Verb != verb || f.Resource != resource || (f.Name != "" && f.Name != name) {
+		if f.Verb != r.Verb || f.Resource != r.Resource || (f.Name != "" && f.Name != r.Name) || (f.User != "" && f.User != r.User) {
 			continue
 		}
 		if f.Times > 0 {
@@ -74,6 +96,15 @@ func (s *Sim) faultLocked(verb, resource, name string) *Fault {
 			out.Err = ServerError("injected fault")
 		}
 		return &out
+	}
+	if s.chaos != nil {
+		if f := s.chaos(r); f != nil {
+			out := *f
+			if out.Err == nil {
+				out.Err = ServerError("injected fault")
+			}
+			return &out
+		}
 	}
 	return nil
 }

@@ -377,21 +377,21 @@ func TestOverlappingWritesIntoARepository(t *testing.T) {
 	s, _ := fixture(t)
 	s.AddRepository(ns, "other", true, nil)
 	var w writes
-	a, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "create packagerevisions deploy.a.ws")
+	a, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "create packagerevisions deploy.a.ws", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "update packagerevisions deploy.a.ws"); !apierrors.IsConflict(err) {
+	if _, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "update packagerevisions deploy.a.ws", ""); !apierrors.IsConflict(err) {
 		t.Errorf("second write on one revision: got %v, want Porch's 409", err)
 	}
-	other, err := w.begin(repoRef{ns, "other"}, revisionRef{ns, "other.a.ws"}, "create packagerevisions other.a.ws")
+	other, err := w.begin(repoRef{ns, "other"}, revisionRef{ns, "other.a.ws"}, "create packagerevisions other.a.ws", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(w.overlaps) != 0 {
 		t.Errorf("writes into different repositories overlapped: %v", w.overlaps)
 	}
-	b, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.b.ws"}, "create packagerevisions deploy.b.ws")
+	b, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.b.ws"}, "create packagerevisions deploy.b.ws", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,11 +402,23 @@ func TestOverlappingWritesIntoARepository(t *testing.T) {
 	w.end(a)
 	w.end(b)
 	w.end(other)
-	c, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "delete packagerevisions deploy.a.ws")
+	c, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.a.ws"}, "delete packagerevisions deploy.a.ws", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.end(c)
+	// A person's write at the same time as a client's is not the
+	// client's overlap: it cannot serialise its writes with a person's.
+	d, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.d.ws"}, "create packagerevisions deploy.d.ws", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := w.begin(repoRef{ns, "deploy"}, revisionRef{ns, "deploy.e.ws"}, "update packagerevisionresources deploy.e.ws", "person")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.end(d)
+	w.end(e)
 	if len(w.overlaps) != 1 {
 		t.Errorf("a write after the others ended was taken for an overlap: %v", w.overlaps)
 	}

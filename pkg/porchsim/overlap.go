@@ -13,8 +13,8 @@ import (
 	porchclient "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/typed/porch/v1alpha1"
 )
 
-// Overlap is two writes into one repository that were in progress at the
-// same time. Real Porch commits each write to the repository's branch and
+// Overlap is two writes of one client (see ClientsetAs) into one repository
+// that were in progress at the same time. Real Porch commits each write to the repository's branch and
 // loses one of two such writes after answering it (a created draft vanishes
 // and its name is blocked, or it comes back without its metadata), so a
 // client must never overlap them; the Sim serves both and records the
@@ -36,7 +36,7 @@ func (o Overlap) String() string {
 // waits for the Sim's lock too.
 type writes struct {
 	mu       sync.Mutex
-	inflight map[repoRef]map[int64]string // by write id: what it is
+	inflight map[repoRef]map[int64]inflightWrite // by write id
 	revision map[revisionRef]int          // writes in progress per revision
 	seq      int64
 	overlaps []Overlap
@@ -47,6 +47,11 @@ type writes struct {
 }
 
 type repoRef struct{ namespace, repository string }
+
+// inflightWrite is what a write in progress is ("<verb> <resource> <name>")
+// and whose it is: only a client's own writes can overlap, since a
+// controller cannot serialise its writes with a person's.
+type inflightWrite struct{ what, user string }
 
 type revisionRef struct{ namespace, name string }
 
@@ -61,18 +66,21 @@ type write struct {
 // write is still working on is refused with Porch's 409 (its per-revision
 // lock); a write into a repository another write is still working on is
 // served, and recorded as an Overlap.
-func (w *writes) begin(repo repoRef, rev revisionRef, what string) (*write, error) {
+func (w *writes) begin(repo repoRef, rev revisionRef, what, user string) (*write, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.inflight == nil {
-		w.inflight = map[repoRef]map[int64]string{}
+		w.inflight = map[repoRef]map[int64]inflightWrite{}
 		w.revision = map[revisionRef]int{}
 	}
 	if rev.name != "" && w.revision[rev] > 0 {
 		return nil, conflictInProgress(rev.namespace, rev.name)
 	}
 	for _, other := range w.inflight[repo] {
-		o := Overlap{Namespace: repo.namespace, Repository: repo.repository, First: other, Second: what}
+		if other.user != user {
+			continue
+		}
+		o := Overlap{Namespace: repo.namespace, Repository: repo.repository, First: other.what, Second: what}
 		w.overlaps = append(w.overlaps, o)
 		if w.onOverlap != nil {
 			w.onOverlap(o)
@@ -81,9 +89,9 @@ func (w *writes) begin(repo repoRef, rev revisionRef, what string) (*write, erro
 	}
 	w.seq++
 	if w.inflight[repo] == nil {
-		w.inflight[repo] = map[int64]string{}
+		w.inflight[repo] = map[int64]inflightWrite{}
 	}
-	w.inflight[repo][w.seq] = what
+	w.inflight[repo][w.seq] = inflightWrite{what: what, user: user}
 	if rev.name != "" {
 		w.revision[rev]++
 	}
@@ -143,11 +151,11 @@ func (s *Sim) WritesInProgress(namespace, repository string) int {
 
 // beginWrite marks the start of a client's write into a repository, from
 // the moment the client makes it; the caller ends it once answered.
-func (s *Sim) beginWrite(namespace, repo, name, what string) (*write, error) {
+func (s *Sim) beginWrite(user, namespace, repo, name, what string) (*write, error) {
 	if repo == "" {
 		return nil, nil // refused as invalid anyway
 	}
-	w, err := s.writes.begin(repoRef{namespace, repo}, revisionRef{namespace, name}, what)
+	w, err := s.writes.begin(repoRef{namespace, repo}, revisionRef{namespace, name}, what, user)
 	if err != nil {
 		return nil, err
 	}
@@ -177,35 +185,38 @@ func (s *Sim) repositoryOf(namespace, name string) string {
 // hand it to the fake.
 type clientset struct {
 	*fake.Clientset
-	sim *Sim
+	sim  *Sim
+	user string
 }
 
 // PorchV1alpha1 returns the porch.kpt.dev client with writes followed.
 func (c *clientset) PorchV1alpha1() porchclient.PorchV1alpha1Interface {
-	return &porchClient{PorchV1alpha1Interface: c.Clientset.PorchV1alpha1(), sim: c.sim}
+	return &porchClient{PorchV1alpha1Interface: c.Clientset.PorchV1alpha1(), sim: c.sim, user: c.user}
 }
 
 type porchClient struct {
 	porchclient.PorchV1alpha1Interface
-	sim *Sim
+	sim  *Sim
+	user string
 }
 
 func (p *porchClient) PackageRevisions(namespace string) porchclient.PackageRevisionInterface {
-	return &trackedRevisions{PackageRevisionInterface: p.PorchV1alpha1Interface.PackageRevisions(namespace), sim: p.sim, ns: namespace}
+	return &trackedRevisions{PackageRevisionInterface: p.PorchV1alpha1Interface.PackageRevisions(namespace), sim: p.sim, ns: namespace, user: p.user}
 }
 
 func (p *porchClient) PackageRevisionResources(namespace string) porchclient.PackageRevisionResourcesInterface {
-	return &trackedResources{PackageRevisionResourcesInterface: p.PorchV1alpha1Interface.PackageRevisionResources(namespace), sim: p.sim, ns: namespace}
+	return &trackedResources{PackageRevisionResourcesInterface: p.PorchV1alpha1Interface.PackageRevisionResources(namespace), sim: p.sim, ns: namespace, user: p.user}
 }
 
 type trackedRevisions struct {
 	porchclient.PackageRevisionInterface
-	sim *Sim
-	ns  string
+	sim  *Sim
+	ns   string
+	user string
 }
 
 func (t *trackedRevisions) track(repo, name, verb string) (func(), error) {
-	w, err := t.sim.beginWrite(t.ns, repo, name, verb+" "+resPackageRevisions+" "+name)
+	w, err := t.sim.beginWrite(t.user, t.ns, repo, name, verb+" "+resPackageRevisions+" "+name)
 	if err != nil || w == nil {
 		return func() {}, err
 	}
@@ -250,12 +261,13 @@ func (t *trackedRevisions) Patch(ctx context.Context, name string, pt types.Patc
 
 type trackedResources struct {
 	porchclient.PackageRevisionResourcesInterface
-	sim *Sim
-	ns  string
+	sim  *Sim
+	ns   string
+	user string
 }
 
 func (t *trackedResources) Update(ctx context.Context, prr *porchv1alpha1.PackageRevisionResources, opts metav1.UpdateOptions) (*porchv1alpha1.PackageRevisionResources, error) {
-	w, err := t.sim.beginWrite(t.ns, t.sim.repositoryOf(t.ns, prr.Name), prr.Name, "update "+resPackageRevisionResources+" "+prr.Name)
+	w, err := t.sim.beginWrite(t.user, t.ns, t.sim.repositoryOf(t.ns, prr.Name), prr.Name, "update "+resPackageRevisionResources+" "+prr.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -68,6 +68,11 @@ type Sim struct {
 
 	requests map[string]int
 	faults   []*faultState
+	chaos    func(Request) *Fault
+	// observers hear of every change (see Observe).
+	observers []func(Change)
+	// watchers are the open watches (see BreakWatches).
+	watchers map[*watcher]struct{}
 	// writes follows the writes into repositories in progress.
 	writes writes
 	// deletedUIDs are the UIDs of the objects the Sim removed: owners
@@ -121,6 +126,7 @@ func New(opts ...Option) *Sim {
 		deletedUIDs: map[types.UID]struct{}{},
 		requests:    map[string]int{},
 		logs:        map[string]*eventLog{},
+		watchers:    map[*watcher]struct{}{},
 		changed:     make(chan struct{}),
 	}
 	for _, k := range kinds {
@@ -129,6 +135,13 @@ func New(opts ...Option) *Sim {
 	for _, o := range opts {
 		o(s)
 	}
+	s.clientset = s.newClientset("")
+	return s
+}
+
+// newClientset returns a fake clientset whose requests the Sim serves as
+// user's.
+func (s *Sim) newClientset(user string) *clientset {
 	cs := fake.NewSimpleClientset()
 	// Replace the object tracker's reactors: the tracker knows nothing of
 	// Porch's rules (and guesses the plural of PackageRevisionResources
@@ -136,10 +149,17 @@ func New(opts ...Option) *Sim {
 	cs.ReactionChain = nil
 	cs.WatchReactionChain = nil
 	cs.ProxyReactionChain = nil
-	cs.AddReactor("*", "*", s.react)
-	cs.AddWatchReactor("*", s.reactWatch)
-	s.clientset = &clientset{Clientset: cs, sim: s}
-	return s
+	cs.AddReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) { return s.react(user, a) })
+	cs.AddWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) { return s.reactWatch(user, a) })
+	return &clientset{Clientset: cs, sim: s, user: user}
+}
+
+// ClientsetAs returns another clientset on the same Sim whose requests are
+// user's: a Fault with a User, and the chaos function (SetChaos), can then
+// tell them from those of Clientset (user ""), as a test tells a person's
+// kubectl from the controller.
+func (s *Sim) ClientsetAs(user string) versioned.Interface {
+	return s.newClientset(user)
 }
 
 // Clientset returns a clientset that serves every resource of our generated
@@ -251,8 +271,8 @@ func (s *Sim) ReleaseWatchEvents() {
 	s.notifyLocked()
 }
 
-// react serves every non-watch request of the fake clientset.
-func (s *Sim) react(action clienttesting.Action) (bool, runtime.Object, error) {
+// react serves every non-watch request of user's fake clientset.
+func (s *Sim) react(user string, action clienttesting.Action) (bool, runtime.Object, error) {
 	resource := action.GetResource().Resource
 	sub := action.GetSubresource()
 	verb := action.GetVerb()
@@ -264,7 +284,7 @@ func (s *Sim) react(action clienttesting.Action) (bool, runtime.Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests[verb+" "+path]++
-	fault := s.faultLocked(verb, path, requestName(action))
+	fault := s.faultLocked(Request{User: user, Verb: verb, Resource: path, Name: requestName(action)})
 	if fault != nil && !fault.AfterEffect {
 		return true, nil, fault.Err
 	}

@@ -49,6 +49,9 @@ func (s *Sim) emitLocked(resource string, typ watch.EventType, obj, old runtime.
 		s.logs[resource] = l
 	}
 	l.events = append(l.events, event{rv: s.rv, typ: typ, obj: obj, old: old})
+	for _, f := range s.observers {
+		f(Change{Resource: resource, Type: typ, Object: obj, Sequence: s.rv})
+	}
 	if len(l.events) > maxLogEvents {
 		// Drop the older half, but never events that were not delivered yet.
 		n := sort.Search(len(l.events)/2, func(i int) bool { return l.events[i].rv > s.watermark })
@@ -68,8 +71,46 @@ func (s *Sim) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
+// Change is one change of a stored object, as Observe reports it.
+type Change struct {
+	// Resource is the plural, such as "packagerevisions".
+	Resource string
+	Type     watch.EventType
+	// Object is the state after the change (the last state for DELETED).
+	// It is the stored object: it must not be modified.
+	Object runtime.Object
+	// Sequence orders the changes of every resource.
+	Sequence int64
+}
+
+// Observe makes f hear of every change, in order, at the moment it is made
+// (whether or not watch events are held): a test checks invariants that
+// must hold at every moment this way. f runs under the Sim's lock: it must
+// be quick, must not modify the object and must not call the Sim.
+func (s *Sim) Observe(f func(Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observers = append(s.observers, f)
+}
+
+// BreakWatches ends every open watch, as an API server does when it
+// restarts or a connection drops: a client's reflector watches again from
+// the last resourceVersion it saw (PackageRevision watches start over with
+// every object ADDED, as Porch's do). It returns how many watches ended.
+func (s *Sim) BreakWatches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for w := range s.watchers {
+		w.breakOnce.Do(func() { close(w.broken) })
+		delete(s.watchers, w)
+		n++
+	}
+	return n
+}
+
 // reactWatch serves watch requests of the fake clientset.
-func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, error) {
+func (s *Sim) reactWatch(user string, action clienttesting.Action) (bool, watch.Interface, error) {
 	resource := action.GetResource().Resource
 	path := resource
 	if sub := action.GetSubresource(); sub != "" {
@@ -79,7 +120,7 @@ func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests["watch "+path]++
-	if f := s.faultLocked("watch", path, ""); f != nil {
+	if f := s.faultLocked(Request{User: user, Verb: "watch", Resource: path}); f != nil {
 		return true, nil, f.Err
 	}
 	k, ok := kindsByResource[resource]
@@ -99,6 +140,7 @@ func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, er
 		return true, nil, err
 	}
 	w := &watcher{
+		broken:   make(chan struct{}),
 		s:        s,
 		kind:     k,
 		ns:       action.GetNamespace(),
@@ -137,6 +179,7 @@ func (s *Sim) reactWatch(action clienttesting.Action) (bool, watch.Interface, er
 		}
 		w.cursor = from
 	}
+	s.watchers[w] = struct{}{}
 	go w.run(initial)
 	return true, w, nil
 }
@@ -172,6 +215,9 @@ type watcher struct {
 	result   chan watch.Event
 	stop     chan struct{}
 	stopOnce sync.Once
+	// broken is closed by BreakWatches: the server ends the watch.
+	broken    chan struct{}
+	breakOnce sync.Once
 }
 
 // Stop ends the watch; ResultChan is closed soon after.
@@ -185,7 +231,12 @@ func (w *watcher) ResultChan() <-chan watch.Event {
 }
 
 func (w *watcher) run(initial []watch.Event) {
-	defer close(w.result)
+	defer func() {
+		w.s.mu.Lock()
+		delete(w.s.watchers, w)
+		w.s.mu.Unlock()
+		close(w.result)
+	}()
 	for _, ev := range initial {
 		if !w.send(ev) {
 			return
@@ -202,6 +253,8 @@ func (w *watcher) run(initial []watch.Event) {
 			case <-wait:
 				continue
 			case <-w.stop:
+				return
+			case <-w.broken:
 				return
 			}
 		}
@@ -273,6 +326,8 @@ func (w *watcher) send(ev watch.Event) bool {
 	case w.result <- ev:
 		return true
 	case <-w.stop:
+		return false
+	case <-w.broken:
 		return false
 	}
 }
