@@ -37,7 +37,7 @@ func (o Overlap) String() string {
 type writes struct {
 	mu       sync.Mutex
 	inflight map[repoRef]map[int64]inflightWrite // by write id
-	revision map[revisionRef]int          // writes in progress per revision
+	revision map[revisionRef]int                 // writes in progress per revision
 	seq      int64
 	overlaps []Overlap
 	hook     func(namespace, repository, what string)
