@@ -169,6 +169,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 		return fmt.Errorf("remove finalizer from PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
 	c.expectations.forget(pv.UID)
+	c.unsaved.forget(pv.UID)
 	c.conflicts.Delete(pv.UID)
 	c.renderRetries.forget(pv.UID)
 	// The write without the finalizer stays remembered until the variant's

@@ -69,6 +69,9 @@ type Controller struct {
 	// written holds the controller's own writes of variants that the
 	// cache may not show yet.
 	written ownwrites.Objects[*configv1alpha1.PackageVariant]
+	// unsaved holds what syncs wrote into drafts and could not record in
+	// the variant's status.
+	unsaved unsavedApplied
 	// renderRetries paces the retries of drafts that failed to render.
 	renderRetries *renderRetries
 	// conflicts remembers, by variant UID, the winner each losing variant

@@ -136,6 +136,12 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		return nil, errDraftPending
 	}
 	if err != nil {
+		if outcomeUnknown(err) {
+			// The draft may exist (the answer was lost): Porch is asked
+			// before anything else is created, or a second draft (with
+			// the next free workspace number) could follow.
+			c.expectations.expectUnconfirmed(pv.UID, pr.Name)
+		}
 		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
 	}
 	c.expectations.expect(pv.UID, created.Name)
@@ -268,6 +274,10 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 	if prr.Spec.Resources == nil {
 		return false, &mutationError{fmt.Errorf("package revision %s has no resources", pr.Name)}
 	}
+	// Whether a person changed the files since the variant last wrote
+	// them: once edited, a draft stays a person's, whatever the variant
+	// writes into it later.
+	edited := editedSince(pv.Status.Applied, pr.Name, prr.Spec.Resources)
 	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(pv.Namespace))
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
@@ -280,6 +290,9 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 		prr = prr.DeepCopy()
 		prr.Spec.Resources = res.Files
 		updated, err := c.porch.updateResources(ctx, pr, prr)
+		if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
+			updated, err = c.readBack(ctx, pr, prr.ResourceVersion, err)
+		}
 		if rerr, ok := isRenderError(err); ok {
 			var kept map[string]string
 			if rerr.stored {
@@ -288,7 +301,7 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 				// and read what each function said from its Kptfile.
 				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
 					kept = prr.Spec.Resources
-					c.recordApplied(pv, pr, upstream, res.Candidates, kept)
+					c.recordApplied(pv, pr, upstream, res.Candidates, kept, edited)
 					rerr.functions, _ = failedSteps(kept)
 				}
 			}
@@ -303,21 +316,47 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 		c.renderRetries.forget(pv.UID)
 		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
 	}
-	c.recordApplied(pv, pr, upstream, res.Candidates, prr.Spec.Resources)
+	c.recordApplied(pv, pr, upstream, res.Candidates, prr.Spec.Resources, edited)
 	return res.Changed, nil
 }
 
 // recordApplied remembers in the variant's status what its downstream pr
 // holds now (files) and what that was made from, so that the next sync
 // knows without reading the package whether anything needs doing, and
-// whether a person edited the draft since.
-func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string) {
+// whether a person edited the draft since. The files of a draft a person
+// edited are not recorded: an empty digest matches no files, so the draft
+// is never taken for the controller's own again.
+func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string, edited bool) {
 	injected := injectedObjects(cands)
+	digest := resourcesDigest(files)
+	if edited {
+		digest = ""
+	}
 	pv.Status.Applied = &configv1alpha1.AppliedState{
 		Downstream:      pr.Name,
 		Upstream:        upstream.Name,
 		InputsDigest:    c.inputsDigest(pv, upstream.Name, injected),
-		ResourcesDigest: resourcesDigest(files),
+		ResourcesDigest: digest,
 		Injected:        injected,
 	}
+}
+
+// editedSince reports whether files, read from draft name, are not the
+// ones the variant recorded writing there (a, its status.applied): a
+// person changed them. A draft the variant has recorded nothing of yet
+// (its first write) is not judged.
+func editedSince(a *configv1alpha1.AppliedState, name string, files map[string]string) bool {
+	return a != nil && a.Downstream == name && a.ResourcesDigest != resourcesDigest(files)
+}
+
+// readBack learns the outcome of a resources update whose answer was lost
+// (writeErr): the files are read again, and a new resourceVersion means the
+// write was made. Otherwise, or when the read fails too, writeErr stands.
+func (c *Controller) readBack(ctx context.Context, pr *porchv1alpha1.PackageRevision, before string, writeErr error) (*porchv1alpha1.PackageRevisionResources, error) {
+	live, err := c.porch.getResources(ctx, pr)
+	if err != nil || live.ResourceVersion == before {
+		return nil, writeErr
+	}
+	klog.FromContext(ctx).V(2).Info("A resources update whose answer was lost was made", "packageRevision", klog.KObj(pr), "err", writeErr)
+	return live, nil
 }

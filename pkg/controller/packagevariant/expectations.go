@@ -30,6 +30,10 @@ type expectations struct {
 type expectation struct {
 	name string
 	at   time.Time
+	// unconfirmed: the create failed in a way that leaves its outcome
+	// unknown (a timeout, a lost answer); Porch is asked before the variant
+	// creates anything else.
+	unconfirmed bool
 }
 
 func newExpectations() *expectations {
@@ -42,6 +46,33 @@ func (e *expectations) expect(uid types.UID, name string) {
 	defer e.mu.Unlock()
 	e.pending[uid] = expectation{name: name, at: e.now()}
 	e.created[uid] = name
+}
+
+// expectUnconfirmed records that variant uid tried to create the
+// PackageRevision name and does not know whether it was created.
+func (e *expectations) expectUnconfirmed(uid types.UID, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending[uid] = expectation{name: name, at: e.now(), unconfirmed: true}
+}
+
+// unconfirmed returns the draft variant uid tried to create without
+// learning whether it was, if any.
+func (e *expectations) unconfirmed(uid types.UID) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.pending[uid]
+	return exp.name, ok && exp.unconfirmed
+}
+
+// notCreated drops the unconfirmed expectation of variant uid: Porch says
+// the draft does not exist.
+func (e *expectations) notCreated(uid types.UID, name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if exp, ok := e.pending[uid]; ok && exp.name == name && exp.unconfirmed {
+		delete(e.pending, uid)
+	}
 }
 
 // lastCreated is the name of the last draft variant uid created ("" if

@@ -44,7 +44,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			return err
 		}
 	}
-	desired := pv.DeepCopy()
+	desired := c.unsaved.restore(pv).DeepCopy()
 	syncErr := c.reconcile(ctx, desired)
 	if errors.Is(syncErr, errDraftPending) {
 		syncErr = nil
@@ -66,11 +66,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	keepTransitionTimes(pv.Status.Conditions, desired.Status.Conditions)
 	if err := c.writeStatus(ctx, pv, desired); err != nil {
+		// What the sync wrote into the draft must not be forgotten with
+		// the status: the next sync would take it for a person's edit.
+		c.unsaved.remember(pv, desired.Status.Applied)
 		if syncErr == nil {
 			return err
 		}
 		logger.V(2).Info("Could not write status", "err", err)
+		return syncErr
 	}
+	c.unsaved.forget(pv.UID)
 	return syncErr
 }
 
@@ -85,6 +90,21 @@ func keepTransitionTimes(stored, desired []metav1.Condition) {
 			desired[i].LastTransitionTime = old.LastTransitionTime
 		}
 	}
+}
+
+// outcomeUnknown reports whether a failed write may still have been made:
+// the answer was lost (a transport error, a timeout) or the server failed
+// after it started (5xx). A 4xx means the write was refused.
+func outcomeUnknown(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	code := st.Status().Code
+	return code >= http.StatusInternalServerError || code == http.StatusRequestTimeout
 }
 
 // refusedForGood reports whether err is an answer of the API server that
@@ -158,6 +178,17 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		}
 	}
 
+	if name, ok := c.expectations.unconfirmed(pv.UID); ok {
+		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			c.expectations.expect(pv.UID, name)
+		case apierrors.IsNotFound(err):
+			c.expectations.notCreated(pv.UID, name)
+		default:
+			return fmt.Errorf("check whether draft %s was created: %w", name, err)
+		}
+	}
 	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
 		klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
 		return nil

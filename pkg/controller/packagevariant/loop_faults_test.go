@@ -1,0 +1,160 @@
+package packagevariant
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// Defects the soak (test/soak) found under combined faults, each staged
+// here deterministically.
+
+// publishV2AndWait publishes upstream revision 2 and waits until the
+// controller's cache shows it, so that the next sync upgrades.
+func (h *harness) publishV2AndWait() {
+	h.t.Helper()
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		h.t.Fatal(err)
+	}
+	h.eventually("upstream v2 in the cache", func() bool {
+		_, err := h.ctrl.prLister.PackageRevisions(testNS).Get("blueprints.app.v2")
+		return err == nil
+	})
+}
+
+// TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt: a person edits
+// the draft, then the variant changes and the controller writes its change
+// into the edited draft (keeping the edit). When upstream then moves, the
+// draft is still the person's: it is kept, not replaced. The controller
+// used to record the files it wrote as its own, edit included, and then
+// deleted the draft as unedited.
+func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.personEdits(draft)
+	h.settle()
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	})
+	h.eventually("the variant's change in the edited draft", func() bool {
+		return strings.Contains(h.files(draft)["package-context.yaml"], "tier: gold")
+	})
+	h.settle()
+	expectPersonEdits(t, h.files(draft))
+
+	h.publishV2AndWait()
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
+}
+
+// TestLoopLostCreateAnswerMakesNoSecondDraft: the answer to the create of
+// a replacement draft is lost (the draft was made) while the cache lags
+// behind; the controller must ask Porch before creating again. It used to
+// number the next draft from the cache, which no longer showed the
+// deleted draft and did not show the new one yet, and made a second draft.
+func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	h.sim.ResetRequests()
+	replacement := packageRevisionName("deploy", "app", "packagevariant-2")
+	h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: replacement, Times: 1,
+		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+	var once sync.Once
+	h.sim.OnWrite(func(_, _, what string) {
+		if what == "create packagerevisions "+replacement {
+			// From the replacement on, the cache shows nothing new.
+			once.Do(h.sim.HoldWatchEvents)
+		}
+	})
+	h.publishV2AndWait()
+	h.eventually("a sync after the lost answer", func() bool {
+		if h.sim.Requests()["create packagerevisions"] >= 2 {
+			return true // a second create: the defect
+		}
+		h.ctrl.expectations.mu.Lock()
+		defer h.ctrl.expectations.mu.Unlock()
+		exp, ok := h.ctrl.expectations.pending[h.variant("app").UID]
+		return ok && exp.name == replacement && !exp.unconfirmed
+	})
+	h.sim.ReleaseWatchEvents()
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-2:Draft")
+	if n := h.sim.Requests()["create packagerevisions"]; n != 1 {
+		t.Errorf("%d creates of PackageRevisions after the lost answer, want 1", n)
+	}
+}
+
+// TestLoopLostUpdateAnswerIsNoEdit: the answer to the controller's write
+// into its draft is lost (the write was made) and upstream moves before
+// the controller syncs again. The draft holds the controller's own files:
+// it is replaced, not reported as edited by a person (DraftEdited).
+func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
+		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+	var once sync.Once
+	h.sim.OnWrite(func(_, _, what string) {
+		if what == "update packagerevisionresources "+draft {
+			once.Do(h.publishV2AndWait)
+		}
+	})
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	})
+	h.waitRevisions("app", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-2:Draft")
+	if ev := h.eventsMatching("DraftEdited"); len(ev) > 0 {
+		t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
+	}
+}
+
+// TestLoopFailedStatusWriteIsNoEdit: the controller writes into its draft,
+// then fails to record that in the variant's status; upstream moves before
+// the next sync. The draft holds the controller's own files: it is
+// replaced, not reported as edited.
+func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	var once sync.Once
+	h.sim.OnWrite(func(_, _, what string) {
+		if what == "update packagerevisionresources "+draft {
+			once.Do(func() {
+				h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status", Name: "app", Times: 1})
+				h.publishV2AndWait()
+			})
+		}
+	})
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	})
+	h.waitRevisions("app", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-2:Draft")
+	if ev := h.eventsMatching("DraftEdited"); len(ev) > 0 {
+		t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
+	}
+}
