@@ -23,22 +23,29 @@ import (
 type progress struct {
 	sim      *porchsim.Sim
 	mu       sync.Mutex
-	handlers map[string][]*int64 // by resource
+	handlers map[string][]*handlerProgress // by resource
+}
+
+// handlerProgress is what one event handler has handled: the newest
+// resourceVersion, and the objects it knows (added and not deleted).
+type handlerProgress struct {
+	seen  int64
+	known map[string]struct{} // namespace/name
 }
 
 func newProgress(sim *porchsim.Sim) *progress {
-	return &progress{sim: sim, handlers: map[string][]*int64{}}
+	return &progress{sim: sim, handlers: map[string][]*handlerProgress{}}
 }
 
-func (p *progress) register(resource string) *int64 {
+func (p *progress) register(resource string) *handlerProgress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	seen := new(int64)
-	p.handlers[resource] = append(p.handlers[resource], seen)
-	return seen
+	h := &handlerProgress{known: map[string]struct{}{}}
+	p.handlers[resource] = append(p.handlers[resource], h)
+	return h
 }
 
-func (p *progress) handled(seen *int64, obj interface{}) {
+func (p *progress) handled(h *handlerProgress, obj interface{}, deleted bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -47,22 +54,36 @@ func (p *progress) handled(seen *int64, obj interface{}) {
 		return
 	}
 	rv := p.sim.Sequence(m.GetResourceVersion())
+	key := m.GetNamespace() + "/" + m.GetName()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if rv > *seen {
-		*seen = rv
+	if rv > h.seen {
+		h.seen = rv
+	}
+	if deleted {
+		delete(h.known, key)
+	} else {
+		h.known[key] = struct{}{}
 	}
 }
 
 // caughtUp reports whether every handler has handled the newest change of
-// its resource the Sim has delivered.
+// its resource the Sim has delivered (passing over deletions of objects a
+// handler never knew: a handler that started later never hears of them).
 func (p *progress) caughtUp() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for resource, handlers := range p.handlers {
-		latest := p.sim.DeliveredResourceVersion(resource)
-		for _, seen := range handlers {
-			if *seen < latest {
+		latest := p.sim.DeliveredResourceVersion(resource, nil)
+		for _, h := range handlers {
+			if h.seen >= latest {
+				continue
+			}
+			unknown := func(namespace, name string) bool {
+				_, ok := h.known[namespace+"/"+name]
+				return !ok
+			}
+			if h.seen < p.sim.DeliveredResourceVersion(resource, unknown) {
 				return false
 			}
 		}
@@ -83,15 +104,15 @@ func (t *trackedInformer) wrap(h cache.ResourceEventHandler) cache.ResourceEvent
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj interface{}, initial bool) {
 			h.OnAdd(obj, initial)
-			t.progress.handled(seen, obj)
+			t.progress.handled(seen, obj, false)
 		},
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			h.OnUpdate(oldObj, newObj)
-			t.progress.handled(seen, newObj)
+			t.progress.handled(seen, newObj, false)
 		},
 		DeleteFunc: func(obj interface{}) {
 			h.OnDelete(obj)
-			t.progress.handled(seen, obj)
+			t.progress.handled(seen, obj, true)
 		},
 	}
 }
