@@ -3,6 +3,11 @@
 // injection points and PackageVariantSet objectSelectors name are known only
 // at run time. One informer per kind is shared by every controller of the
 // process, so checking an object costs no API call after the first list.
+//
+// A read never waits out a list that has failed: a kind the controller may
+// not list fails at once with an AccessError, remembered for a while so the
+// API server is not asked at every sync; a kind whose list fails otherwise
+// fails at once with the latest error while its informer retries.
 package ondemand
 
 import (
@@ -21,12 +26,14 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
-// SyncTimeout bounds how long a read waits for the first list of a newly
-// watched kind. A kind the controller may not list (RBAC) never syncs; the
-// caller then reports the problem instead of blocking a worker for ever.
-const SyncTimeout = 15 * time.Second
+// DefaultSyncTimeout bounds how long a read waits for the first list of a
+// newly watched kind when Options.SyncTimeout is zero. Only a list that
+// neither succeeds nor fails (a slow or hung API server) is waited for that
+// long: a failed list ends the wait at once.
+const DefaultSyncTimeout = 15 * time.Second
 
 // Options connect Informers to the cluster.
 type Options struct {
@@ -39,6 +46,15 @@ type Options struct {
 	Namespace string
 	// ResyncPeriod of the informers.
 	ResyncPeriod time.Duration
+	// SyncTimeout bounds the wait for a first list; zero means
+	// DefaultSyncTimeout.
+	SyncTimeout time.Duration
+	// AccessRetryPeriod is how long a kind the controller may not list is
+	// remembered as such before the list is tried again; zero means
+	// DefaultAccessRetryPeriod.
+	AccessRetryPeriod time.Duration
+	// Clock times the waits and the refusals; nil means the real clock.
+	Clock clock.WithDelayedExecution
 }
 
 // UnusableKindError means a kind cannot be read at all: the cluster does
@@ -59,17 +75,68 @@ type Handler func(gk schema.GroupKind, namespace, name string)
 // Informers starts one informer per kind on first use. It is safe for
 // concurrent use; informers stop when the context given to New is done.
 type Informers struct {
-	opts Options
-	ctx  context.Context
+	opts              Options
+	ctx               context.Context
+	clock             clock.WithDelayedExecution
+	syncTimeout       time.Duration
+	accessRetryPeriod time.Duration
 
 	mu        sync.Mutex
 	handlers  []Handler
-	informers map[schema.GroupVersionKind]cache.SharedIndexInformer
+	informers map[schema.GroupVersionKind]*kindInformer
+	// refused holds the kinds the API server would not let the controller
+	// list, until they are tried again; such a kind is never in informers.
+	refused map[schema.GroupVersionKind]*refusal
+	// running counts the informers whose goroutines have not returned: a
+	// refused informer must really stop.
+	running int
+}
+
+// kindInformer is the informer of one kind and what its first list said.
+type kindInformer struct {
+	gvk      schema.GroupVersionKind
+	resource schema.GroupVersionResource
+	inf      cache.SharedIndexInformer
+	stop     context.CancelFunc
+	// afterRefusal is true when the kind was refused before: its recovery,
+	// and a new refusal, are logged differently.
+	afterRefusal bool
+
+	// failed is closed when a list fails before the first sync, with err
+	// the latest failure; both are guarded by Informers.mu.
+	failed chan struct{}
+	err    error
+}
+
+// fail records a failed first list; i.mu must be held.
+func (k *kindInformer) fail(err error) {
+	if k.err == nil {
+		close(k.failed)
+	}
+	k.err = err
 }
 
 // New returns Informers that run until ctx is done.
 func New(ctx context.Context, opts Options) *Informers {
-	return &Informers{opts: opts, ctx: ctx, informers: map[schema.GroupVersionKind]cache.SharedIndexInformer{}}
+	i := &Informers{
+		opts:              opts,
+		ctx:               ctx,
+		clock:             opts.Clock,
+		syncTimeout:       opts.SyncTimeout,
+		accessRetryPeriod: opts.AccessRetryPeriod,
+		informers:         map[schema.GroupVersionKind]*kindInformer{},
+		refused:           map[schema.GroupVersionKind]*refusal{},
+	}
+	if i.clock == nil {
+		i.clock = clock.RealClock{}
+	}
+	if i.syncTimeout <= 0 {
+		i.syncTimeout = DefaultSyncTimeout
+	}
+	if i.accessRetryPeriod <= 0 {
+		i.accessRetryPeriod = DefaultAccessRetryPeriod
+	}
+	return i
 }
 
 // AddHandler registers h for the events of every kind, including kinds
@@ -96,27 +163,58 @@ func (i *Informers) notify(gk schema.GroupKind, obj interface{}) {
 	}
 }
 
-// informerFor returns the synced informer of a kind, starting it on first use.
+// informerFor returns the synced informer of a kind, starting it on first
+// use. It waits for the first list only until it succeeds or fails: a worker
+// is never held for a kind that cannot be listed.
 func (i *Informers) informerFor(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, error) {
-	inf, err := i.start(gvk)
+	k, err := i.start(gvk)
 	if err != nil {
 		return nil, err
 	}
-	if !inf.HasSynced() {
-		ctx, cancel := context.WithTimeout(i.ctx, SyncTimeout)
-		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return nil, fmt.Errorf("could not list %s objects within %s; check that the controller may get, list and watch them (RBAC)", gvk.Kind, SyncTimeout)
-		}
+	synced := k.inf.HasSyncedChecker().Done()
+	select {
+	case <-synced:
+		return k.inf, nil
+	default:
 	}
-	return inf, nil
+	timer := i.clock.NewTimer(i.syncTimeout)
+	defer timer.Stop()
+	select {
+	case <-synced:
+		return k.inf, nil
+	case <-k.failed:
+		select {
+		case <-synced:
+			// A retry of a failed list has succeeded since.
+			return k.inf, nil
+		default:
+		}
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		return nil, k.err
+	case <-timer.C():
+		return nil, fmt.Errorf("list %s: not done within %s; it goes on in the background", k.resource.GroupResource(), i.syncTimeout)
+	case <-i.ctx.Done():
+		return nil, fmt.Errorf("list %s: %w", k.resource.GroupResource(), i.ctx.Err())
+	}
 }
 
-func (i *Informers) start(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, error) {
+// start returns the informer of a kind, starting it on first use and when
+// a remembered refusal has expired.
+func (i *Informers) start(gvk schema.GroupVersionKind) (*kindInformer, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if inf, ok := i.informers[gvk]; ok {
-		return inf, nil
+	if k, ok := i.informers[gvk]; ok {
+		return k, nil
+	}
+	if ref, ok := i.refused[gvk]; ok {
+		if i.clock.Now().Before(ref.until) {
+			return nil, ref.err
+		}
+		// Expired: this read tries again before the timer does.
+		ref.timer.Stop()
+		delete(i.refused, gvk)
+		return i.runLocked(gvk, ref.resource, true)
 	}
 	if i.opts.Dynamic == nil || i.opts.Mapper == nil {
 		return nil, unusable("reading in-cluster objects is not configured in this controller")
@@ -135,8 +233,21 @@ func (i *Informers) start(gvk schema.GroupVersionKind) (cache.SharedIndexInforme
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		return nil, unusable("kind %s is cluster-scoped; only namespaced objects, in the namespace of the PackageVariant or PackageVariantSet, can be used", gvk)
 	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(i.opts.Dynamic, mapping.Resource, i.opts.Namespace,
+	return i.runLocked(gvk, mapping.Resource, false)
+}
+
+// runLocked starts the informer of a kind; i.mu must be held.
+func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.GroupVersionResource, afterRefusal bool) (*kindInformer, error) {
+	inf := dynamicinformer.NewFilteredDynamicInformer(i.opts.Dynamic, resource, i.opts.Namespace,
 		i.opts.ResyncPeriod, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	ctx, cancel := context.WithCancel(i.ctx)
+	k := &kindInformer{gvk: gvk, resource: resource, inf: inf, stop: cancel, afterRefusal: afterRefusal, failed: make(chan struct{})}
+	if err := inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		i.listFailed(ctx, k, r, err)
+	}); err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch %s: %w", gvk, err)
+	}
 	gk := gvk.GroupKind()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { i.notify(gk, obj) },
@@ -145,12 +256,32 @@ func (i *Informers) start(gvk schema.GroupVersionKind) (cache.SharedIndexInforme
 		UpdateFunc: func(_, newObj interface{}) { i.notify(gk, newObj) },
 		DeleteFunc: func(obj interface{}) { i.notify(gk, obj) },
 	}); err != nil {
+		cancel()
 		return nil, fmt.Errorf("watch %s: %w", gvk, err)
 	}
-	go inf.Run(i.ctx.Done())
-	i.informers[gvk] = inf
-	klog.FromContext(i.ctx).Info("Watching kind named by a variant or a set", "kind", gvk.String(), "resource", mapping.Resource.String())
-	return inf, nil
+	logger := klog.FromContext(i.ctx)
+	i.running++
+	go func() {
+		defer func() {
+			i.mu.Lock()
+			defer i.mu.Unlock()
+			i.running--
+		}()
+		inf.RunWithContext(ctx)
+	}()
+	if afterRefusal {
+		go func() {
+			select {
+			case <-inf.HasSyncedChecker().Done():
+				logger.Info("Allowed to list a kind named by a variant or a set again", "kind", gvk.String(), "resource", resource.String())
+			case <-ctx.Done():
+			}
+		}()
+	} else {
+		logger.Info("Watching kind named by a variant or a set", "kind", gvk.String(), "resource", resource.String())
+	}
+	i.informers[gvk] = k
+	return k, nil
 }
 
 // Get returns an object from the cache as the Object map of an

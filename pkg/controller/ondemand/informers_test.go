@@ -23,6 +23,8 @@ import (
 var (
 	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	secretGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	secretGVK    = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 )
 
 func configMap(ns, name string, lbls map[string]string, data map[string]interface{}) *unstructured.Unstructured {
@@ -43,11 +45,18 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureWithOptions(t, Options{}, objs...)
+}
+
+// newFixtureWithOptions is newFixture with the timing options (and clock)
+// of opts; the fixture sets the client and the mapper.
+func newFixtureWithOptions(t *testing.T, opts Options, objs ...runtime.Object) *fixture {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapGVR: "ConfigMapList"}, objs...)
+		map[schema.GroupVersionResource]string{configMapGVR: "ConfigMapList", secretGVR: "SecretList"}, objs...)
 	f := &fixture{dyn: dyn, watching: make(chan struct{})}
 	var once sync.Once
 	dyn.PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
@@ -57,8 +66,10 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	})
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
+	mapper.Add(secretGVK, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	f.informers = New(ctx, Options{Dynamic: dyn, Mapper: mapper})
+	opts.Dynamic, opts.Mapper = dyn, mapper
+	f.informers = New(ctx, opts)
 	return f
 }
 

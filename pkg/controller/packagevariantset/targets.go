@@ -12,6 +12,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 )
 
 // target is one downstream a set asks for, before its template is rendered.
@@ -117,6 +118,13 @@ func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.Ob
 	var unusable *ondemand.UnusableKindError
 	if errors.As(err, &unusable) {
 		return nil, &targetError{fmt.Sprintf("%s: %v", field, err)}
+	}
+	var denied *ondemand.AccessError
+	if errors.As(err, &denied) {
+		// Reported on the set (Ready=False, with what to grant) and tried
+		// again as long as it takes, when the refusal expires: a grant then
+		// takes effect even if the kind has no objects to send events.
+		return nil, workloop.RetryAfter(denied.RetryAfter, fmt.Errorf("%s: %w", field, err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
