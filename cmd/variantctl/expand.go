@@ -25,6 +25,11 @@ func expand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "variantctl expand: the input holds no PackageVariantSet; nothing to expand")
 		return exitBadInput
 	}
+	// Refuse what validate refuses, in its words and with its status: the
+	// YAML on stdout is then empty rather than a partial expansion.
+	if !checkSpecs(in, stderr, stderr) {
+		return exitNotReady
+	}
 	ns, err := in.Namespace(c.namespace)
 	if err != nil {
 		fmt.Fprintf(stderr, "variantctl expand: %v\n", err)

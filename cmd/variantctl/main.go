@@ -45,10 +45,12 @@ Usage:
       DIR/<repository>/<package>/<workspace>/ and print a summary table.
   variantctl expand   -f FILE_OR_DIR ...
       Print only the PackageVariants the sets would create (needs the
-      Repositories and selected objects, not the packages).
+      Repositories and selected objects, not the packages); input validate
+      refuses is refused the same way, before anything is expanded.
   variantctl validate -f FILE_OR_DIR ...
       Check PackageVariants and PackageVariantSets as the controllers do,
-      CEL expressions compiled; print every problem.
+      CEL expressions type-checked, cost-estimated and dry-run; print every
+      problem.
 
 Input: YAML files or directories (recursively; kpt package directories are
 skipped) holding Repository, PackageVariant, PackageVariantSet,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -233,14 +234,147 @@ func TestExpand(t *testing.T) {
 		t.Errorf("stderr does not mention the stand-in upstream:\n%s", r.stderr)
 	}
 
+	// Refused before anything is expanded, in validate's words.
 	r = variantctl(t, "expand", "-f", "testdata/invalid.yaml")
 	r.want(t, exitNotReady)
-	if !strings.Contains(r.stderr, "PackageVariantSet team/broken-cel is not Ready") {
-		t.Errorf("stderr:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, "invalid.yaml (document 2): PackageVariantSet team/broken-cel: spec.targets[0].template.annotationExprs[0].valueExpr") ||
+		r.stdout != "" {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 
 	r = variantctl(t, "expand", "-f", "testdata/missing-upstream.yaml")
 	r.want(t, exitBadInput)
+}
+
+// TestValidateAndExpandRefuseWhatRenderRefuses: validate and expand refuse
+// every input render (or a cluster) refuses, with the same exit status and
+// the same message naming the file, the object, the field and why.
+// Metadata a cluster's API server refuses makes the input unusable (2); a
+// spec the controllers refuse, CEL expressions included, is invalid (1).
+func TestValidateAndExpandRefuseWhatRenderRefuses(t *testing.T) {
+	// Every input also holds a valid set, so that expand has one to expand.
+	const base = `apiVersion: config.porch.kpt.dev/v1alpha1
+kind: Repository
+metadata: {name: edge, namespace: team, labels: {env: prod}}
+spec: {type: git, deployment: true, git: {repo: "https://git.example.com/edge.git", branch: main}}
+---
+apiVersion: config.porch.kpt.dev/v1alpha2
+kind: PackageVariantSet
+metadata: {name: fine, namespace: team}
+spec:
+  upstream: {repo: blueprints, package: app}
+  targets:
+  - repositorySelector: {matchLabels: {env: prod}}
+`
+	variant := func(ns, name string) string {
+		return fmt.Sprintf(`---
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: %q, namespace: %q}
+spec:
+  upstream: {repo: blueprints, package: app}
+  downstream: {repo: edge, package: app}
+`, name, ns)
+	}
+	set := func(ns, name, template string) string {
+		return fmt.Sprintf(`---
+apiVersion: config.porch.kpt.dev/v1alpha2
+kind: PackageVariantSet
+metadata: {name: %q, namespace: %q}
+spec:
+  upstream: {repo: blueprints, package: app}
+  targets:
+  - repositorySelector: {matchLabels: {env: prod}}
+    template:
+%s`, name, ns, template)
+	}
+	annotation := func(expr string) string {
+		return fmt.Sprintf("      annotationExprs:\n      - {key: x, valueExpr: %q}\n", expr)
+	}
+	long := strings.Repeat("a", 300)
+	cases := map[string]struct {
+		input string
+		code  int
+		want  string
+	}{
+		"variant name with a slash": {
+			input: variant("team", "a/b"),
+			code:  exitBadInput,
+			want:  `input.yaml (document 3): PackageVariant team/a/b: metadata.name: Invalid value: "a/b": a lowercase RFC 1123 subdomain`,
+		},
+		"upper-case set name": {
+			input: set("team", "Upper", annotation("'x'")),
+			code:  exitBadInput,
+			want:  `input.yaml (document 3): PackageVariantSet team/Upper: metadata.name: Invalid value: "Upper": a lowercase RFC 1123 subdomain`,
+		},
+		"empty variant name": {
+			input: variant("team", ""),
+			code:  exitBadInput,
+			want:  `input.yaml (document 3): PackageVariant team/(no name): metadata.name: Required value: name or generateName is required`,
+		},
+		"300-character set name": {
+			input: set("team", long, annotation("'x'")),
+			code:  exitBadInput,
+			want:  `input.yaml (document 3): PackageVariantSet team/` + long + `: metadata.name: Invalid value: "` + long + `": must be no more than 253 characters`,
+		},
+		"namespace that is not a DNS label": {
+			input: variant("Team_A", "app"),
+			code:  exitBadInput,
+			want:  `input.yaml (document 3): PackageVariant Team_A/app: metadata.namespace: Invalid value: "Team_A": a lowercase RFC 1123 label`,
+		},
+		"variant given twice": {
+			input: variant("team", "dup") + variant("team", "dup"),
+			code:  exitBadInput,
+			want:  `input.yaml (document 4): PackageVariant team/dup: metadata.name: Duplicate value: "dup": a PackageVariant of that name is also given in `,
+		},
+		"set given twice": {
+			input: set("team", "fine", annotation("'x'")),
+			code:  exitBadInput,
+			want:  `input.yaml (document 3): PackageVariantSet team/fine: metadata.name: Duplicate value: "fine": a PackageVariantSet of that name is also given in `,
+		},
+		"CEL reads a field the sandbox does not expose": {
+			input: set("team", "cel", annotation("repository.spec.secret")),
+			code:  exitNotReady,
+			want:  `input.yaml (document 3): PackageVariantSet team/cel: spec.targets[0].template.annotationExprs[0].valueExpr: ERROR: <input>:1:11: undefined field 'spec'`,
+		},
+		"CEL reads a target field that does not exist": {
+			input: set("team", "cel", "      downstream: {packageExpr: \"target.foo\"}\n"),
+			code:  exitNotReady,
+			want:  `input.yaml (document 3): PackageVariantSet team/cel: spec.targets[0].template.downstream.packageExpr: ERROR: <input>:1:7: undefined field 'foo'`,
+		},
+		"CEL returns a map": {
+			input: set("team", "cel", annotation("repository.labels")),
+			code:  exitNotReady,
+			want:  `input.yaml (document 3): PackageVariantSet team/cel: spec.targets[0].template.annotationExprs[0].valueExpr: must evaluate to a string, got map(string, string)`,
+		},
+		"CEL divides by zero": {
+			input: set("team", "cel", "      labelExprs:\n      - {keyExpr: \"string(1/0)\", value: v}\n"),
+			code:  exitNotReady,
+			want:  `input.yaml (document 3): PackageVariantSet team/cel: spec.targets[0].template.labelExprs[0].keyExpr: fails for every target: division by zero`,
+		},
+		"CEL exceeds the cost limit": {
+			input: set("team", "cel", annotation("repository.labels.all(a, repository.labels.all(b, a != b)) ? 'y' : 'n'")),
+			code:  exitNotReady,
+			want:  `input.yaml (document 3): PackageVariantSet team/cel: spec.targets[0].template.annotationExprs[0].valueExpr: estimated cost `,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "input.yaml")
+			if err := os.WriteFile(file, []byte(base+tc.input), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range []string{"validate", "expand"} {
+				r := variantctl(t, cmd, "-f", file)
+				if r.code != tc.code {
+					t.Errorf("variantctl %s: exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", cmd, r.code, tc.code, r.stdout, r.stderr)
+				}
+				if !strings.Contains(r.stdout+r.stderr, tc.want) {
+					t.Errorf("variantctl %s: output lacks %q\nstdout:\n%s\nstderr:\n%s", cmd, tc.want, r.stdout, r.stderr)
+				}
+			}
+		})
+	}
 }
 
 // TestCommands: no command or an unknown one exits 2 with the usage; help

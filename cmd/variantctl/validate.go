@@ -7,6 +7,7 @@ import (
 
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"github.com/porch-variants/variant-controller/pkg/offline"
 )
 
 func validate(args []string, stdout, stderr io.Writer) int {
@@ -24,11 +25,24 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "variantctl validate: the input holds no PackageVariant or PackageVariantSet")
 		return exitBadInput
 	}
-	problems := 0
+	if !checkSpecs(in, stdout, stderr) {
+		return exitNotReady
+	}
+	fmt.Fprintf(stdout, "%d PackageVariants and %d PackageVariantSets are valid\n", len(in.Variants), len(in.Sets))
+	return exitOK
+}
+
+// specProblems checks every PackageVariant and PackageVariantSet of the
+// input with the controllers' own validation (CEL expressions compiled,
+// type-checked, their cost estimated and dry-run), and returns one line per
+// problem naming the file, the object and the field. What a cluster's API
+// server would refuse (names, namespaces, objects given twice) was refused
+// when the input was read.
+func specProblems(in *offline.Input) []string {
+	var lines []string
 	report := func(kind, ns, name string, src fmt.Stringer, errs []string) {
 		for _, e := range errs {
-			problems++
-			fmt.Fprintf(stdout, "%s: %s %s: %s\n", src, kind, qualified(ns, name), e)
+			lines = append(lines, fmt.Sprintf("%s: %s %s: %s", src, kind, qualified(ns, name), e))
 		}
 	}
 	for _, pv := range in.Variants {
@@ -37,12 +51,22 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	for _, pvs := range in.Sets {
 		report("PackageVariantSet", pvs.Obj.Namespace, pvs.Obj.Name, pvs.Source, packagevariantset.Validate(pvs.Obj))
 	}
-	if problems > 0 {
-		fmt.Fprintf(stderr, "%d problems in %d PackageVariants and %d PackageVariantSets\n", problems, len(in.Variants), len(in.Sets))
-		return exitNotReady
+	return lines
+}
+
+// checkSpecs prints the problems of specProblems to out and a count to
+// stderr; false when there are any. validate and expand refuse the same
+// input with the same words this way.
+func checkSpecs(in *offline.Input, out, stderr io.Writer) bool {
+	problems := specProblems(in)
+	for _, p := range problems {
+		fmt.Fprintln(out, p)
 	}
-	fmt.Fprintf(stdout, "%d PackageVariants and %d PackageVariantSets are valid\n", len(in.Variants), len(in.Sets))
-	return exitOK
+	if len(problems) > 0 {
+		fmt.Fprintf(stderr, "%d problems in %d PackageVariants and %d PackageVariantSets\n", len(problems), len(in.Variants), len(in.Sets))
+		return false
+	}
+	return true
 }
 
 func qualified(ns, name string) string {

@@ -3,14 +3,12 @@ package celtemplate
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
-	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 )
@@ -259,6 +257,10 @@ func (p compiled) result(field string) (cel.Program, *Error) {
 	return p.program, nil
 }
 
+// compile parses and checks expr and proves what can be proved before any
+// target is known: the types (only declared variables and exposed fields,
+// a result that may be a string), the estimated cost against the cost
+// limit, and an evaluation with every variable unknown (see dryRun).
 func (c *Cache) compile(expr string, withRepository bool) (p compiled) {
 	c.compiles.Add(1)
 	// The parser and checker are large and their input comes from any user
@@ -274,23 +276,66 @@ func (c *Cache) compile(expr string, withRepository bool) (p compiled) {
 	}
 	ast, iss := env.Compile(expr)
 	if err := iss.Err(); err != nil {
-		msg := err.Error()
-		if !withRepository && strings.Contains(msg, "undeclared reference to 'repository'") {
-			msg += "\nthe repository variable is not available in downstream.repoExpr: that expression chooses the downstream repository, so it is evaluated before the Repository is known"
-		}
-		return compiled{message: msg}
+		return compiled{message: explainCompileError(err.Error(), withRepository)}
 	}
 	switch t := ast.OutputType(); t.Kind() {
 	case types.StringKind, types.DynKind, types.AnyKind, types.TypeParamKind:
-		// Maybe a string: known only when evaluated.
+		// A string, or maybe one (dyn(...), obj['name']): the dry run or
+		// the evaluation tells.
 	default:
 		return compiled{message: "must evaluate to a string, got " + t.String()}
+	}
+	if estimate, bounded, err := estimateCost(env, ast); err != nil {
+		return compiled{message: "estimate the cost: " + err.Error()}
+	} else if bounded && estimate > c.opts.CostLimit {
+		return compiled{message: fmt.Sprintf("estimated cost %d exceeds the cost limit of %d (for objects with up to %d labels and %d annotations); "+
+			"comprehensions (all, exists, filter, map ...) nested in comprehensions are the usual cause", estimate, c.opts.CostLimit, estimatedMaxEntries, estimatedMaxEntries)}
 	}
 	prg, err := env.Program(ast, cel.CostLimit(c.opts.CostLimit))
 	if err != nil {
 		return compiled{message: err.Error()}
 	}
+	if msg := c.dryRun(env, ast); msg != "" {
+		return compiled{message: msg}
+	}
 	return compiled{program: prg}
+}
+
+// dryRun evaluates the expression once with every variable unknown, as if
+// for a target of which nothing is known. CEL's partial evaluation yields
+// an unknown for any part that depends on a variable, so a result that is
+// not unknown is the result for every target: an error there (1/0, int('x'),
+// a refused replace) or a value that is not a string would make every
+// evaluation fail, and is reported now. What depends on the values
+// (10 / size(repository.labels), a missing label) is left to evaluation.
+//
+// A cost limit reached in the dry run is not reported: with unknowns, && and
+// || cannot short-circuit, so the dry run may do work an evaluation skips.
+// The static estimate and the limit of each evaluation cover cost.
+func (c *Cache) dryRun(env *cel.Env, ast *cel.Ast) string {
+	prg, err := env.Program(ast, cel.CostLimit(c.opts.CostLimit), cel.EvalOptions(cel.OptPartialEval))
+	if err != nil {
+		return err.Error()
+	}
+	out, _, err := prg.Eval(env.UnknownVars())
+	if err != nil {
+		var cancelled interpreter.EvalCancelledError
+		if errors.As(err, &cancelled) {
+			return ""
+		}
+		return "fails for every target: " + err.Error()
+	}
+	switch v := out.(type) {
+	case *types.Unknown:
+		return ""
+	case types.String:
+		if n := utf8.RuneCountInString(string(v)); n > c.opts.MaxResultLength {
+			return fmt.Sprintf("result is %d characters long, more than the limit of %d", n, c.opts.MaxResultLength)
+		}
+		return ""
+	default:
+		return "must evaluate to a string, got " + typeName(out) + " for every target"
+	}
 }
 
 func (c *Cache) eval(prg cel.Program, field string, withRepository bool, vars *Vars) (s string, err error) {
@@ -315,14 +360,4 @@ func (c *Cache) eval(prg cel.Program, field string, withRepository bool, vars *V
 		return "", &Error{Field: field, Message: fmt.Sprintf("result is %d characters long, more than the limit of %d", n, c.opts.MaxResultLength)}
 	}
 	return string(str), nil
-}
-
-func typeName(v ref.Val) string {
-	if v == nil {
-		return "nothing"
-	}
-	if t, ok := v.Type().(ref.Type); ok {
-		return t.TypeName()
-	}
-	return fmt.Sprintf("%T", v)
 }

@@ -103,6 +103,11 @@ func TestEvaluate(t *testing.T) {
 			expr:   "target.labels.exists(k, k == 'org') ? 'has-org' : 'no-org'",
 			want:   "has-org",
 		},
+		"ObjectsAsMaps": {
+			reason: "objects can still be indexed by field name and tested with in, as when they were declared as maps",
+			expr:   "upstream['name'] + '-' + string('labels' in target) + '-' + dyn(target)['labels']['region']",
+			want:   "catalog.foo.v1-true-useast1",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -153,9 +158,14 @@ func TestEvaluateErrors(t *testing.T) {
 			wantMessage: []string{"no such key: zone"},
 		},
 		"OnlyFourFieldsOfAnObject": {
-			reason:      "fields other than name, namespace, labels and annotations do not exist",
+			reason:      "fields other than name, namespace, labels and annotations are not declared, so reading one is a compile error",
 			expr:        "upstream.spec",
-			wantMessage: []string{"no such key: spec"},
+			wantMessage: []string{"undefined field 'spec'", "expose only name, namespace, labels and annotations"},
+		},
+		"OtherKindOfTarget": {
+			reason:      "target declares the fields of both kinds of target, so a field of the other kind fails only when evaluated",
+			expr:        "target.repo",
+			wantMessage: []string{"no such key: repo"},
 		},
 		"ZeroTarget": {
 			reason:      "without a target, target is an empty map",
@@ -191,11 +201,25 @@ func TestEvaluateErrors(t *testing.T) {
 			wantMessage: []string{"result is 6 characters long, more than the limit of 5"},
 		},
 		"CostLimitExceeded": {
-			reason:      "an evaluation that costs more than CostLimit is stopped",
+			reason: "an evaluation that costs more than CostLimit is stopped: here an object with more labels than the estimate assumes",
+			opts:   Options{CostLimit: 10_000},
+			expr:   "target.labels.all(k, k != '') ? 'a' : 'b'",
+			vars: func(v *Vars) {
+				labels := map[string]string{}
+				for i := range 5000 {
+					labels[fmt.Sprint(i)] = "v"
+				}
+				v.Target = ObjectTarget(Object{Labels: labels})
+			},
+			wantMessage: []string{"evaluation exceeded the cost limit of 10000", "actual cost limit exceeded"},
+		},
+		"EstimatedCostExceeded": {
+			reason:      "an expression whose estimated cost exceeds CostLimit is refused before it is evaluated",
 			opts:        Options{CostLimit: 100},
 			expr:        "string(size([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(a, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(b, a * b))))",
-			wantMessage: []string{"evaluation exceeded the cost limit of 100", "actual cost limit exceeded"},
+			wantMessage: []string{"estimated cost", "exceeds the cost limit of 100"},
 		},
+
 		"FormatRefused": {
 			reason:      "format can build a string of any size for one unit of cost",
 			expr:        "'%s'.format([repoDefault])",
@@ -208,22 +232,38 @@ func TestEvaluateErrors(t *testing.T) {
 		},
 		"ReplaceTooLong": {
 			reason: "replace refuses to build a string that could exhaust memory",
-			// 10 * 10^6 bytes: more than minBuiltStringLimit, less than
-			// the cost limit would notice before it is built.
-			expr:        "'aaaaaaaaaa'.replace('a', '" + strings.Repeat("b", 1000) + "').replace('b', '" + strings.Repeat("c", 1000) + "')",
+			// 2 * 10^6 bytes: more than minBuiltStringLimit, less than
+			// the cost limit would notice before it is built. The
+			// estimate assumes a label value of at most 63 characters,
+			// so only the evaluation sees this one.
+			expr: "target.labels['region'].replace('e', '" + strings.Repeat("b", 1000) + "')",
+			vars: func(v *Vars) {
+				v.Target = ObjectTarget(Object{Labels: map[string]string{"region": strings.Repeat("e", 2000)}})
+			},
 			wantMessage: []string{"replace would build a string of more than 1048576 bytes"},
 		},
+		"ReplaceEstimated": {
+			reason:      "the static estimate prices replace by the string it builds",
+			expr:        "'aaaaaaaaaa'.replace('a', '" + strings.Repeat("b", 1000) + "').replace('b', '" + strings.Repeat("c", 1000) + "')",
+			wantMessage: []string{"estimated cost", "exceeds the cost limit of 1000000"},
+		},
 		"ReplaceStillCharged": {
-			reason:      "the guarded replace keeps the cost model of the extension library",
-			opts:        Options{CostLimit: 1000},
-			expr:        "'" + strings.Repeat("a", 5000) + "'.replace('a', 'bbbbbbbbbbbbbbbbbbbb')",
-			wantMessage: []string{"evaluation exceeded the cost limit of 1000"},
+			reason: "the guarded replace keeps the cost model of the extension library when evaluated",
+			opts:   Options{CostLimit: 20_000},
+			expr:   "target.annotations['note'].replace('a', 'bbbbbbbbbbbbbbbbbbbb')",
+			vars: func(v *Vars) {
+				v.Target = ObjectTarget(Object{Annotations: map[string]string{"note": strings.Repeat("a", 50_000)}})
+			},
+			wantMessage: []string{"evaluation exceeded the cost limit of 20000"},
 		},
 		"JoinTooLong": {
 			reason: "join refuses to build a string that could exhaust memory",
-			// 250 references to one 5000-byte literal cost little, yet
+			// 251 references to one 5000-byte literal cost little, yet
 			// join would build 1.25 MB from them.
-			expr:        "[" + strings.TrimSuffix(strings.Repeat("0,", 250), ",") + "].map(a, '" + strings.Repeat("x", 5000) + "').join()",
+			expr: "target.labels['region'].split(',').map(a, '" + strings.Repeat("x", 5000) + "').join()",
+			vars: func(v *Vars) {
+				v.Target = ObjectTarget(Object{Labels: map[string]string{"region": strings.Repeat(",", 250)}})
+			},
 			wantMessage: []string{"join would build a string of more than 1048576 bytes"},
 		},
 	}
@@ -268,6 +308,15 @@ func TestCheck(t *testing.T) {
 			expr:           "repository.name + '-' + target.labels['region']",
 			withRepository: true,
 		},
+		"OnePassWithinTheEstimate": {
+			reason:         "one pass over labels or annotations with string functions stays within the estimated cost",
+			expr:           "target.annotations.filter(k, k.startsWith('x/')).map(k, target.annotations[k].replace(',', ';')).join(',') + repository.labels.map(k, k + '=' + repository.labels[k]).join(',')",
+			withRepository: true,
+		},
+		"ObjectsAsMaps": {
+			reason: "objects can be indexed by a field name and tested with in",
+			expr:   "'repo' in target ? target['package'] : upstream['name']",
+		},
 		"RuntimeErrorNotReported": {
 			reason: "a key that may be missing is only known when evaluated",
 			expr:   "target.labels['zone']",
@@ -282,6 +331,69 @@ func TestCheck(t *testing.T) {
 			expr:        "size(repoDefault)",
 			wantMessage: "must evaluate to a string, got int",
 		},
+		"UnexposedField": {
+			reason:         "a field an object does not expose is a compile error, not a missing key found per target",
+			expr:           "repository.spec.secret",
+			withRepository: true,
+			wantMessage:    "undefined field 'spec'",
+		},
+		"UnexposedTargetField": {
+			reason:      "target declares the fields of a selected object and of a list entry, nothing else",
+			expr:        "target.foo",
+			wantMessage: "undefined field 'foo'",
+		},
+		"UnexposedFieldByKey": {
+			reason:      "indexing an object by a constant key is checked like a field",
+			expr:        "upstream['spec']",
+			wantMessage: "undefined field 'spec'",
+		},
+		"UnexposedFieldInHas": {
+			reason:      "has() of a field that is never there is a compile error",
+			expr:        "has(target.foo) ? 'a' : 'b'",
+			wantMessage: "undefined field 'foo'",
+		},
+		"UnexposedFieldInIn": {
+			reason:      "an in test of a constant key that is never there is a compile error",
+			expr:        "'spec' in upstream ? 'a' : 'b'",
+			wantMessage: "undefined field 'spec'",
+		},
+		"MapResult": {
+			reason:         "labels are declared as a map of strings, so returning them is known not to be a string",
+			expr:           "repository.labels",
+			withRepository: true,
+			wantMessage:    "must evaluate to a string, got map(string, string)",
+		},
+		"DynMapResult": {
+			reason:      "a dyn result that is a map whatever the target is found by the dry run",
+			expr:        "dyn({'a': 'b'})",
+			wantMessage: "must evaluate to a string, got map for every target",
+		},
+		"DivisionByZero": {
+			reason:      "a division by zero that does not depend on the target fails the dry run",
+			expr:        "string(1/0)",
+			wantMessage: "fails for every target: division by zero",
+		},
+		"DivisionByZeroInComprehension": {
+			reason:      "the dry run evaluates comprehensions over constants",
+			expr:        "[1, 0].map(x, string(10 / x)).join(',')",
+			wantMessage: "fails for every target: division by zero",
+		},
+		"ConversionError": {
+			reason:      "any error independent of the target fails the dry run",
+			expr:        "string(int('ten')) + repoDefault",
+			wantMessage: "fails for every target",
+		},
+		"NestedComprehension": {
+			reason:         "a comprehension over labels nested in another exceeds the limit for objects with many labels",
+			expr:           "repository.labels.all(a, repository.labels.all(b, a != b)) ? 'y' : 'n'",
+			withRepository: true,
+			wantMessage:    "exceeds the cost limit of 1000000",
+		},
+		"LongConstantRange": {
+			reason:      "a million iterations over constants exceed the limit for every target",
+			expr:        "string(size([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(a, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(b, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(c, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(d, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(e, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(f, f))))))))",
+			wantMessage: "estimated cost",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -295,6 +407,57 @@ func TestCheck(t *testing.T) {
 			var e *Error
 			if !errors.As(err, &e) || e.Field != testField || !strings.Contains(e.Message, tc.wantMessage) {
 				t.Fatalf("%s\nCheck(%q) = %v, want an *Error for %s containing %q", tc.reason, tc.expr, err, testField, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// TestCheckLeavesDataToEvaluation: what depends on a target's values is not
+// refused by Check (a set may be right for every target it has), only by
+// Evaluate for the target where it fails.
+func TestCheckLeavesDataToEvaluation(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		expr   string
+		// vars for an evaluation that fails, and the message it gives.
+		vars        func(*Vars)
+		wantMessage string
+	}{
+		"DivisionBySize": {
+			reason:      "10 / size(labels) fails only for an object without labels",
+			expr:        "string(10 / size(repository.labels))",
+			vars:        func(v *Vars) { v.Repository.Labels = nil },
+			wantMessage: "division by zero",
+		},
+		"ErrorInABranch": {
+			reason:      "an error in a branch some targets do not take",
+			expr:        "repoDefault == 'cluster-01' ? string(1/0) : repoDefault",
+			wantMessage: "division by zero",
+		},
+		"MissingLabel": {
+			reason:      "a label some objects lack",
+			expr:        "repository.labels['zone']",
+			wantMessage: "no such key: zone",
+		},
+		"FieldOfTheOtherKindOfTarget": {
+			reason:      "Check does not know the kind of target, so target.repo compiles",
+			expr:        "target.repo",
+			wantMessage: "no such key: repo",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache(Options{})
+			if err := c.Check(testSet, testField, tc.expr, true); err != nil {
+				t.Fatalf("%s\nCheck(%q): unexpected error: %v", tc.reason, tc.expr, err)
+			}
+			vars := testVars()
+			if tc.vars != nil {
+				tc.vars(&vars)
+			}
+			_, err := c.Evaluate(testSet, testField, tc.expr, true, vars)
+			if err == nil || !strings.Contains(err.Error(), tc.wantMessage) {
+				t.Errorf("%s\nEvaluate(%q) = %v, want an error containing %q", tc.reason, tc.expr, err, tc.wantMessage)
 			}
 		})
 	}

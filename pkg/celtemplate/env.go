@@ -19,11 +19,6 @@ import (
 // memory needs more.
 const minBuiltStringLimit = 1 << 20
 
-// objectType is the declared type of upstream, repository and target: a map
-// rather than a message type keeps the environment free of protobuf
-// descriptors, and dyn values let labels and annotations be maps.
-var objectType = cel.MapType(cel.StringType, cel.DynType)
-
 // emptyMap stands in for nil labels and annotations; CEL never writes to it.
 var emptyMap = map[string]string{}
 
@@ -33,11 +28,16 @@ func newEnv(opts Options, withRepository bool) (*cel.Env, error) {
 	// cost limit stops it. Refuse before building anything longer than a
 	// result could be, or than minBuiltStringLimit.
 	limit := max(minBuiltStringLimit, opts.MaxResultLength*utf8.UTFMax)
+	provider, err := newObjectProvider()
+	if err != nil {
+		return nil, err
+	}
 	envOpts := []cel.EnvOption{
+		cel.CustomTypeProvider(provider),
 		cel.Variable("repoDefault", cel.StringType),
 		cel.Variable("packageDefault", cel.StringType),
-		cel.Variable("upstream", objectType),
-		cel.Variable("target", objectType),
+		cel.Variable("upstream", objectCELType),
+		cel.Variable("target", targetCELType),
 		cel.ParserExpressionSizeLimit(opts.MaxExpressionLength),
 		ext.Strings(),
 		// Same overload IDs and signatures as ext.Strings: CEL replaces
@@ -60,10 +60,11 @@ func newEnv(opts Options, withRepository bool) (*cel.Env, error) {
 				cel.UnaryBinding(func(list ref.Val) ref.Val { return join(limit, list, types.String("")) })),
 			cel.MemberOverload("list_join_string", []*cel.Type{cel.ListType(cel.StringType), cel.StringType}, cel.StringType,
 				cel.BinaryBinding(func(list, sep ref.Val) ref.Val { return join(limit, list, sep) }))),
-		cel.ASTValidators(unboundedFunctions{}),
+		cel.ASTValidators(unboundedFunctions{}, objectKeys{}),
 	}
+	envOpts = append(envOpts, objectOperators()...)
 	if withRepository {
-		envOpts = append(envOpts, cel.Variable("repository", objectType))
+		envOpts = append(envOpts, cel.Variable("repository", objectCELType))
 	}
 	return cel.NewEnv(envOpts...)
 }

@@ -14,9 +14,14 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -106,6 +111,14 @@ type Input struct {
 
 	// resources are PackageRevisionResources waiting for their revision.
 	resources map[string]Sourced[*porchv1alpha1.PackageRevisionResources]
+	// seen is where each object was read, to report one given twice.
+	seen map[objectKey]Source
+}
+
+// objectKey identifies an object as the API server does: two objects of
+// one kind (in any version of its group) cannot share a namespace and name.
+type objectKey struct {
+	group, kind, namespace, name string
 }
 
 const (
@@ -126,7 +139,7 @@ var ignoredKinds = map[string]bool{
 // a kpt package and is skipped with a note). It reports every problem it
 // finds, not just the first.
 func ReadPaths(paths []string) (*Input, error) {
-	in := &Input{resources: map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}}
+	in := &Input{resources: map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}, seen: map[objectKey]Source{}}
 	var errs InputErrors
 	for _, p := range paths {
 		info, err := os.Stat(p)
@@ -190,6 +203,9 @@ func (in *Input) Read(file string, data []byte) InputErrors {
 	if in.resources == nil {
 		in.resources = map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}
 	}
+	if in.seen == nil {
+		in.seen = map[objectKey]Source{}
+	}
 	var errs InputErrors
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for doc := 1; ; doc++ {
@@ -220,15 +236,11 @@ func (in *Input) Read(file string, data []byte) InputErrors {
 		}
 		if tm.Kind == "List" || (strings.HasSuffix(tm.Kind, "List") && tm.Items != nil) {
 			for i, item := range tm.Items {
-				if err := in.add(Source{File: file, Doc: doc, Item: i + 1}, item); err != nil {
-					errs = append(errs, err)
-				}
+				errs = append(errs, in.add(Source{File: file, Doc: doc, Item: i + 1}, item)...)
 			}
 			continue
 		}
-		if err := in.add(src, js); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, in.add(src, js)...)
 	}
 	return errs
 }
@@ -238,18 +250,20 @@ type jsonRaw []byte
 
 func (r *jsonRaw) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); return nil }
 
-func (in *Input) add(src Source, js []byte) *InputError {
+// add decodes one object and checks its metadata as the API server would
+// when it is created, so that every command refuses what a cluster refuses.
+func (in *Input) add(src Source, js []byte) InputErrors {
 	var tm metav1.TypeMeta
 	_ = yaml.Unmarshal(js, &tm)
-	fail := func(obj, format string, args ...any) *InputError {
-		return &InputError{Source: src, Object: obj, Msg: fmt.Sprintf(format, args...)}
+	fail := func(obj, format string, args ...any) InputErrors {
+		return InputErrors{{Source: src, Object: obj, Msg: fmt.Sprintf(format, args...)}}
 	}
 	if tm.APIVersion == "" || tm.Kind == "" {
 		return fail("", "apiVersion and kind are required")
 	}
 	// Decode as the API server does: field names are case-sensitive, a
 	// number is not a string, unknown and duplicate fields are errors.
-	strict := func(into any, kind string) *InputError {
+	strict := func(into any, kind string) InputErrors {
 		strictErrs, err := sigsjson.UnmarshalStrict(js, into)
 		if err != nil {
 			return fail(kind+" "+nameOf(js), "%s", cleanDecodeError(err))
@@ -263,41 +277,53 @@ func (in *Input) add(src Source, js []byte) *InputError {
 		}
 		return nil
 	}
+	group := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group
 	switch {
 	case tm.APIVersion == configV1alpha1 && tm.Kind == "PackageVariant":
 		pv := &configv1alpha1.PackageVariant{}
-		if err := strict(pv, tm.Kind); err != nil {
-			return err
+		if errs := strict(pv, tm.Kind); errs != nil {
+			return errs
+		}
+		if errs := in.checkMetadata(src, group, tm.Kind, pv, customResourceName); errs != nil {
+			return errs
 		}
 		in.Variants = append(in.Variants, Sourced[*configv1alpha1.PackageVariant]{pv, src})
 	case tm.APIVersion == configV1alpha2 && tm.Kind == "PackageVariantSet":
 		pvs := &configv1alpha2.PackageVariantSet{}
-		if err := strict(pvs, tm.Kind); err != nil {
-			return err
+		if errs := strict(pvs, tm.Kind); errs != nil {
+			return errs
+		}
+		if errs := in.checkMetadata(src, group, tm.Kind, pvs, customResourceName); errs != nil {
+			return errs
 		}
 		in.Sets = append(in.Sets, Sourced[*configv1alpha2.PackageVariantSet]{pvs, src})
 	case tm.APIVersion == configV1alpha1 && tm.Kind == "Repository":
 		repo := &configv1alpha1.Repository{}
-		if err := strict(repo, tm.Kind); err != nil {
-			return err
+		if errs := strict(repo, tm.Kind); errs != nil {
+			return errs
+		}
+		if errs := in.checkMetadata(src, group, tm.Kind, repo, customResourceName); errs != nil {
+			return errs
 		}
 		in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{repo, src})
 	case tm.APIVersion == porchV1alpha1 && tm.Kind == "PackageRevision":
 		pr := &porchv1alpha1.PackageRevision{}
-		if err := strict(pr, tm.Kind); err != nil {
-			return err
+		if errs := strict(pr, tm.Kind); errs != nil {
+			return errs
+		}
+		if errs := in.checkMetadata(src, group, tm.Kind, pr, packageRevisionName); errs != nil {
+			return errs
 		}
 		in.Revisions = append(in.Revisions, &Revision{PR: pr, Source: src})
 	case tm.APIVersion == porchV1alpha1 && tm.Kind == "PackageRevisionResources":
 		prr := &porchv1alpha1.PackageRevisionResources{}
-		if err := strict(prr, tm.Kind); err != nil {
-			return err
+		if errs := strict(prr, tm.Kind); errs != nil {
+			return errs
 		}
-		key := prr.Namespace + "/" + prr.Name
-		if prev, ok := in.resources[key]; ok {
-			return fail(tm.Kind+" "+key, "given twice (also in %s)", prev.Source)
+		if errs := in.checkMetadata(src, group, tm.Kind, prr, customResourceName); errs != nil {
+			return errs
 		}
-		in.resources[key] = Sourced[*porchv1alpha1.PackageRevisionResources]{prr, src}
+		in.resources[prr.Namespace+"/"+prr.Name] = Sourced[*porchv1alpha1.PackageRevisionResources]{prr, src}
 	case strings.HasPrefix(tm.APIVersion, "config.porch.kpt.dev/") || strings.HasPrefix(tm.APIVersion, "porch.kpt.dev/"):
 		return fail(tm.Kind+" "+nameOf(js), "apiVersion %s kind %s is not served; use %s PackageVariant or Repository, %s PackageVariantSet, %s PackageRevision or PackageRevisionResources",
 			tm.APIVersion, tm.Kind, configV1alpha1, configV1alpha2, porchV1alpha1)
@@ -311,9 +337,88 @@ func (in *Input) add(src Source, js []byte) *InputError {
 		if u.GetName() == "" {
 			return fail(tm.Kind, "metadata.name is required")
 		}
+		if errs := in.checkMetadata(src, group, tm.Kind, u, anyKindName); errs != nil {
+			return errs
+		}
 		in.Objects = append(in.Objects, Sourced[*unstructured.Unstructured]{u, src})
 	}
 	return nil
+}
+
+// nameRule is how the API server validates the name of one kind, and
+// whether the object may come without one.
+type nameRule struct {
+	valid    apimachineryvalidation.ValidateNameFunc
+	optional bool
+}
+
+var (
+	// customResourceName is the rule for every custom resource.
+	customResourceName = nameRule{valid: apimachineryvalidation.NameIsDNSSubdomain}
+	// packageRevisionName: Porch derives a missing name from the
+	// repository, package and workspace.
+	packageRevisionName = nameRule{valid: apimachineryvalidation.NameIsDNSSubdomain, optional: true}
+	// anyKindName is what the API server requires of every kind; most
+	// kinds (ConfigMaps, custom resources) also require a DNS subdomain.
+	anyKindName = nameRule{valid: path.ValidatePathSegmentName}
+)
+
+// checkMetadata validates an object's metadata as the API server does on
+// create (name, generateName, namespace, labels, annotations) and refuses
+// an object given twice. A namespace may be left out: the run defaults it.
+func (in *Input) checkMetadata(src Source, group, kind string, obj metav1.Object, rule nameRule) InputErrors {
+	meta := field.NewPath("metadata")
+	var errs field.ErrorList
+	switch name, generate := obj.GetName(), obj.GetGenerateName(); {
+	case name != "":
+		for _, msg := range rule.valid(name, false) {
+			errs = append(errs, field.Invalid(meta.Child("name"), name, msg))
+		}
+	case generate != "":
+		for _, msg := range rule.valid(generate, true) {
+			errs = append(errs, field.Invalid(meta.Child("generateName"), generate, msg))
+		}
+	case !rule.optional:
+		errs = append(errs, field.Required(meta.Child("name"), "name or generateName is required"))
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		for _, msg := range apimachineryvalidation.ValidateNamespaceName(ns, false) {
+			errs = append(errs, field.Invalid(meta.Child("namespace"), ns, msg))
+		}
+	}
+	errs = append(errs, metav1validation.ValidateLabels(obj.GetLabels(), meta.Child("labels"))...)
+	errs = append(errs, apimachineryvalidation.ValidateAnnotations(obj.GetAnnotations(), meta.Child("annotations"))...)
+	if len(errs) == 0 && obj.GetName() != "" {
+		key := objectKey{group: group, kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
+		if prev, ok := in.seen[key]; ok {
+			dup := field.Duplicate(meta.Child("name"), obj.GetName())
+			dup.Detail = fmt.Sprintf("a %s of that name is also given in %s", kind, prev)
+			errs = append(errs, dup)
+		} else {
+			in.seen[key] = src
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	object := kind + " " + displayName(obj.GetNamespace(), obj.GetName())
+	out := make(InputErrors, len(errs))
+	for i, e := range errs {
+		out[i] = &InputError{Source: src, Object: object, Msg: e.Error()}
+	}
+	return out
+}
+
+// displayName is namespace/name, or name, as kubectl shows it; an object
+// without a name shows that it has none.
+func displayName(ns, name string) string {
+	if name == "" {
+		name = "(no name)"
+	}
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
 }
 
 // nameOf reads namespace/name (or name) from an object's JSON.

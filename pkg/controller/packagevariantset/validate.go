@@ -13,9 +13,12 @@ import (
 type exprCheck func(field, expr string, withRepository bool) error
 
 // validate returns every problem of a set's spec at once, in the reference
-// controller's words where it has them. check compiles each CEL expression,
-// so a syntax error or an unknown variable is reported with its field path
-// before anything is rendered.
+// controller's words where it has them. check compiles each CEL expression
+// (celtemplate.Cache.Check), so that whatever can be known before a target
+// is (a syntax error, an unknown variable or field, a result that is not a
+// string, an estimated cost over the limit, an error whatever the target)
+// is reported with its field path before anything is rendered; variantctl
+// validate and expand report the same problems from the same code.
 func validate(pvs *configv1alpha2.PackageVariantSet, check exprCheck) []string {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }

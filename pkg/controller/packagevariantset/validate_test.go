@@ -2,6 +2,7 @@ package packagevariantset
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 )
 
 // fakeCheck fails every expression containing "bad", naming its field, and
@@ -167,3 +169,71 @@ func TestValidateRepoExprHasNoRepository(t *testing.T) {
 		t.Errorf("checked without repository (-want +got):\n%s", diff)
 	}
 }
+
+// TestValidateCEL: the controller's validation (the cache's Check, as sync
+// uses it) refuses, before any target is rendered, an expression that reads
+// what the sandbox does not expose, cannot be a string, fails whatever the
+// target, or exceeds the cost limit; each problem names its field.
+func TestValidateCEL(t *testing.T) {
+	cases := map[string]struct {
+		template *configv1alpha2.PackageVariantTemplate
+		want     []string
+	}{
+		"field the sandbox does not expose": {
+			template: &configv1alpha2.PackageVariantTemplate{
+				Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("repository.spec.secret")}},
+			},
+			want: []string{"spec.targets[0].template.injectors[0].nameExpr: ERROR: <input>:1:11: undefined field 'spec'\n" +
+				" | repository.spec.secret\n" +
+				" | ..........^\n" +
+				"upstream, repository and target expose only name, namespace, labels and annotations; a target from a repositories list exposes only repo and package"},
+		},
+		"a map where a string is required": {
+			template: &configv1alpha2.PackageVariantTemplate{
+				PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("upstream.annotations")}}},
+			},
+			want: []string{"spec.targets[0].template.packageContext.dataExprs[0].valueExpr: must evaluate to a string, got map(string, string)"},
+		},
+		"division by zero whatever the target": {
+			template: &configv1alpha2.PackageVariantTemplate{
+				Pipeline: &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{
+					Function:       kptfilev1.Function{Image: "img"},
+					ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("string(1/0)")}},
+				}}},
+			},
+			want: []string{"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].valueExpr: fails for every target: division by zero"},
+		},
+		"cost limit": {
+			template: &configv1alpha2.PackageVariantTemplate{
+				PackageContext: &configv1alpha2.PackageContextTemplate{RemoveKeyExprs: []string{"target.labels.exists(a, target.labels.exists(b, a + b == 'x')) ? 'x' : 'y'"}},
+			},
+			want: []string{"spec.targets[0].template.packageContext.removeKeyExprs[0]: estimated cost N exceeds the cost limit of 1000000 " +
+				"(for objects with up to 250 labels and 250 annotations); comprehensions (all, exists, filter, map ...) nested in comprehensions are the usual cause"},
+		},
+		"division by the size of labels is left to rendering": {
+			template: &configv1alpha2.PackageVariantTemplate{
+				Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr("packageDefault + string(10 / size(repository.labels))")},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := validSet()
+			s.Spec.Targets[0].Template = tc.template
+			cache := celtemplate.NewCache(celtemplate.Options{})
+			set := celtemplate.SetKey{UID: s.UID, Generation: s.Generation}
+			got := validate(s, func(field, expr string, withRepository bool) error {
+				return cache.Check(set, field, expr, withRepository)
+			})
+			// The estimate itself is CEL's to refine.
+			for i := range got {
+				got[i] = estimate.ReplaceAllString(got[i], "estimated cost N")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var estimate = regexp.MustCompile(`estimated cost \d+`)
