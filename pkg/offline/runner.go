@@ -243,7 +243,14 @@ func (r *Runner) busy() string {
 		parts = append(parts, fmt.Sprintf("%d keys queued or waiting for the readiness delay", n))
 	}
 	if !r.tracker.Idle() {
-		parts = append(parts, "syncs running or failed syncs waiting for a retry")
+		msg := "syncs running or failed syncs waiting for a retry"
+		if f := r.tracker.Failing(); len(f) > 0 {
+			if len(f) > 3 {
+				f = append(f[:3:3], fmt.Sprintf("%d more", len(f)-3))
+			}
+			msg += " (" + strings.Join(f, "; ") + ")"
+		}
+		parts = append(parts, msg)
 	}
 	if len(parts) == 0 {
 		return "work kept arriving"

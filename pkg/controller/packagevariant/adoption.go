@@ -87,6 +87,10 @@ func (c *Controller) repairLostMetadata(ctx context.Context, st *state) error {
 		klog.FromContext(ctx).Info("Restored lost metadata of own revision", "packageRevision", klog.KObj(pr))
 		c.recorder.Eventf(pv, corev1.EventTypeWarning, "MetadataRestored",
 			"%s came back from Porch without its owner reference, labels and annotations; restored them", pr.Name)
+		if a := pv.Status.Applied; a != nil && a.Downstream == pr.Name && a.ResourcesDigest == createdMark+pr.ResourceVersion {
+			// The repair is the variant's own change of its new draft.
+			recordCreated(pv, repaired)
+		}
 		st.dsRevs[i] = repaired
 	}
 	return nil

@@ -113,9 +113,8 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	if !hasFinalizer(pv) {
 		return nil
 	}
-	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
-		return fmt.Errorf("waiting for draft %s to appear in the cache before cleaning up", name)
-	}
+	// A draft the variant created that the cache does not show yet is
+	// found by the live list below.
 	var failed []string
 	var firstErr error
 	for _, pr := range c.ownedRevisions(pv) {

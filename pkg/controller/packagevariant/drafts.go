@@ -145,6 +145,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
 	}
 	c.expectations.expect(pv.UID, created.Name)
+	recordCreated(pv, created)
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
 	return created, nil
@@ -277,7 +278,7 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 	// Whether a person changed the files since the variant last wrote
 	// them: once edited, a draft stays a person's, whatever the variant
 	// writes into it later.
-	edited := editedSince(pv.Status.Applied, pr.Name, prr.Spec.Resources)
+	edited := editedSince(pv.Status.Applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
 	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(pv.Namespace))
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
@@ -341,12 +342,32 @@ func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstre
 	}
 }
 
-// editedSince reports whether files, read from draft name, are not the
-// ones the variant recorded writing there (a, its status.applied): a
-// person changed them. A draft the variant has recorded nothing of yet
-// (its first write) is not judged.
-func editedSince(a *configv1alpha1.AppliedState, name string, files map[string]string) bool {
-	return a != nil && a.Downstream == name && a.ResourcesDigest != resourcesDigest(files)
+// createdMark starts the status.applied.resourcesDigest of a draft the
+// variant created and has not written into yet; the resourceVersion Porch
+// gave the new draft follows it.
+const createdMark = "created@"
+
+// recordCreated remembers in the variant's status the draft it just
+// created, as Porch made it: until the variant writes into it, any other
+// resourceVersion is a person's change. The variant writes into a new
+// draft in the same sync, but when that fails the next try may come after
+// a person's edit, which must not be taken for the clone.
+func recordCreated(pv *configv1alpha1.PackageVariant, created *porchv1alpha1.PackageRevision) {
+	pv.Status.Applied = &configv1alpha1.AppliedState{Downstream: created.Name, ResourcesDigest: createdMark + created.ResourceVersion}
+}
+
+// editedSince reports whether draft name, whose files are files at
+// resourceVersion rv, is not as the variant recorded it (a, its
+// status.applied): a person changed it. A draft the variant has recorded
+// nothing of is not judged.
+func editedSince(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) bool {
+	if a == nil || a.Downstream != name {
+		return false
+	}
+	if created, ok := strings.CutPrefix(a.ResourcesDigest, createdMark); ok {
+		return created != rv
+	}
+	return a.ResourcesDigest != resourcesDigest(files)
 }
 
 // readBack learns the outcome of a resources update whose answer was lost

@@ -13,6 +13,12 @@ import (
 // it was ever seen does not stall the variant for long.
 const expectationTimeout = 2 * time.Minute
 
+// expectationCheck is how long a variant waits for a created draft to
+// reach the cache before it asks Porch whether the draft still exists: a
+// draft deleted before the cache showed it (a watch that restarted in
+// between replays only what exists) never will.
+const expectationCheck = 5 * time.Second
+
 // expectations remember the drafts a variant created that the informer
 // cache has not shown yet. While one is pending the variant creates nothing
 // else: with a lagging cache the reference controller makes a second
@@ -65,14 +71,26 @@ func (e *expectations) unconfirmed(uid types.UID) (string, bool) {
 	return exp.name, ok && exp.unconfirmed
 }
 
-// notCreated drops the unconfirmed expectation of variant uid: Porch says
-// the draft does not exist.
+// notCreated drops the expectation of variant uid for draft name: Porch
+// says the draft does not exist (it was never created, or is gone).
 func (e *expectations) notCreated(uid types.UID, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if exp, ok := e.pending[uid]; ok && exp.name == name && exp.unconfirmed {
+	if exp, ok := e.pending[uid]; ok && exp.name == name {
 		delete(e.pending, uid)
 	}
+}
+
+// checkIn returns how long until variant uid should ask Porch about the
+// draft it waits for (0: now).
+func (e *expectations) checkIn(uid types.UID) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	exp, ok := e.pending[uid]
+	if !ok {
+		return 0
+	}
+	return max(0, expectationCheck-e.now().Sub(exp.at))
 }
 
 // lastCreated is the name of the last draft variant uid created ("" if

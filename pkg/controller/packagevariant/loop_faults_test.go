@@ -158,3 +158,34 @@ func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
 		t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
 	}
 }
+
+// TestLoopDraftDeletedBeforeTheCacheSawIt: a person deletes the variant's
+// new draft before the controller's cache shows it, and the watch restarts
+// in between, so the cache never hears of the draft (a restarted watch of
+// PackageRevisions replays only what exists). The variant asks Porch after
+// a short wait and makes a new draft; it used to wait for the draft for
+// two minutes and then for some other event.
+func TestLoopDraftDeletedBeforeTheCacheSawIt(t *testing.T) {
+	h := newHarness(t)
+	first := packageRevisionName("deploy", "app", "packagevariant-1")
+	var once sync.Once
+	h.sim.OnWrite(func(_, _, what string) {
+		if what == "create packagerevisions "+first {
+			once.Do(h.sim.HoldWatchEvents)
+		}
+	})
+	pv := h.create(newVariant("app", "app"))
+	h.eventually("the draft created", func() bool {
+		h.ctrl.expectations.mu.Lock()
+		defer h.ctrl.expectations.mu.Unlock()
+		exp, ok := h.ctrl.expectations.pending[pv.UID]
+		return ok && exp.name == first
+	})
+	if err := h.sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.ctx, first, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.sim.BreakWatches()
+	h.sim.ReleaseWatchEvents()
+	h.waitRevisions("app", "packagevariant-1:Draft")
+	h.waitReady("app")
+}

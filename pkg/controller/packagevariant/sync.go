@@ -190,8 +190,20 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		}
 	}
 	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
-		klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
-		return nil
+		if d := c.expectations.checkIn(pv.UID); d > 0 {
+			klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
+			return workloop.RetryAfter(d, nil)
+		}
+		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			// Deleted before the cache showed it: nothing to wait for.
+			c.expectations.notCreated(pv.UID, name)
+		case err != nil:
+			return fmt.Errorf("check whether draft %s still exists: %w", name, err)
+		default:
+			return workloop.RetryAfter(expectationCheck, nil)
+		}
 	}
 
 	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
@@ -405,7 +417,7 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
 		return false, nil
 	}
-	if unedited, err := c.uneditedLive(ctx, pv, d, a.ResourcesDigest); err != nil || !unedited {
+	if unedited, err := c.uneditedLive(ctx, pv, d); err != nil || !unedited {
 		return false, err
 	}
 	if err := c.porch.delete(ctx, d); err != nil && !apierrors.IsNotFound(err) {
@@ -443,11 +455,11 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 }
 
 // uneditedLive reads a draft's files and then the draft itself from Porch,
-// not from the cache, and reports whether its files are the ones with
-// digest want and it is still, at the same commit, a Draft the variant
-// controls. The second read is the last thing before the delete: a person
+// not from the cache, and reports whether it is as the variant last
+// recorded it (editedSince) and still, at the same commit, a Draft the
+// variant controls. The second read is the last thing before the delete: a person
 // who changed the files or proposed the draft before it is seen.
-func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision, want string) (bool, error) {
+func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision) (bool, error) {
 	prr, err := c.porch.getResources(ctx, d)
 	if apierrors.IsNotFound(err) {
 		return false, nil
@@ -455,7 +467,7 @@ func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.Packag
 	if err != nil {
 		return false, err
 	}
-	if resourcesDigest(prr.Spec.Resources) != want {
+	if editedSince(pv.Status.Applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) {
 		return false, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})

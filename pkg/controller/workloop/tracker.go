@@ -1,6 +1,8 @@
 package workloop
 
 import (
+	"fmt"
+	"sort"
 	"sync"
 
 	"k8s.io/client-go/tools/cache"
@@ -13,13 +15,13 @@ import (
 type Tracker struct {
 	mu       sync.Mutex
 	inflight int
-	failing  map[string]map[cache.ObjectName]struct{}
+	failing  map[string]map[cache.ObjectName]error // by loop: the last error
 	syncs    map[string]int
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{failing: map[string]map[cache.ObjectName]struct{}{}, syncs: map[string]int{}}
+	return &Tracker{failing: map[string]map[cache.ObjectName]error{}, syncs: map[string]int{}}
 }
 
 func (t *Tracker) start() {
@@ -32,8 +34,8 @@ func (t *Tracker) start() {
 }
 
 // finish records the end of a sync; retry says whether the key was queued
-// again because it failed.
-func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool) {
+// again because it failed (with err).
+func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool, err error) {
 	if t == nil {
 		return
 	}
@@ -44,10 +46,10 @@ func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool) {
 	keys := t.failing[loop]
 	if retry {
 		if keys == nil {
-			keys = map[cache.ObjectName]struct{}{}
+			keys = map[cache.ObjectName]error{}
 			t.failing[loop] = keys
 		}
-		keys[key] = struct{}{}
+		keys[key] = err
 		return
 	}
 	delete(keys, key)
@@ -74,4 +76,19 @@ func (t *Tracker) Syncs(loop string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.syncs[loop]
+}
+
+// Failing describes the keys whose last sync failed and that wait for a
+// retry, sorted: "<loop> <namespace/name>: <error>".
+func (t *Tracker) Failing() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for loop, keys := range t.failing {
+		for key, err := range keys {
+			out = append(out, fmt.Sprintf("%s %s: %v", loop, key, err))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -64,7 +64,7 @@ func TestTracker(t *testing.T) {
 
 	var nilTracker *Tracker
 	nilTracker.start()
-	nilTracker.finish(testLoop, keyC, true)
+	nilTracker.finish(testLoop, keyC, true, nil)
 }
 
 // TestTrackerBusyUntilDone: a key re-added while its sync runs is back in

@@ -139,7 +139,7 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	defer func() {
 		l.Queue.Done(key)
 		// A scheduled retry is not work in hand.
-		l.Tracker.finish(l.Name, key, retry && !IsRetryAfter(err))
+		l.Tracker.finish(l.Name, key, retry && !IsRetryAfter(err), err)
 	}()
 	if ctx.Err() != nil {
 		return false
