@@ -57,6 +57,14 @@ cluster-up: ## Start a local control plane on 127.0.0.1; `hack/local-cluster.sh 
 cluster-down: ## Stop the local control plane and remove its state.
 	hack/local-cluster.sh down
 
+.PHONY: soak
+
+SOAK_SEEDS ?= 30
+SOAK_DURATION ?= 20s
+soak: ## Chaos soak: both controllers on porchsim under faults, restarts and people acting, SOAK_SEEDS seeds of SOAK_DURATION (~15 min); prints the totals.
+	$(GO) test -race -count=1 -timeout 90m -run '^TestSoak$$' ./test/soak -soak.seeds $(SOAK_SEEDS) -soak.duration $(SOAK_DURATION) -soak.report soak-report.md
+	@cat soak-report.md
+
 .PHONY: e2e e2e-porch dev-up dev-down
 
 e2e: ## End-to-end tests on a fresh local control plane (builds Kubernetes once, ~15 min cold).

@@ -358,11 +358,13 @@ func recordCreated(pv *configv1alpha1.PackageVariant, created *porchv1alpha1.Pac
 
 // editedSince reports whether draft name, whose files are files at
 // resourceVersion rv, is not as the variant recorded it (a, its
-// status.applied): a person changed it. A draft the variant has recorded
-// nothing of is not judged.
+// status.applied): a person changed it. A draft the variant has no record
+// of (adopted, or its record was lost with a status write and a restart)
+// counts as edited: taking a person's edit for the variant's own would
+// let a later upgrade delete it.
 func editedSince(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) bool {
 	if a == nil || a.Downstream != name {
-		return false
+		return true
 	}
 	if created, ok := strings.CutPrefix(a.ResourcesDigest, createdMark); ok {
 		return created != rv

@@ -181,9 +181,12 @@ func TestLoopDraftDeletedBeforeTheCacheSawIt(t *testing.T) {
 		exp, ok := h.ctrl.expectations.pending[pv.UID]
 		return ok && exp.name == first
 	})
-	if err := h.sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.ctx, first, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The controller may still be writing into it (Porch refuses a second
+	// request on a revision in progress): the person tries again.
+	h.eventually("the person's delete of the new draft", func() bool {
+		err := h.sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.ctx, first, metav1.DeleteOptions{})
+		return err == nil
+	})
 	h.sim.BreakWatches()
 	h.sim.ReleaseWatchEvents()
 	h.waitRevisions("app", "packagevariant-1:Draft")

@@ -128,6 +128,13 @@ func refusedForGood(err error) (string, bool) {
 		if s.Details != nil && s.Details.Kind == "repositories" {
 			return err.Error(), true
 		}
+	case http.StatusInternalServerError:
+		// Porch refuses a clone into a package that exists: when every
+		// revision the controller sees is gone, its placeholder on the
+		// repository's main branch may still be there.
+		if strings.Contains(s.Message, "cannot create a new revision for package") {
+			return err.Error() + " (the package still exists in the repository, perhaps only on its main branch: delete it there or choose another spec.downstream)", true
+		}
 	}
 	return "", false
 }
@@ -182,6 +189,9 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
+			// The create was made. What Porch made is not known (a
+			// person may have edited the draft since), so the draft is
+			// not recorded as the variant's own: it counts as edited.
 			c.expectations.expect(pv.UID, name)
 		case apierrors.IsNotFound(err):
 			c.expectations.notCreated(pv.UID, name)

@@ -1,0 +1,266 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// lockedRevision is the upstream revision a downstream revision was made
+// from, from its upstream lock (a ref ending in v<N>).
+func lockedRevision(pr *porchv1alpha1.PackageRevision) (int, bool) {
+	l := pr.Status.UpstreamLock
+	if l == nil || l.Git == nil {
+		return 0, false
+	}
+	ref := l.Git.Ref
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		ref = ref[i+1:]
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(ref, "v"))
+	return n, err == nil
+}
+
+// checkConverged checks the world once the controllers have settled.
+func (w *world) checkConverged() {
+	ctx := context.Background()
+	m := w.mon
+	pvs := w.sim.PackageVariants(ns)
+	prs := w.sim.PackageRevisions(ns)
+	sets, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		m.violate(nil, "list the sets: %v", err)
+		return
+	}
+	repos, err := w.person.ConfigV1alpha1().Repositories(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		m.violate(nil, "list the repositories: %v", err)
+		return
+	}
+
+	byOwner := map[types.UID][]*porchv1alpha1.PackageRevision{}
+	byPackage := map[string][]*porchv1alpha1.PackageRevision{}
+	for i := range prs {
+		pr := &prs[i]
+		if pr.Spec.RepositoryName == "blueprints" {
+			continue
+		}
+		if placeholder(pr) {
+			w.placeholders[pr.Spec.RepositoryName+"/"+pr.Spec.PackageName] = true
+			continue
+		}
+		uid, _ := controllerOf(pr)
+		byOwner[uid] = append(byOwner[uid], pr)
+		pkg := pr.Spec.RepositoryName + "/" + pr.Spec.PackageName
+		byPackage[pkg] = append(byPackage[pkg], pr)
+	}
+	downstreams := map[string][]string{}
+	for _, pv := range pvs {
+		if pv.Spec.Downstream != nil {
+			pkg := pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
+			downstreams[pkg] = append(downstreams[pkg], pv.Name)
+		}
+	}
+
+	// Variants: nothing stuck, every condition true to the world.
+	for i := range pvs {
+		pv := &pvs[i]
+		obj := "PackageVariant " + pv.Name
+		if pv.DeletionTimestamp != nil {
+			m.violate([]string{obj}, "PackageVariant %s is stuck deleting (finalizers %v)", pv.Name, pv.Finalizers)
+			continue
+		}
+		ready := readyOf(pv.Status.Conditions)
+		if ready == nil {
+			m.violate([]string{obj}, "PackageVariant %s has no Ready condition", pv.Name)
+			continue
+		}
+		if ready.ObservedGeneration != pv.Generation {
+			m.violate([]string{obj}, "PackageVariant %s: Ready is of generation %d, the variant is at %d", pv.Name, ready.ObservedGeneration, pv.Generation)
+		}
+		w.checkVariant(pv, ready, byOwner[pv.UID], byPackage, downstreams)
+	}
+
+	// Sets: nothing stuck, counts equal to the truth.
+	for i := range sets.Items {
+		set := &sets.Items[i]
+		obj := "PackageVariantSet " + set.Name
+		if set.DeletionTimestamp != nil {
+			m.violate([]string{obj}, "PackageVariantSet %s is stuck deleting", set.Name)
+			continue
+		}
+		desired := 0
+		prod := map[string]bool{}
+		for _, r := range repos.Items {
+			if r.Labels["env"] == "prod" {
+				desired++
+				prod[r.Name] = true
+			}
+		}
+		existing, readyN := 0, 0
+		for j := range pvs {
+			pv := &pvs[j]
+			if uid, _ := controllerOf(pv); uid != set.UID {
+				continue
+			}
+			existing++
+			if r := readyOf(pv.Status.Conditions); r != nil && r.Status == metav1.ConditionTrue {
+				readyN++
+			}
+			if !prod[pv.Spec.Downstream.Repo] {
+				m.violate([]string{obj, "PackageVariant " + pv.Name}, "PackageVariant %s of the set targets %s, which is not labelled env=prod", pv.Name, pv.Spec.Downstream.Repo)
+			}
+		}
+		st := set.Status
+		if int(st.DesiredVariants) != desired || int(st.ExistingVariants) != existing || int(st.ReadyVariants) != readyN {
+			m.violate([]string{obj}, "PackageVariantSet %s counts desired/existing/ready %d/%d/%d, the world has %d/%d/%d",
+				set.Name, st.DesiredVariants, st.ExistingVariants, st.ReadyVariants, desired, existing, readyN)
+		}
+		if r := readyOf(set.Status.Conditions); r == nil || r.Status != metav1.ConditionTrue || r.ObservedGeneration != set.Generation {
+			m.violate([]string{obj}, "PackageVariantSet %s is not Ready for its generation %d: %+v", set.Name, set.Generation, r)
+		}
+	}
+
+	// People's edits are where they were made.
+	m.mu.Lock()
+	edits := map[string]map[string]string{}
+	for pr, files := range m.edits {
+		edits[pr] = files
+	}
+	m.mu.Unlock()
+	for pr, files := range edits {
+		got, err := w.sim.Resources(ns, pr)
+		if err != nil {
+			continue // deleted: the monitor judged that when it happened
+		}
+		for file := range files {
+			// The package's pipeline renders a person's files too (a
+			// prepended set-namespace sets their namespace): the edit is
+			// kept when its file still says who made it.
+			if !strings.Contains(got[file], editMark) {
+				m.violate([]string{"PackageRevision " + pr}, "%s lost a person's edit: %s is %q", pr, file, got[file])
+			}
+		}
+	}
+
+	// Injection reads the variant's namespace only.
+	for i := range prs {
+		pr := &prs[i]
+		files, err := w.sim.Resources(ns, pr.Name)
+		if err != nil {
+			continue
+		}
+		for name, content := range files {
+			if strings.Contains(content, decoyColor) {
+				m.violate([]string{"PackageRevision " + pr.Name}, "%s: %s holds the decoy ConfigMap of namespace %s", pr.Name, name, decoyNS)
+			}
+		}
+	}
+}
+
+// checkVariant holds a settled variant's Ready condition against its
+// revisions.
+func (w *world) checkVariant(pv *configv1alpha1.PackageVariant, ready *metav1.Condition, owned []*porchv1alpha1.PackageRevision,
+	byPackage map[string][]*porchv1alpha1.PackageRevision, downstreams map[string][]string) {
+	m := w.mon
+	obj := "PackageVariant " + pv.Name
+	want := w.upstream
+	if pv.Spec.Upstream.Revision > 0 {
+		want = pv.Spec.Upstream.Revision
+	}
+	pkg := pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
+	var drafts, proposed, published, deletionProposed []*porchv1alpha1.PackageRevision
+	for _, pr := range owned {
+		if pr.Spec.RepositoryName+"/"+pr.Spec.PackageName != pkg {
+			m.violate([]string{obj, "PackageRevision " + pr.Name}, "PackageVariant %s still owns %s outside its downstream %s", pv.Name, pr.Name, pkg)
+			continue
+		}
+		switch pr.Spec.Lifecycle {
+		case porchv1alpha1.PackageRevisionLifecycleDraft:
+			drafts = append(drafts, pr)
+		case porchv1alpha1.PackageRevisionLifecycleProposed:
+			proposed = append(proposed, pr)
+		case porchv1alpha1.PackageRevisionLifecyclePublished:
+			published = append(published, pr)
+		case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
+			deletionProposed = append(deletionProposed, pr)
+		}
+	}
+	edited := func(pr *porchv1alpha1.PackageRevision) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.edits[pr.Name]) > 0
+	}
+	describe := fmt.Sprintf("Ready=%s reason %s: %q", ready.Status, ready.Reason, ready.Message)
+	if ready.Status == metav1.ConditionTrue {
+		if len(drafts)+len(proposed)+len(published) == 0 {
+			m.violate([]string{obj}, "PackageVariant %s is %s but owns no Draft, Proposed or Published revision of %s", pv.Name, describe, pkg)
+		}
+		for _, d := range drafts {
+			if rev, ok := lockedRevision(d); ok && rev != want && !edited(d) {
+				m.violate([]string{obj, "PackageRevision " + d.Name}, "PackageVariant %s is %s but its unedited draft %s is based on upstream revision %d, not %d", pv.Name, describe, d.Name, rev, want)
+			}
+		}
+		if len(drafts)+len(proposed) == 0 && len(published) > 0 {
+			newest := published[0]
+			for _, p := range published {
+				if p.Spec.Revision > newest.Spec.Revision {
+					newest = p
+				}
+			}
+			if rev, ok := lockedRevision(newest); ok && rev != want {
+				m.violate([]string{obj, "PackageRevision " + newest.Name}, "PackageVariant %s is %s but its newest revision %s is based on upstream revision %d, not %d, and there is no upgrade draft", pv.Name, describe, newest.Name, rev, want)
+			}
+		}
+		return
+	}
+	switch ready.Reason {
+	case "DraftEdited":
+		for _, d := range drafts {
+			if edited(d) {
+				return
+			}
+		}
+		// Kept, never lost, but not a person's doing: the controller lost
+		// the record of its own write (a failed status write, or a lost
+		// answer whose read-back failed too, and then a restart). Counted
+		// and reported; see the issue note.
+		w.counts.falseEdited++
+		m.timeline(fmt.Sprintf("PackageVariant %s is DraftEdited though no person edited its drafts (counted, not a violation)", pv.Name))
+	case "WaitingForApproval":
+		if len(proposed) == 0 {
+			m.violate([]string{obj}, "PackageVariant %s is %s, but it has no Proposed revision", pv.Name, describe)
+		}
+	case "DeletionProposed":
+		if len(deletionProposed) == 0 || len(drafts)+len(proposed)+len(published) > 0 {
+			m.violate([]string{obj}, "PackageVariant %s is %s, but its revisions are %d Draft, %d Proposed, %d Published, %d DeletionProposed",
+				pv.Name, describe, len(drafts), len(proposed), len(published), len(deletionProposed))
+		}
+	case "Refused":
+		if len(byPackage[pkg]) > 0 || !w.placeholders[pkg] || !strings.Contains(ready.Message, "cannot create a new revision") {
+			m.violate([]string{obj}, "PackageVariant %s is %s, but its package %s has %d revisions besides its placeholder (placeholder: %t)", pv.Name, describe, pkg, len(byPackage[pkg]), w.placeholders[pkg])
+		}
+	case "Conflict":
+		if len(downstreams[pkg]) < 2 {
+			m.violate([]string{obj}, "PackageVariant %s is %s, but no other variant targets %s", pv.Name, describe, pkg)
+		}
+	case "Error":
+		if strings.Contains(ready.Message, "already exists") && strings.Contains(ready.Message, "not managed by this variant") {
+			for _, pr := range byPackage[pkg] {
+				if uid, _ := controllerOf(pr); uid != pv.UID {
+					return
+				}
+			}
+		}
+		m.violate([]string{obj}, "PackageVariant %s is %s after faults stopped", pv.Name, describe)
+	default:
+		m.violate([]string{obj}, "PackageVariant %s is %s after faults stopped", pv.Name, describe)
+	}
+}

@@ -1,0 +1,614 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+const (
+	ns       = "soak"
+	decoyNS  = "decoy"
+	setName  = "fleet"
+	handRepo = "hand"
+	// color is what the soak's settings ConfigMap holds; the decoy of the
+	// same name in another namespace holds decoyColor.
+	color      = "teal"
+	decoyColor = "decoy-must-never-be-injected"
+	// editMark is in every file a person adds.
+	editMark = "by: a person"
+	// maxUpstream bounds the upstream revisions people publish.
+	maxUpstream = 6
+)
+
+// world is one seed's fleet: the Sim, the controllers, the people, the
+// faults and the monitor.
+type world struct {
+	t       *testing.T
+	cfg     config
+	ctx     context.Context
+	sim     *porchsim.Sim
+	person  versioned.Interface
+	objects []*unstructured.Unstructured
+	mon     *monitor
+	counts  *counts
+	start   time.Time
+
+	// killed fails every request of the controllers: the process is
+	// going down (a restart mid-sync).
+	killed atomic.Bool
+	// chaosOn enables the random faults.
+	chaosOn atomic.Bool
+
+	// mu guards runner, rng and counts.
+	mu     sync.Mutex
+	runner *offline.Runner
+	rng    *rand.Rand
+	// chaosRng draws the faults; the chaos function runs under the Sim's
+	// lock, so it needs no lock of its own.
+	chaosRng *rand.Rand
+	upstream int // the newest published upstream revision
+	// placeholders are the packages with a placeholder revision (main).
+	placeholders map[string]bool
+}
+
+func blueprint(revision int) map[string]string {
+	return map[string]string{
+		"Kptfile": `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+info:
+  description: the soak's blueprint
+`,
+		"deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  replicas: %d
+  template:
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/app:v%d
+`, revision, revision),
+		"settings.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  annotations:
+    kpt.dev/config-injection: required
+data:
+  color: unset
+`,
+	}
+}
+
+func configMap(namespace, name, value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]interface{}{"namespace": namespace, "name": name},
+		"data":       map[string]interface{}{"color": value},
+	}}
+}
+
+func siteName(i int) string { return fmt.Sprintf("site-%02d", i) }
+
+func siteLabels(i int, prod bool) map[string]string {
+	env := "dev"
+	if prod {
+		env = "prod"
+	}
+	return map[string]string{"env": env, "region": []string{"eu", "us", "ap"}[i%3]}
+}
+
+// newWorld builds the fleet: the blueprint, the site repositories (about
+// two thirds labelled env=prod), the hand repository, the settings
+// ConfigMap and its decoy.
+func newWorld(t *testing.T, cfg config) *world {
+	w := &world{
+		t:            t,
+		cfg:          cfg,
+		ctx:          klog.NewContext(context.Background(), klog.Logger{}),
+		sim:          porchsim.New(),
+		counts:       newCounts(),
+		rng:          rand.New(rand.NewPCG(uint64(cfg.seed), 1)),
+		chaosRng:     rand.New(rand.NewPCG(uint64(cfg.seed), 2)),
+		placeholders: map[string]bool{},
+		start:        time.Now(),
+	}
+	w.person = w.sim.ClientsetAs("person")
+	w.objects = []*unstructured.Unstructured{
+		configMap(ns, "settings", color),
+		configMap(decoyNS, "settings", decoyColor),
+	}
+	w.mon = newMonitor(w.start)
+	w.sim.Observe(w.mon.observe)
+	w.sim.AddRepository(ns, "blueprints", false, nil)
+	if _, err := w.sim.AddPublished(ns, "blueprints", "app", 1, blueprint(1)); err != nil {
+		t.Fatal(err)
+	}
+	w.upstream = 1
+	w.sim.AddRepository(ns, handRepo, true, nil)
+	for i := range cfg.sites {
+		w.sim.AddRepository(ns, siteName(i), true, siteLabels(i, w.rng.IntN(3) > 0))
+	}
+	w.sim.SetChaos(w.chaos)
+	return w
+}
+
+func (w *world) logf(format string, args ...any) {
+	w.mon.timeline(fmt.Sprintf(format, args...))
+}
+
+// set is the PackageVariantSet: every env=prod site gets the blueprint,
+// with a package context computed by CEL and the settings injected.
+func (w *world) set() *configv1alpha2.PackageVariantSet {
+	str := func(s string) *string { return &s }
+	policy := configv1alpha1.DeletionPolicyDelete
+	if w.cfg.seed%2 == 0 {
+		policy = configv1alpha1.DeletionPolicyOrphan
+	}
+	return &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				RepositorySelector: &configv1alpha2.RepositorySelector{
+					LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+				},
+				Template: &configv1alpha2.PackageVariantTemplate{
+					DeletionPolicy: &policy,
+					Labels:         map[string]string{"fleet": "app"},
+					PackageContext: &configv1alpha2.PackageContextTemplate{
+						DataExprs: []configv1alpha2.MapExpr{
+							{Key: str("site"), ValueExpr: str("repository.name")},
+							{Key: str("region"), ValueExpr: str("repository.labels['region']")},
+						},
+					},
+					Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
+				},
+			}},
+		},
+	}
+}
+
+// handVariant is hand-written variant i: into hand/app-i, half of them
+// deleting their packages when deleted, the first pinned to upstream
+// revision 1, the second with a prepended function.
+func (w *world) handVariant(i int) *configv1alpha1.PackageVariant {
+	name := fmt.Sprintf("hand-%d", i)
+	policy := configv1alpha1.DeletionPolicyOrphan
+	if i%2 == 0 {
+		policy = configv1alpha1.DeletionPolicyDelete
+	}
+	pv := &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:       &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Downstream:     &configv1alpha1.Downstream{Repo: handRepo, Package: fmt.Sprintf("app-%d", i)},
+			DeletionPolicy: policy,
+			// A recreated variant takes over what its predecessor left.
+			AdoptionPolicy: configv1alpha1.AdoptionPolicyAdoptExisting,
+			Labels:         map[string]string{"hand": name},
+			PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"owner": name}},
+			Injectors:      []configv1alpha1.InjectionSelector{{Name: "settings"}},
+		},
+	}
+	switch i {
+	case 0:
+		pv.Spec.Upstream.Revision = 1
+	case 1:
+		pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{
+			Image:     "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.5",
+			ConfigMap: map[string]string{"namespace": "app-hand"},
+		}}}
+	}
+	return pv
+}
+
+// chaos decides the fate of each request of the controllers.
+func (w *world) chaos(r porchsim.Request) *porchsim.Fault {
+	if r.User != "" {
+		return nil // people retry by hand; their requests are not faulted
+	}
+	if w.killed.Load() {
+		w.count("fault", "process going down (restart)")
+		return &porchsim.Fault{Err: errors.New("dial tcp 10.96.0.1:443: connect: connection refused")}
+	}
+	if !w.chaosOn.Load() || w.chaosRng.Float64() >= 0.05 {
+		return nil
+	}
+	write := r.Verb == "create" || r.Verb == "update" || r.Verb == "patch" || r.Verb == "delete"
+	kinds := []string{"500 without effect", "timeout without effect"}
+	if write {
+		kinds = append(kinds, "timeout after effect", "500 after effect")
+		if r.Verb == "update" || r.Verb == "patch" {
+			kinds = append(kinds, "conflict")
+		}
+	}
+	if r.Verb == "watch" {
+		kinds = []string{"watch refused"}
+	}
+	kind := kinds[w.chaosRng.IntN(len(kinds))]
+	w.count("fault", kind)
+	switch kind {
+	case "timeout without effect":
+		return &porchsim.Fault{Err: porchsim.TimeoutError("the request timed out")}
+	case "timeout after effect":
+		return &porchsim.Fault{Err: porchsim.TimeoutError("the response was lost"), AfterEffect: true}
+	case "500 after effect":
+		return &porchsim.Fault{Err: porchsim.ServerError("the response was lost"), AfterEffect: true}
+	case "conflict":
+		return &porchsim.Fault{Err: porchsim.ConflictError(r.Resource, r.Name)}
+	}
+	return &porchsim.Fault{}
+}
+
+// count is called with the Sim's lock held (from chaos) or not; it only
+// takes the world's own counter lock.
+func (w *world) count(what, kind string) {
+	countMu.Lock()
+	defer countMu.Unlock()
+	switch what {
+	case "fault":
+		w.counts.faults[kind]++
+	case "person":
+		w.counts.actions[kind]++
+	}
+}
+
+var countMu sync.Mutex
+
+func (w *world) startControllers() {
+	r, err := offline.Start(w.ctx, w.sim, offline.Options{
+		Objects:        w.objects,
+		Workers:        4,
+		ReadinessDelay: 20 * time.Millisecond,
+	})
+	if err != nil {
+		w.t.Fatalf("start the controllers: %v", err)
+	}
+	w.mu.Lock()
+	w.runner = r
+	w.mu.Unlock()
+}
+
+// restart stops the controllers as a crash would (every request fails
+// from that moment, so syncs in flight stop half-way) and starts new ones
+// with empty caches and queues.
+func (w *world) restart() {
+	w.mu.Lock()
+	r := w.runner
+	w.mu.Unlock()
+	w.killed.Store(true)
+	r.Stop()
+	w.killed.Store(false)
+	w.startControllers()
+	countMu.Lock()
+	w.counts.restarts++
+	countMu.Unlock()
+	w.logf("controllers restarted")
+}
+
+func (w *world) currentRunner() *offline.Runner {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.runner
+}
+
+// between draws a duration in [lo, hi).
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+}
+
+// disturb lags, breaks and restarts the controllers' view of the world
+// until stop is closed.
+func (w *world) disturb(stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(uint64(w.cfg.seed), 3))
+	nextRestart := time.Now().Add(between(rng, time.Second, 3*time.Second))
+	for {
+		select {
+		case <-stop:
+			w.sim.ReleaseWatchEvents()
+			return
+		case <-time.After(between(rng, 50*time.Millisecond, 300*time.Millisecond)):
+		}
+		switch {
+		case time.Now().After(nextRestart):
+			w.restart()
+			nextRestart = time.Now().Add(between(rng, time.Second, 3*time.Second))
+		case rng.IntN(3) == 0:
+			n := w.sim.BreakWatches()
+			countMu.Lock()
+			w.counts.breaks += n
+			countMu.Unlock()
+			w.logf("%d watches broken", n)
+		default:
+			hold := between(rng, 20*time.Millisecond, 400*time.Millisecond)
+			w.sim.HoldWatchEvents()
+			countMu.Lock()
+			w.counts.holds++
+			countMu.Unlock()
+			select {
+			case <-stop:
+			case <-time.After(hold):
+			}
+			w.sim.ReleaseWatchEvents()
+		}
+	}
+}
+
+// act makes people act until stop is closed.
+func (w *world) act(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(between(w.rng, 10*time.Millisecond, 60*time.Millisecond)):
+		}
+		w.actOnce()
+	}
+}
+
+// retry runs a person's request until it succeeds or fails for good; a
+// person re-runs kubectl after a conflict.
+func retry(f func() error) error {
+	var err error
+	for range 5 {
+		if err = f(); err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (w *world) actOnce() {
+	ctx := context.Background()
+	prs := w.sim.PackageRevisions(ns)
+	pick := func(ok func(*porchv1alpha1.PackageRevision) bool) *porchv1alpha1.PackageRevision {
+		var c []*porchv1alpha1.PackageRevision
+		for i := range prs {
+			if prs[i].Spec.RepositoryName != "blueprints" && ok(&prs[i]) {
+				c = append(c, &prs[i])
+			}
+		}
+		if len(c) == 0 {
+			return nil
+		}
+		return c[w.rng.IntN(len(c))]
+	}
+	lifecycle := func(l porchv1alpha1.PackageRevisionLifecycle) func(*porchv1alpha1.PackageRevision) bool {
+		return func(pr *porchv1alpha1.PackageRevision) bool {
+			return pr.Spec.Lifecycle == l && pr.Spec.WorkspaceName != "main"
+		}
+	}
+	switch n := w.rng.IntN(100); {
+	case n < 22: // edit a draft
+		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
+		if pr == nil {
+			return
+		}
+		file := fmt.Sprintf("edit-%d.yaml", w.rng.Int64())
+		content := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  %s\n", file[:len(file)-5], editMark)
+		err := retry(func() error {
+			prr, err := w.person.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			prr.Spec.Resources[file] = content
+			_, err = w.person.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+			return err
+		})
+		if err == nil {
+			w.mon.edited(pr.Name, file, content)
+			w.count("person", "edit a draft")
+		}
+		w.logf("person edits %s (%s): %v", pr.Name, file, err)
+	case n < 34: // propose a draft
+		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
+		if pr == nil {
+			return
+		}
+		err := retry(func() error {
+			live, err := w.person.PorchV1alpha1().PackageRevisions(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if live.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
+				return nil
+			}
+			live.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+			_, err = w.person.PorchV1alpha1().PackageRevisions(ns).Update(ctx, live, metav1.UpdateOptions{})
+			return err
+		})
+		w.count("person", "propose a draft")
+		w.logf("person proposes %s: %v", pr.Name, err)
+	case n < 46: // approve a proposal
+		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleProposed))
+		if pr == nil {
+			return
+		}
+		err := w.sim.Publish(ns, pr.Name)
+		w.count("person", "publish a proposed revision")
+		w.logf("person publishes %s: %v", pr.Name, err)
+	case n < 52: // publish a new upstream revision
+		if w.upstream >= maxUpstream {
+			return
+		}
+		w.upstream++
+		_, err := w.sim.AddPublished(ns, "blueprints", "app", w.upstream, blueprint(w.upstream))
+		w.count("person", "publish a new upstream revision")
+		w.logf("person publishes blueprints/app revision %d: %v", w.upstream, err)
+	case n < 62: // relabel a site
+		i := w.rng.IntN(w.cfg.sites)
+		prod := w.rng.IntN(3) > 0
+		w.sim.AddRepository(ns, siteName(i), true, siteLabels(i, prod))
+		w.count("person", "relabel a repository")
+		w.logf("person labels %s env=%s", siteName(i), siteLabels(i, prod)["env"])
+	case n < 70: // delete a hand variant
+		name := fmt.Sprintf("hand-%d", w.rng.IntN(w.cfg.hand))
+		err := w.person.ConfigV1alpha1().PackageVariants(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if err == nil {
+			w.count("person", "delete a variant")
+		}
+		w.logf("person deletes PackageVariant %s: %v", name, err)
+	case n < 80: // create a missing hand variant
+		i := w.rng.IntN(w.cfg.hand)
+		_, err := w.person.ConfigV1alpha1().PackageVariants(ns).Create(ctx, w.handVariant(i), metav1.CreateOptions{})
+		if err == nil {
+			w.count("person", "create a variant")
+		}
+		w.logf("person creates PackageVariant hand-%d: %v", i, err)
+	case n < 83: // change a hand variant
+		name := fmt.Sprintf("hand-%d", w.rng.IntN(w.cfg.hand))
+		value := fmt.Sprintf("v%d", w.rng.IntN(4))
+		err := retry(func() error {
+			pv, err := w.person.ConfigV1alpha1().PackageVariants(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pv.Spec.PackageContext.Data["tier"] = value
+			_, err = w.person.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{})
+			return err
+		})
+		if err == nil {
+			w.count("person", "change a variant")
+		}
+		w.logf("person sets tier=%s on PackageVariant %s: %v", value, name, err)
+	case n < 86: // delete the set
+		err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Delete(ctx, setName, metav1.DeleteOptions{})
+		if err == nil {
+			w.count("person", "delete the set")
+		}
+		w.logf("person deletes the PackageVariantSet: %v", err)
+	case n < 92: // create the set
+		_, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, w.set(), metav1.CreateOptions{})
+		if err == nil {
+			w.count("person", "create the set")
+		}
+		w.logf("person creates the PackageVariantSet: %v", err)
+	case n < 96: // approve a proposed deletion
+		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDeletionProposed))
+		if pr == nil {
+			return
+		}
+		w.mon.personDeletes(pr.Name)
+		err := w.person.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{})
+		w.count("person", "approve a proposed deletion")
+		w.logf("person deletes %s (DeletionProposed): %v", pr.Name, err)
+	default: // delete a draft
+		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
+		if pr == nil {
+			return
+		}
+		w.mon.personDeletes(pr.Name)
+		err := w.person.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{})
+		w.count("person", "delete a draft")
+		w.logf("person deletes draft %s: %v", pr.Name, err)
+	}
+}
+
+// runSeed soaks one seed and checks the invariants; it returns what it
+// did.
+func runSeed(t *testing.T, cfg config) *counts {
+	w := newWorld(t, cfg)
+	ctx := context.Background()
+	// The starting fleet: the set and the hand variants.
+	if _, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, w.set(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.hand {
+		if _, err := w.person.ConfigV1alpha1().PackageVariants(ns).Create(ctx, w.handVariant(i), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.startControllers()
+	defer func() { w.currentRunner().Stop() }()
+
+	w.chaosOn.Store(true)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); w.act(stop) }()
+	go func() { defer wg.Done(); w.disturb(stop) }()
+	time.Sleep(cfg.duration) // the length of the chaos phase, not a wait for a condition
+	close(stop)
+	wg.Wait()
+	w.chaosOn.Store(false)
+	w.sim.ReleaseWatchEvents()
+	w.logf("faults and people stop")
+	before := w.sim.Requests()
+	for _, v := range before {
+		w.counts.requests += v
+	}
+
+	if err := w.currentRunner().WaitIdle(ctx, cfg.settle); err != nil {
+		w.mon.violate([]string{}, "the controllers did not converge once faults stopped: %v", err)
+	} else {
+		w.checkConverged()
+		w.checkRestartWritesNothing()
+	}
+	w.counts.violations = w.mon.report(t, cfg.seed)
+	return w.counts
+}
+
+// checkRestartWritesNothing restarts the controllers on the converged
+// world: they must find nothing to do.
+func (w *world) checkRestartWritesNothing() {
+	w.currentRunner().Stop()
+	w.sim.ResetRequests()
+	w.mon.collectChanges(true)
+	w.startControllers()
+	err := w.currentRunner().WaitIdle(context.Background(), w.cfg.settle)
+	changed := w.mon.collectChanges(false)
+	if err != nil {
+		w.mon.violate(changed, "after a restart on the converged world the controllers did not settle: %v", err)
+		return
+	}
+	// A write Porch refuses changes nothing (a variant Refused for good
+	// tries once more after a restart); a write that changes something is
+	// a violation.
+	if len(changed) > 0 {
+		var writes []string
+		for req, n := range w.sim.Requests() {
+			switch verb := req[:indexSpace(req)]; verb {
+			case "create", "update", "patch", "delete", "delete-collection":
+				writes = append(writes, fmt.Sprintf("%d × %s", n, req))
+			}
+		}
+		sort.Strings(writes)
+		w.mon.violate(changed, "a restart on the converged world changed %s (requests: %s)", strings.Join(changed, ", "), strings.Join(writes, ", "))
+	}
+}
+
+func indexSpace(s string) int {
+	for i := range s {
+		if s[i] == ' ' {
+			return i
+		}
+	}
+	return len(s)
+}
