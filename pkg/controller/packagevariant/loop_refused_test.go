@@ -88,3 +88,24 @@ func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopCloneIntoAPlaceholderIsRefused: the downstream package exists in
+// Porch only as its placeholder on main (every revision was deleted after
+// one was published): Porch refuses every clone. The variant says so,
+// Stalled with reason Refused, and does not retry for ever.
+func TestLoopCloneIntoAPlaceholderIsRefused(t *testing.T) {
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		if _, err := s.AddPlaceholder(testNS, "deploy", "app"); err != nil {
+			t.Fatal(err)
+		}
+	}))
+	h.create(newVariant("app", "app"))
+	cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonRefused)
+	mustContain(t, "Stalled message", cond.Message, "cannot create a new revision", "main branch", "spec.downstream")
+	h.settle()
+	sent := h.sim.Requests()["create packagerevisions"]
+	h.settle()
+	if n := h.sim.Requests()["create packagerevisions"]; n != sent {
+		t.Errorf("the refused clone was retried: %d creates, then %d", sent, n)
+	}
+}
