@@ -34,6 +34,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/scheme"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
@@ -151,7 +152,9 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "variant-controller"})
 
-	factory := informers.NewSharedInformerFactoryWithOptions(client, o.resyncPeriod, informers.WithNamespace(o.namespace))
+	// Informers list PackageRevisions again after every broken watch: Porch
+	// cannot report what was deleted meanwhile (see porchwatch).
+	factory := informers.NewSharedInformerFactoryWithOptions(porchwatch.RelistOnResume(client), o.resyncPeriod, informers.WithNamespace(o.namespace))
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create dynamic client for config injection: %w", err)

@@ -25,6 +25,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -107,7 +108,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	}
 	objects := ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper})
 	client := sim.Clientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(client), 0)
 	track := func(resource string, inf interface {
 		Informer() cache.SharedIndexInformer
 	}) *trackedInformer {

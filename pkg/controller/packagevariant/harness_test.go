@@ -26,6 +26,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
@@ -175,7 +176,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 
-	factory := informers.NewSharedInformerFactory(h.client, 0)
+	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(h.client), 0)
 	pvInformer := factory.Config().V1alpha1().PackageVariants()
 	prInformer := factory.Porch().V1alpha1().PackageRevisions()
 	recorder := record.NewFakeRecorder(1000)

@@ -28,6 +28,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
+	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -110,7 +111,7 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
 	onDemand := ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper})
 
-	factory := informers.NewSharedInformerFactory(h.client, 0)
+	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(h.client), 0)
 	recorder := record.NewFakeRecorder(100000)
 	pvc, err := packagevariant.New(ctx, h.client, factory.Config().V1alpha1().PackageVariants(),
 		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil)

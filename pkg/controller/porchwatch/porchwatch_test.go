@@ -1,0 +1,75 @@
+package porchwatch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// TestDeletionInABrokenWatchLeavesTheCache: a revision deleted while the
+// informer's watch was broken leaves the cache once it watches again. A
+// plain informer on Porch keeps it: the new watch replays only what exists.
+func TestDeletionInABrokenWatchLeavesTheCache(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sim := porchsim.New()
+	sim.AddRepository("ns", "blueprints", false, nil)
+	for rev := 1; rev <= 2; rev++ {
+		if _, err := sim.AddPublished("ns", "blueprints", "app", rev, map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	factory := informers.NewSharedInformerFactory(RelistOnResume(sim.Clientset()), 0)
+	inf := factory.Porch().V1alpha1().PackageRevisions()
+	lister := inf.Lister()
+	inf.Informer() // registers it before Start
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.Informer().HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
+	// A change, so that the reflector resumes from a resourceVersion.
+	if _, err := sim.AddPublished("ns", "blueprints", "app", 3, map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "v3 in the cache", func() bool { _, err := lister.PackageRevisions("ns").Get("blueprints.app.v3"); return err == nil })
+
+	sim.HoldWatchEvents()
+	pr, err := sim.PackageRevision("ns", "blueprints.app.v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	c := sim.Clientset().PorchV1alpha1().PackageRevisions("ns")
+	if _, err := c.Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, "blueprints.app.v1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sim.BreakWatches()
+	sim.ReleaseWatchEvents()
+	waitFor(t, "the deleted v1 gone from the cache", func() bool {
+		_, err := lister.PackageRevisions("ns").Get("blueprints.app.v1")
+		return err != nil
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
