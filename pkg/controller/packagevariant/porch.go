@@ -106,6 +106,23 @@ func (w *porchWriter) delete(ctx context.Context, pr *porchv1alpha1.PackageRevis
 	return classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
 }
 
+// deleteIf deletes a revision when check, run just before with the
+// repository's lock held, says so: no write of this controller into the
+// repository can come between the check and the delete, so the window in
+// which a person's change goes unseen is one round trip (Porch ignores
+// delete preconditions). It reports whether the revision was deleted.
+func (w *porchWriter) deleteIf(ctx context.Context, pr *porchv1alpha1.PackageRevision, check func() (bool, error)) (bool, error) {
+	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if ok, err := check(); err != nil || !ok {
+		return false, err
+	}
+	return true, classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
+}
+
 // getResources reads a revision's files live (PackageRevisionResources are
 // not watched).
 func (w *porchWriter) getResources(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevisionResources, error) {

@@ -417,7 +417,8 @@ func (c *Controller) ensureDrafts(ctx context.Context, st *state) error {
 // published revision, or a clone when nothing was published yet.
 //
 // Porch ignores delete preconditions, so "nobody edited it" is checked live,
-// immediately before the delete: the revision must still be a Draft the
+// immediately before the delete, with the repository's lock held (see
+// deleteIf): the revision must still be a Draft the
 // variant controls, and its files must be the ones the controller last
 // wrote. An edit saved between that check and the delete (one round trip)
 // would still be lost; Porch offers no atomic check-and-delete.
@@ -427,11 +428,12 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
 		return false, nil
 	}
-	if unedited, err := c.uneditedLive(ctx, pv, d); err != nil || !unedited {
-		return false, err
-	}
-	if err := c.porch.delete(ctx, d); err != nil && !apierrors.IsNotFound(err) {
+	deleted, err := c.porch.deleteIf(ctx, d, func() (bool, error) { return c.uneditedLive(ctx, pv, d) })
+	if err != nil && !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("delete stale draft %s: %w", d.Name, err)
+	}
+	if !deleted {
+		return false, nil
 	}
 	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Replaced",

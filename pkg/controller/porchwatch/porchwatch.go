@@ -37,6 +37,14 @@ type clientset struct {
 	lists *sync.Map
 }
 
+// IsWatchListSemanticsUnSupported passes on what the wrapped client tells
+// reflectors (client-go's fake clientsets cannot serve watch-lists); a
+// wrapper that hid it would make them wait for a bookmark that never comes.
+func (c clientset) IsWatchListSemanticsUnSupported() bool {
+	u, ok := c.Interface.(interface{ IsWatchListSemanticsUnSupported() bool })
+	return ok && u.IsWatchListSemanticsUnSupported()
+}
+
 func (c clientset) PorchV1alpha1() porchclient.PorchV1alpha1Interface {
 	return group{c.Interface.PorchV1alpha1(), c.lists}
 }
