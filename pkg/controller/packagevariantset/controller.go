@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -324,11 +325,28 @@ func (c *Controller) handleVariantDeleted(logger klog.Logger, obj interface{}) {
 		return
 	}
 	for _, pvs := range sets {
-		if meta.IsStatusConditionTrue(pvs.Status.Conditions, ConditionStalled) {
+		switch {
+		case meta.IsStatusConditionTrue(pvs.Status.Conditions, ConditionStalled):
 			logger.V(4).Info("PackageVariant deleted; waking a Stalled set", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
+			c.queue.Add(cache.MetaObjectToName(pvs))
+		case pvs.UID != ownerUID(m) && c.expectations.created(pvs.UID, m.GetName()):
+			// The set's create of a variant of this name was answered
+			// AlreadyExists by this one (of another set, still being
+			// deleted): the set waits for a variant that is not coming.
+			// It creates its own now.
+			logger.V(4).Info("PackageVariant deleted; waking the set that expected one of its name", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
+			c.expectations.observe(pvs.UID, m.GetName())
 			c.queue.Add(cache.MetaObjectToName(pvs))
 		}
 	}
+}
+
+// ownerUID is the UID of the controller of an object ("" if none).
+func ownerUID(m metav1.Object) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		return ref.UID
+	}
+	return ""
 }
 
 // handleRepository enqueues the sets that name the Repository, and those

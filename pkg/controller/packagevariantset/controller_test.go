@@ -655,3 +655,35 @@ func TestDeletedVariantWakesStalledSets(t *testing.T) {
 		t.Errorf("an update of the old set's variant queued %v", got)
 	}
 }
+
+// TestDeletedVariantWakesTheSetExpectingItsName: a set whose create of a
+// variant was answered AlreadyExists by a variant of the same name owned by
+// another (deleted) set waits for a variant that is not coming; when that
+// one goes, the set's expectation is dropped and the set synced, so it
+// creates its own. It used to report itself Reconciled with one variant
+// short (the soak's "27 desired, 26 exist").
+func TestDeletedVariantWakesTheSetExpectingItsName(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	recreated := set("ns", "s", "uid-new", [2]string{"blueprints", "app"}, byName("edge-1"))
+	recreated.Status.Conditions = []metav1.Condition{{Type: ConditionStalled, Status: metav1.ConditionFalse, Reason: ReasonValid}}
+	f.sets = append(f.sets, recreated)
+	c, _ := f.newController(ctx)
+	logger := klog.FromContext(ctx)
+	c.expectations.expect("uid-new", "s-edge-1-app")
+
+	c.handleVariantDeleted(logger, variantOf("ns", "s-edge-1-app", "s", "uid-old"))
+	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
+		t.Errorf("queued after the old set's variant went (-want +got):\n%s", diff)
+	}
+	if c.expectations.created("uid-new", "s-edge-1-app") {
+		t.Error("the set still expects the variant it never made")
+	}
+	// A deletion of the set's own variant settles its expectation the
+	// usual way (and queues it once).
+	c.expectations.expect("uid-new", "s-edge-1-app")
+	c.handleVariantDeleted(logger, variantOf("ns", "s-edge-1-app", "s", "uid-new"))
+	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
+		t.Errorf("queued after its own variant went (-want +got):\n%s", diff)
+	}
+}
