@@ -202,7 +202,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
 		if d := c.expectations.checkIn(pv.UID); d > 0 {
 			klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
-			return workloop.RetryAfter(d, nil)
+			return workloop.RecheckAfter(d)
 		}
 		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -212,7 +212,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		case err != nil:
 			return fmt.Errorf("check whether draft %s still exists: %w", name, err)
 		default:
-			return workloop.RetryAfter(expectationCheck, nil)
+			return workloop.RecheckAfter(expectationCheck)
 		}
 	}
 

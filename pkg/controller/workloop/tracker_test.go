@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -81,5 +82,35 @@ func TestTrackerBusyUntilDone(t *testing.T) {
 	l.processNext(ctx, ctx)
 	if tr.Idle() && q.Len() == 0 {
 		t.Error("idle with an empty queue although the key was re-added during its sync")
+	}
+}
+
+// TestTrackerRecheckIsWorkInHand: a key the handler asked to recheck
+// (RecheckAfter: work under way) keeps the tracker busy until that sync
+// has run; a paced retry (RetryAfter) does not.
+func TestTrackerRecheckIsWorkInHand(t *testing.T) {
+	ctx := context.Background()
+	tr := NewTracker()
+	q, _ := newTestQueue(t, nil)
+	var result error
+	l := &Loop{Name: testLoop, Queue: q, Tracker: tr, Sync: func(context.Context, cache.ObjectName) error { return result }}
+
+	result = RecheckAfter(time.Millisecond)
+	q.Add(keyA)
+	l.processNext(ctx, ctx)
+	if tr.Idle() {
+		t.Error("tracker idle while a key waits for its recheck")
+	}
+	result = nil
+	l.processNext(ctx, ctx) // the recheck, once due
+	if !tr.Idle() {
+		t.Error("tracker busy after the recheck ran")
+	}
+
+	result = RetryAfter(time.Hour, errors.New("reported"))
+	q.Add(keyA)
+	l.processNext(ctx, ctx)
+	if !tr.Idle() {
+		t.Error("tracker busy while a key waits for a paced retry")
 	}
 }

@@ -37,9 +37,25 @@ func RetryAfter(d time.Duration, err error) error {
 	return &retryAfter{after: d, err: err}
 }
 
+// RecheckAfter asks the loop to sync the key again after d because work
+// on it is under way and only time will tell how it went (a created object
+// not in the cache yet, say). Unlike RetryAfter, a Tracker counts the key
+// as work in hand until that sync has run.
+func RecheckAfter(d time.Duration) error {
+	return &retryAfter{after: d, inHand: true}
+}
+
 type retryAfter struct {
 	after time.Duration
 	err   error
+	// inHand: made by RecheckAfter.
+	inHand bool
+}
+
+// inHand reports whether err is (or wraps) an error made by RecheckAfter.
+func inHand(err error) bool {
+	var r *retryAfter
+	return errors.As(err, &r) && r.inHand
 }
 
 func (e *retryAfter) Error() string {
@@ -138,8 +154,8 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	retry := false
 	defer func() {
 		l.Queue.Done(key)
-		// A scheduled retry is not work in hand.
-		l.Tracker.finish(l.Name, key, retry && !IsRetryAfter(err), err)
+		// A scheduled retry is not work in hand; a recheck is.
+		l.Tracker.finish(l.Name, key, retry && (!IsRetryAfter(err) || inHand(err)), err)
 	}()
 	if ctx.Err() != nil {
 		return false
