@@ -594,7 +594,7 @@ func (w *world) checkRestartWritesNothing() {
 	if len(changed) > 0 {
 		var writes []string
 		for req, n := range w.sim.Requests() {
-			switch verb := req[:indexSpace(req)]; verb {
+			switch verb, _, _ := strings.Cut(req, " "); verb {
 			case "create", "update", "patch", "delete", "delete-collection":
 				writes = append(writes, fmt.Sprintf("%d × %s", n, req))
 			}
@@ -602,13 +602,4 @@ func (w *world) checkRestartWritesNothing() {
 		sort.Strings(writes)
 		w.mon.violate(changed, "a restart on the converged world changed %s (requests: %s)", strings.Join(changed, ", "), strings.Join(writes, ", "))
 	}
-}
-
-func indexSpace(s string) int {
-	for i := range s {
-		if s[i] == ' ' {
-			return i
-		}
-	}
-	return len(s)
 }
