@@ -98,42 +98,13 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 	}
 }
 
-// TestLoopLostUpdateAnswerIsNoEdit: the answer to the controller's write
-// into its draft is lost (the write was made) and upstream moves before
-// the controller syncs again. The draft holds the controller's own files:
-// it is replaced, not reported as edited by a person (DraftEdited).
-func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
-	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
-	h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
-		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
-	var once sync.Once
-	h.sim.OnWrite(func(_, _, what string) {
-		if what == "update packagerevisionresources "+draft {
-			once.Do(h.publishV2AndWait)
-		}
-	})
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
-		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	})
-	h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
-	if ev := h.eventsMatching("DraftEdited"); len(ev) > 0 {
-		t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
-	}
-}
-
-// TestLoopFailedStatusWriteIsNoEdit: the controller writes into its draft,
-// then fails to record that in the variant's status; upstream moves before
-// the next sync. The draft holds the controller's own files: it is
-// replaced, not reported as edited.
-func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
-	h := newHarness(t)
+// changeAndMoveUpstreamDuringTheWrite changes the variant so that the
+// controller writes into its draft; while that write is in progress,
+// during(draft) runs and upstream v2 is published (and in the cache). The
+// draft then holds the controller's own files, so it must be replaced by a
+// draft of v2, not reported as edited by a person.
+func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string)) {
+	h.t.Helper()
 	h.create(newVariant("app", "app"))
 	h.waitReady("app")
 	h.settle()
@@ -142,7 +113,7 @@ func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
 	h.sim.OnWrite(func(_, _, what string) {
 		if what == "update packagerevisionresources "+draft {
 			once.Do(func() {
-				h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status", Name: "app", Times: 1})
+				during(draft)
 				h.publishV2AndWait()
 			})
 		}
@@ -155,8 +126,31 @@ func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
 	h.settle()
 	h.expectRevisions("app", "packagevariant-2:Draft")
 	if ev := h.eventsMatching("DraftEdited"); len(ev) > 0 {
-		t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
+		h.t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
 	}
+}
+
+// TestLoopLostUpdateAnswerIsNoEdit: the answer to the controller's write
+// into its draft is lost (the write was made) and upstream moves before
+// the controller syncs again. The draft holds the controller's own files:
+// it is replaced, not reported as edited by a person (DraftEdited).
+func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
+	h := newHarness(t)
+	h.changeAndMoveUpstreamDuringTheWrite(func(draft string) {
+		h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
+			Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+	})
+}
+
+// TestLoopFailedStatusWriteIsNoEdit: the controller writes into its draft,
+// then fails to record that in the variant's status; upstream moves before
+// the next sync. The draft holds the controller's own files: it is
+// replaced, not reported as edited.
+func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
+	h := newHarness(t)
+	h.changeAndMoveUpstreamDuringTheWrite(func(string) {
+		h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status", Name: "app", Times: 1})
+	})
 }
 
 // TestLoopDraftDeletedBeforeTheCacheSawIt: a person deletes the variant's
