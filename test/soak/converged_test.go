@@ -150,6 +150,16 @@ func (w *world) checkConverged() {
 		}
 	}
 
+	// No replacement is left half-way: a stale draft the controller
+	// proposed on its way to deleting it is gone, or back to a Draft
+	// without the mark.
+	for i := range prs {
+		pr := &prs[i]
+		if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; marked && (pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed) {
+			m.violate([]string{"PackageRevision " + pr.Name}, "%s is %s with the replacement mark after faults stopped", pr.Name, pr.Spec.Lifecycle)
+		}
+	}
+
 	// Injection reads the variant's namespace only.
 	for i := range prs {
 		pr := &prs[i]
@@ -247,6 +257,14 @@ func (w *world) checkVariant(pv *configv1alpha1.PackageVariant, ready *metav1.Co
 		if len(byPackage[pkg]) > 0 || !w.placeholders[pkg] || !strings.Contains(ready.Message, "cannot create a new revision") {
 			m.violate([]string{obj}, "PackageVariant %s is %s, but its package %s has %d revisions besides its placeholder (placeholder: %t)", pv.Name, describe, pkg, len(byPackage[pkg]), w.placeholders[pkg])
 		}
+	case "OtherDraftOpen":
+		for _, pr := range byPackage[pkg] {
+			open := pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed
+			if uid, _ := controllerOf(pr); open && uid != pv.UID {
+				return
+			}
+		}
+		m.violate([]string{obj}, "PackageVariant %s is %s, but no other owner's Draft or Proposed revision of %s exists", pv.Name, describe, pkg)
 	case "Conflict":
 		if len(downstreams[pkg]) < 2 {
 			m.violate([]string{obj}, "PackageVariant %s is %s, but no other variant targets %s", pv.Name, describe, pkg)

@@ -84,9 +84,11 @@ func (c *Controller) release(ctx context.Context, pv *configv1alpha1.PackageVari
 			return nil
 		}
 	}
-	// orphan, or a DeletionProposed revision: keep it, let go of it.
+	// orphan, or a DeletionProposed revision: keep it, let go of it. A
+	// draft the variant proposed only to replace it goes back to Draft.
 	upd := pr.DeepCopy()
 	upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
+	unmark(upd)
 	if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("orphan %s: %w", pr.Name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -109,7 +110,14 @@ func copyMap(in map[string]string) map[string]string {
 // the variant's changes and no sign of the failure, for a person to
 // publish; with it the draft holds the variant's changes and a Rendered=False
 // condition that Porch shows on the PackageRevision.
+//
+// It makes no draft beside a Draft or Proposed revision of the package that
+// the variant does not manage (an *otherDraftOpen): a package has one open
+// draft at a time.
 func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.PackageRevision, task porchv1alpha1.Task, why string) (*porchv1alpha1.PackageRevision, error) {
+	if open := otherOpenDrafts(pv, revs); len(open) > 0 {
+		return nil, &otherDraftOpen{pv: pv, revisions: open}
+	}
 	ds := pv.Spec.Downstream
 	ws := nextWorkspace(revs)
 	pr := &porchv1alpha1.PackageRevision{
@@ -149,6 +157,56 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
 	return created, nil
+}
+
+// otherDraftOpen: the downstream package has Draft or Proposed revisions
+// the variant does not manage, so it makes no draft of its own.
+type otherDraftOpen struct {
+	pv        *configv1alpha1.PackageVariant
+	revisions []*porchv1alpha1.PackageRevision
+}
+
+func (e *otherDraftOpen) Error() string {
+	names := make([]string, 0, len(e.revisions))
+	owners := map[string]bool{}
+	for _, pr := range e.revisions {
+		names = append(names, fmt.Sprintf("%s (%s)", pr.Name, pr.Spec.Lifecycle))
+		if ref := metav1.GetControllerOf(pr); ref != nil {
+			owners[fmt.Sprintf("%s %s", ref.Kind, ref.Name)] = true
+		}
+	}
+	sort.Strings(names)
+	ds := e.pv.Spec.Downstream
+	msg := fmt.Sprintf("downstream package %s has an open revision this variant does not manage: %s", describePackage(ds.Repo, ds.Package), firstN(names, 3))
+	if len(owners) > 0 {
+		list := make([]string, 0, len(owners))
+		for o := range owners {
+			list = append(list, o)
+		}
+		sort.Strings(list)
+		msg += "; controlled by " + firstN(list, 3)
+	}
+	hint := "publish or delete it, or set spec.adoptionPolicy: adoptExisting to take over revisions nobody controls"
+	if adoptionPolicy(e.pv) == configv1alpha1.AdoptionPolicyAdoptExisting {
+		hint = "publish or delete it, or remove its controller owner reference so that this variant adopts it"
+	}
+	return msg + ". The variant makes no second draft beside it: " + hint
+}
+
+// otherOpenDrafts returns the Draft and Proposed revisions among revs that
+// pv does not control.
+func otherOpenDrafts(pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.PackageRevision) []*porchv1alpha1.PackageRevision {
+	var out []*porchv1alpha1.PackageRevision
+	for _, pr := range revs {
+		if isPlaceholder(pr) || controllerUID(pr) == pv.UID {
+			continue
+		}
+		switch pr.Spec.Lifecycle {
+		case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
+			out = append(out, pr)
+		}
+	}
+	return out
 }
 
 // draftAnnotations are the annotations of a draft the variant creates: the

@@ -186,10 +186,11 @@ func TestCreateDraft(t *testing.T) {
 	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "team/app"})
 	pv.Spec.Labels = map[string]string{"team": "a"}
 	pv.Spec.Annotations = map[string]string{"note": "made by pv"}
-	upstream := upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecyclePublished)
+	published := revision("ns", "deploy", "team/app", "v9", nil)
+	published.Spec.Lifecycle, published.Spec.Revision = porchv1alpha1.PackageRevisionLifecyclePublished, 9
 	existing := []*porchv1alpha1.PackageRevision{
-		revision("ns", "deploy", "team/app", "packagevariant-4", nil),
-		revision("ns", "deploy", "team/app", "v9", nil),
+		revision("ns", "deploy", "team/app", "packagevariant-4", pv),
+		published,
 	}
 	const wantName = "deploy.team.app.packagevariant-5"
 	wantDraft := &porchv1alpha1.PackageRevision{
@@ -202,7 +203,7 @@ func TestCreateDraft(t *testing.T) {
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName: "team/app", RepositoryName: "deploy", WorkspaceName: "packagevariant-5",
 			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
-			Tasks:     []porchv1alpha1.Task{cloneTask(upstream)},
+			Tasks:     []porchv1alpha1.Task{editTask(published)},
 		},
 	}
 
@@ -230,7 +231,7 @@ func TestCreateDraft(t *testing.T) {
 			f := newFixture(t)
 			f.objects = tc.objects
 			c, _ := f.newController(ctx)
-			created, err := c.createDraft(ctx, pv, existing, cloneTask(upstream), "clone of "+upstream.Name)
+			created, err := c.createDraft(ctx, pv, existing, editTask(published), "edit of "+published.Name)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("%s: createDraft error = %v, want %v", tc.reason, err, tc.wantErr)
 			}
@@ -248,6 +249,49 @@ func TestCreateDraft(t *testing.T) {
 			// Either way the variant now waits for the draft to reach the cache.
 			if got := c.expectations.waitingFor(pv.UID, func(string) bool { return false }); got != wantName {
 				t.Errorf("%s: expectation = %q, want %q", tc.reason, got, wantName)
+			}
+		})
+	}
+}
+
+// TestCreateDraftBesideAnotherOpenDraft: a package has one open draft at a
+// time; createDraft makes none beside a Draft or Proposed revision the
+// variant does not control, and says which and whose.
+func TestCreateDraftBesideAnotherOpenDraft(t *testing.T) {
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	other := variant("ns", "old-pv", "uid-0", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	published := revision("ns", "deploy", "app", "v1", pv)
+	published.Spec.Lifecycle, published.Spec.Revision = porchv1alpha1.PackageRevisionLifecyclePublished, 1
+	proposed := revision("ns", "deploy", "app", "by-hand", nil)
+	proposed.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+	cases := map[string]struct {
+		reason string
+		revs   []*porchv1alpha1.PackageRevision
+		want   []string // in the message; none: a draft is made
+	}{
+		"OwnDraft":          {reason: "the variant's own open draft is its callers' business", revs: []*porchv1alpha1.PackageRevision{published, revision("ns", "deploy", "app", "packagevariant-2", pv)}},
+		"OtherVariantDraft": {reason: "another variant's draft blocks", revs: []*porchv1alpha1.PackageRevision{published, revision("ns", "deploy", "app", "packagevariant-2", other)}, want: []string{"deploy.app.packagevariant-2 (Draft)", "controlled by PackageVariant old-pv", "adoptionPolicy: adoptExisting"}},
+		"UnownedProposed":   {reason: "a Proposed revision nobody controls blocks", revs: []*porchv1alpha1.PackageRevision{published, proposed}, want: []string{"deploy.app.by-hand (Proposed)", "no second draft"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			c, _ := f.newController(ctx)
+			_, err := c.createDraft(ctx, pv, tc.revs, editTask(published), "edit")
+			var open *otherDraftOpen
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("%s: createDraft error = %v", tc.reason, err)
+				}
+				return
+			}
+			if !errors.As(err, &open) {
+				t.Fatalf("%s: createDraft error = %v, want an otherDraftOpen", tc.reason, err)
+			}
+			mustContain(t, "message", err.Error(), tc.want...)
+			if actions := writeActions(f.client.Actions()); len(actions) != 0 {
+				t.Errorf("%s: writes %v, want none", tc.reason, actions)
 			}
 		})
 	}

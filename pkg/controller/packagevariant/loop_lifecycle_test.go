@@ -101,6 +101,58 @@ func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
 	}
 }
 
+// TestLoopNoDraftBesideAnotherOpenDraft: the variant's package is
+// published, and a draft of it that another owner controls is open (as the
+// chaos soak saw: a recreated variant's cache still showing its
+// predecessor's draft under the predecessor). When the upstream moves, the
+// variant used to make its upgrade draft beside it: two drafts of one
+// package. It now waits, naming the other draft and its owner, and makes
+// its draft once the other is gone.
+func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
+	isController := true
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	h.moveTo("deploy.app.packagevariant-1", porchv1alpha1.PackageRevisionLifecyclePublished)
+	h.waitReady("app")
+	h.settle()
+	other := &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: testNS,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: "PackageVariant",
+				Name: "old-app", UID: "old-app-uid", Controller: &isController}},
+		},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			PackageName: "app", RepositoryName: "deploy", WorkspaceName: "by-hand",
+			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
+			Tasks:     []porchv1alpha1.Task{editTask(h.revision("deploy.app.packagevariant-1"))},
+		},
+	}
+	if _, err := h.client.PorchV1alpha1().PackageRevisions(testNS).Create(h.ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.settle()
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonOtherDraftOpen)
+	mustContain(t, "Ready message", cond.Message, "deploy.app.by-hand (Draft)", "controlled by PackageVariant old-app", "no second draft")
+	h.settle()
+	h.expectRevisions("app", "by-hand:Draft", "packagevariant-1:Published")
+
+	if err := h.client.PorchV1alpha1().PackageRevisions(testNS).Delete(h.ctx, "deploy.app.by-hand", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	for _, pr := range revs {
+		if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft && pr.Spec.Tasks[0].Type != porchv1alpha1.TaskTypeUpgrade {
+			t.Errorf("%s task %+v, want an upgrade", pr.Name, pr.Spec.Tasks[0])
+		}
+	}
+	h.waitReady("app")
+}
+
 // TestLoopConflictingVariants: two variants with one downstream: one wins,
 // the other reports a Conflict naming it, once, and writes nothing. When
 // the winner is deleted the other takes over.

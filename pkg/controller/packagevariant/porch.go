@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
@@ -106,21 +107,69 @@ func (w *porchWriter) delete(ctx context.Context, pr *porchv1alpha1.PackageRevis
 	return classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
 }
 
-// deleteIf deletes a revision when check, run just before with the
-// repository's lock held, says so: no write of this controller into the
-// repository can come between the check and the delete, so the window in
-// which a person's change goes unseen is one round trip (Porch ignores
-// delete preconditions). It reports whether the revision was deleted.
-func (w *porchWriter) deleteIf(ctx context.Context, pr *porchv1alpha1.PackageRevision, check func() (bool, error)) (bool, error) {
+// retire deletes a draft the controller no longer wants, without a window
+// in which a person's edit can be lost. check runs first, with the
+// repository's lock held (no write of this controller into the repository
+// comes between it and the delete), and returns the revision as read live
+// when it may go, or nil. Porch ignores delete preconditions but honours an
+// update's resourceVersion, and refuses edits of a Proposed revision: so the
+// revision is first proposed, marked with the upstream it makes way for
+// (configv1alpha1.ReplacingAnnotation), at the resourceVersion check read.
+// A change since check read it makes Porch refuse the proposal; once it is
+// Proposed, nobody's edit can be saved into it before the delete. A
+// revision Porch will not propose because its pipeline fails (Porch renders
+// a Draft on every update) is deleted straight after check. proposed is
+// told what Porch made of the proposal. It reports whether the revision is
+// gone.
+func (w *porchWriter) retire(ctx context.Context, pr *porchv1alpha1.PackageRevision, upstream string,
+	check func() (*porchv1alpha1.PackageRevision, error), proposed func(*porchv1alpha1.PackageRevision)) (bool, error) {
 	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	if ok, err := check(); err != nil || !ok {
+	live, err := check()
+	if err != nil || live == nil {
 		return false, err
 	}
-	return true, classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
+	if live.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleProposed {
+		upd := live.DeepCopy()
+		upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		upd.Annotations[configv1alpha1.ReplacingAnnotation] = upstream
+		updated, err := w.client.PackageRevisions(pr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+		if err = classify(pr.Name, err); err != nil {
+			if _, failedRender := isRenderError(err); !failedRender {
+				return false, fmt.Errorf("propose %s before deleting it: %w", pr.Name, err)
+			}
+		} else {
+			proposed(updated)
+		}
+	}
+	err = classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return true, nil
+	case refusedWrite(err):
+		// Someone approved the proposal in the meantime (Porch does not
+		// delete a Published revision): the next sync sees what it is now.
+		return false, apierrors.NewConflict(porchv1alpha1.Resource("packagerevisions"), pr.Name,
+			fmt.Errorf("it changed while it was being replaced: %w", err))
+	}
+	return false, err
+}
+
+// refusedWrite reports whether err is the API server refusing a request
+// (a 4xx), rather than failing it.
+func refusedWrite(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	code := st.Status().Code
+	return code >= 400 && code < 500
 }
 
 // getResources reads a revision's files live (PackageRevisionResources are

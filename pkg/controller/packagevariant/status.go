@@ -47,6 +47,10 @@ const (
 	// ReasonRefused: the server refused a request in a way no retry can
 	// change (invalid name, forbidden, missing Repository).
 	ReasonRefused = "Refused"
+	// ReasonOtherDraftOpen: the downstream package has a Draft or Proposed
+	// revision the variant does not manage, and the variant makes no
+	// second one beside it.
+	ReasonOtherDraftOpen = "OtherDraftOpen"
 )
 
 const readyMessage = "successfully ensured downstream package variant"

@@ -225,11 +225,19 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		return err
 	}
 	st.classify()
+	if err := c.finishReplacing(ctx, st); err != nil {
+		return err
+	}
 
 	err = c.ensureDownstream(ctx, st)
 	var merr *mutationError
 	if errors.As(err, &merr) {
 		setNotReady(pv, ReasonError, merr.Error()+"; fix the upstream package or the variant")
+		err = nil
+	}
+	var other *otherDraftOpen
+	if errors.As(err, &other) {
+		setNotReady(pv, ReasonOtherDraftOpen, other.Error())
 		err = nil
 	}
 	var pending *renderPending
@@ -416,29 +424,25 @@ func (c *Controller) ensureDrafts(ctx context.Context, st *state) error {
 // and makes a fresh one from the new upstream: an upgrade of the latest
 // published revision, or a clone when nothing was published yet.
 //
-// Porch ignores delete preconditions, so "nobody edited it" is checked live,
-// immediately before the delete, with the repository's lock held (see
-// deleteIf): the revision must still be a Draft the
-// variant controls, and its files must be the ones the controller last
-// wrote. An edit saved between that check and the delete (one round trip)
-// would still be lost; Porch offers no atomic check-and-delete.
+// "Nobody edited it" is checked live (uneditedLive), and the draft is
+// proposed at the resourceVersion checked before it is deleted (see
+// porchWriter.retire): Porch ignores delete preconditions, so a plain
+// check-then-delete would lose an edit saved in between.
 func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) (bool, error) {
 	pv := st.pv
 	a := pv.Status.Applied
 	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
 		return false, nil
 	}
-	deleted, err := c.porch.deleteIf(ctx, d, func() (bool, error) { return c.uneditedLive(ctx, pv, d) })
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("delete stale draft %s: %w", d.Name, err)
+	deleted, err := c.porch.retire(ctx, d, st.upstream.Name,
+		func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, d) }, st.proposedToReplace)
+	if err != nil {
+		return false, fmt.Errorf("replace stale draft %s: %w", d.Name, err)
 	}
 	if !deleted {
 		return false, nil
 	}
-	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
-	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Replaced",
-		"Draft %s was based on an old upstream and unedited; replacing it with a draft from %s", d.Name, st.upstream.Name)
-	pv.Status.Applied = nil
+	c.replaced(ctx, st, d)
 	var remaining []*porchv1alpha1.PackageRevision
 	for _, pr := range st.drafts {
 		if pr.Name != d.Name {
@@ -466,33 +470,154 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	return true, nil
 }
 
-// uneditedLive reads a draft's files and then the draft itself from Porch,
-// not from the cache, and reports whether it is as the variant last
-// recorded it (editedSince) and still, at the same commit, a Draft the
-// variant controls. The second read is the last thing before the delete: a person
-// who changed the files or proposed the draft before it is seen.
-func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision) (bool, error) {
-	prr, err := c.porch.getResources(ctx, d)
+// proposedToReplace keeps the variant's record of a draft it proposed on
+// the way to deleting it: a draft recorded by its resourceVersion alone (as
+// Porch made it) is recorded at the proposal's, which is the variant's own
+// change, so that a delete that fails leaves the draft still recognised as
+// unedited.
+func (st *state) proposedToReplace(pr *porchv1alpha1.PackageRevision) {
+	if a := st.pv.Status.Applied; a != nil && a.Downstream == pr.Name && strings.HasPrefix(a.ResourcesDigest, createdMark) {
+		recordCreated(st.pv, pr)
+	}
+}
+
+// replaced logs and records that a stale draft was deleted to be replaced.
+func (c *Controller) replaced(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) {
+	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
+	c.recorder.Eventf(st.pv, corev1.EventTypeNormal, "Replaced",
+		"Draft %s was based on an old upstream and unedited; replacing it with a draft from %s", d.Name, st.upstream.Name)
+	if a := st.pv.Status.Applied; a != nil && a.Downstream == d.Name {
+		st.pv.Status.Applied = nil
+	}
+}
+
+// finishReplacing completes the replacements an earlier sync began and did
+// not end (the delete failed, or the controller stopped between proposing
+// the stale draft and deleting it; see porchWriter.retire). A Proposed
+// revision of the variant marked with configv1alpha1.ReplacingAnnotation is
+// deleted when its files are still the ones the controller wrote; otherwise
+// it is given back as the Draft it was, without the mark, so that nothing
+// waits for an approval nobody asked for.
+func (c *Controller) finishReplacing(ctx context.Context, st *state) error {
+	pv := st.pv
+	var proposed []*porchv1alpha1.PackageRevision
+	for _, p := range st.proposed {
+		if _, marked := p.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+			proposed = append(proposed, p)
+			continue
+		}
+		deleted, err := c.porch.retire(ctx, p, st.upstream.Name,
+			func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, p) }, st.proposedToReplace)
+		if err != nil {
+			return fmt.Errorf("finish replacing %s: %w", p.Name, err)
+		}
+		if deleted {
+			c.replaced(ctx, st, p)
+			continue
+		}
+		draft, err := c.unmarkReplacing(ctx, pv, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case draft == nil:
+			proposed = append(proposed, p)
+		case draft.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
+			st.drafts = append(st.drafts, draft)
+		default:
+			proposed = append(proposed, draft)
+		}
+	}
+	st.proposed = proposed
+	// A marked Draft was proposed by the controller and set back to Draft
+	// by someone: it is theirs again, and a later proposal of it is theirs
+	// too, so the mark goes.
+	for i, d := range st.drafts {
+		if _, marked := d.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+			continue
+		}
+		draft, err := c.unmarkReplacing(ctx, pv, d)
+		if err != nil {
+			return err
+		}
+		if draft != nil {
+			st.drafts[i] = draft
+		}
+	}
+	sort.Slice(st.drafts, func(i, j int) bool { return st.drafts[i].Name < st.drafts[j].Name })
+	return nil
+}
+
+// unmarkReplacing takes the replacement mark off a revision the controller
+// proposed to delete and did not, and sets it back to Draft if it is still
+// Proposed. It returns the revision as stored, or nil when there was
+// nothing to do (the revision is gone, or no longer the variant's).
+func (c *Controller) unmarkReplacing(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("get %s: %w", pr.Name, err)
+	}
+	if _, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || controllerUID(live) != pv.UID {
+		return nil, nil
+	}
+	upd := live.DeepCopy()
+	unmark(upd)
+	updated, err := c.porch.update(ctx, upd)
+	if err != nil {
+		return nil, fmt.Errorf("set %s back to Draft: %w", pr.Name, err)
+	}
+	klog.FromContext(ctx).Info("Took the replacement mark off a revision that stays", "packageRevision", klog.KObj(pr), "lifecycle", updated.Spec.Lifecycle)
+	return updated, nil
+}
+
+// unmark takes the replacement mark off a revision and sets it back to
+// Draft if the mark made it Proposed.
+func unmark(pr *porchv1alpha1.PackageRevision) {
+	if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+		return
+	}
+	delete(pr.Annotations, configv1alpha1.ReplacingAnnotation)
+	if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed {
+		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+	}
+}
+
+// uneditedLive reads a draft's files and then the draft itself from Porch,
+// not from the cache, and returns the draft when it is as the variant last
+// recorded it (editedSince) and still, at the same commit, a Draft the
+// variant controls (or the Proposed revision an unfinished replacement
+// marked); nil otherwise. A person who changed the files or proposed the
+// draft before the second read is seen.
+func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	prr, err := c.porch.getResources(ctx, d)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	if editedSince(pv.Status.Applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) {
-		return false, nil
+		return nil, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("get %s: %w", d.Name, err)
+		return nil, fmt.Errorf("get %s: %w", d.Name, err)
 	}
+	_, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]
+	ours := live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft ||
+		live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked
 	// One commit holds a revision and its files: another resourceVersion
 	// means a change since the files were read.
-	return live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft && controllerUID(live) == pv.UID &&
-		live.ResourceVersion == prr.ResourceVersion, nil
+	if !ours || controllerUID(live) != pv.UID || live.ResourceVersion != prr.ResourceVersion {
+		return nil, nil
+	}
+	return live, nil
 }
 
 // createUpgrade makes an upgrade draft of a published downstream revision

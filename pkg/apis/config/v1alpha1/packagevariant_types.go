@@ -11,6 +11,15 @@ import (
 // revisions have been deleted or orphaned as its deletion policy says.
 const Finalizer = "config.porch.kpt.dev/packagevariants"
 
+// ReplacingAnnotation marks a draft the controller has proposed on its way
+// to deleting it: the draft was based on an old upstream and nobody had
+// edited it, and a new draft from the upstream the value names replaces it.
+// Proposing first makes Porch refuse a person's edit from then on (Porch
+// ignores delete preconditions but not an update's resourceVersion). A
+// Proposed revision carrying it is deleted by the controller's next sync,
+// or set back to Draft if its files changed after all.
+const ReplacingAnnotation = "config.porch.kpt.dev/replacing"
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

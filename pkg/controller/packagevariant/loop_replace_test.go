@@ -1,0 +1,247 @@
+package packagevariant
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/util/retry"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// actionName is the name of the object a fake client action is about.
+func actionName(a clienttesting.Action) string {
+	switch a := a.(type) {
+	case clienttesting.GetAction:
+		return a.GetName()
+	case clienttesting.DeleteAction:
+		return a.GetName()
+	case clienttesting.UpdateAction:
+		if o, ok := a.GetObject().(metav1.Object); ok {
+			return o.GetName()
+		}
+	case clienttesting.PatchAction:
+		return a.GetName()
+	}
+	return ""
+}
+
+// editedFiles is a person's edit of a draft's files (as personEdits).
+func editedFiles(files map[string]string) map[string]string {
+	files["notes.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  owner: alice\n"
+	files["deployment.yaml"] = strings.Replace(files["deployment.yaml"], "name: app # the app", "name: app # the app\n  labels:\n    tuned: by-alice # keep", 1)
+	return files
+}
+
+// marked reports whether a revision carries the replacement mark.
+func marked(pr *porchv1alpha1.PackageRevision) bool {
+	_, ok := pr.Annotations[configv1alpha1.ReplacingAnnotation]
+	return ok
+}
+
+// TestLoopEditDuringReplacementIsKept: the upstream moves, and a person
+// saves an edit into the controller's stale, unedited draft in the round
+// trip between the controller's live check of the draft and its next
+// request. Porch ignores delete preconditions, so the controller used to
+// delete the draft with the edit (the chaos soak found it). It now
+// proposes the draft at the resourceVersion it checked before it deletes
+// it: Porch refuses that proposal, and the draft is kept (DraftEdited).
+func TestLoopEditDuringReplacementIsKept(t *testing.T) {
+	// The reactor goes in before the harness starts the informers and acts
+	// once armed: after the controller's live read of the draft, before
+	// the controller's next request about it is served.
+	var (
+		armed   atomic.Pointer[string]
+		checked atomic.Bool
+		once    sync.Once
+	)
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		s.Clientset().(interface {
+			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+		}).PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			draft := armed.Load()
+			if draft == nil || actionName(a) != *draft {
+				return false, nil, nil
+			}
+			switch {
+			case a.GetVerb() == "get" && a.GetResource().Resource == "packagerevisions":
+				checked.Store(true)
+			case checked.Load() && a.GetVerb() != "get":
+				once.Do(func() {
+					// The Sim's helpers take only the Sim's lock.
+					files, err := s.Resources(testNS, *draft)
+					if err == nil {
+						err = s.SetResources(testNS, *draft, editedFiles(files))
+					}
+					if err != nil {
+						t.Errorf("person's edit of %s: %v", *draft, err)
+					}
+				})
+			}
+			return false, nil, nil
+		})
+	}))
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	armed.Store(&draft)
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.settle()
+	if !checked.Load() {
+		t.Fatal("the controller never read the draft live before replacing it")
+	}
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
+	if pr := h.revision(draft); marked(pr) {
+		t.Errorf("the kept draft carries the replacement mark: %v", pr.Annotations)
+	}
+	if ev := h.eventsMatching("Replaced"); len(ev) != 0 {
+		t.Errorf("Replaced events %v, want none", ev)
+	}
+}
+
+// TestLoopReplacementFinishesAfterAFailedDelete: the delete of a stale
+// draft the controller has just proposed fails; the next sync finds its
+// marked proposal and deletes it, and the replacement follows. Nothing
+// stays Proposed waiting for an approval nobody asked for.
+func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-2:Draft")
+	h.waitReady("app")
+	h.settle()
+	h.expectRevisions("app", "packagevariant-2:Draft")
+	if task := revs[0].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v2" {
+		t.Errorf("task %+v, want a clone of v2", task)
+	}
+	if n := h.sim.Requests()["delete packagerevisions"]; n != 2 {
+		t.Errorf("%d deletes of package revisions, want 2 (the failed one and its retry)", n)
+	}
+	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
+		t.Errorf("Replaced events %v, want one", ev)
+	}
+}
+
+// TestLoopRejectedReplacementIsThePersons: while the controller's delete
+// of its proposed stale draft keeps failing, a person sets the proposal
+// back to Draft and edits it. The draft is theirs: the controller takes
+// its mark off and keeps it (DraftEdited), and when the person proposes it
+// later, that proposal stands.
+func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the stale draft proposed for its replacement", func() bool {
+		pr := h.revision(draft)
+		return pr != nil && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked(pr)
+	})
+	// The person rejects the proposal (keeping the annotations, as kubectl
+	// edit would) and edits the draft; the controller's reads of the files
+	// fail meanwhile, so that it acts only once the person is done.
+	h.sim.InjectFault(porchsim.Fault{Verb: "get", Resource: "packagerevisionresources", Name: draft})
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		pr := h.revision(draft)
+		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+		_, err := h.client.PorchV1alpha1().PackageRevisions(testNS).Update(h.ctx, pr, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("set %s back to Draft: %v", draft, err)
+	}
+	h.personEdits(draft)
+	h.sim.ClearFaults()
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
+	if pr := h.revision(draft); marked(pr) {
+		t.Errorf("the person's draft still carries the replacement mark: %v", pr.Annotations)
+	}
+
+	h.moveTo(draft, porchv1alpha1.PackageRevisionLifecycleProposed)
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonWaitingForApproval)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Proposed")
+	expectPersonEdits(t, h.files(draft))
+}
+
+// TestLoopOrphanedReplacementGoesBackToDraft: a variant whose deletion
+// policy is orphan is deleted while its stale draft is proposed for
+// replacement (the delete failing): the draft is released as the Draft it
+// was, without the mark, not left Proposed.
+func TestLoopOrphanedReplacementGoesBackToDraft(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.DeletionPolicy = configv1alpha1.DeletionPolicyOrphan
+	h.create(pv)
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the stale draft proposed for its replacement", func() bool {
+		pr := h.revision(draft)
+		return pr != nil && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked(pr)
+	})
+	h.deleteVariant("app")
+	h.eventually("the variant gone", func() bool { return h.variant("app") == nil })
+	pr := h.revision(draft)
+	if pr == nil {
+		t.Fatalf("%s was deleted; the orphan policy keeps it", draft)
+	}
+	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft || marked(pr) || metav1.GetControllerOf(pr) != nil {
+		t.Errorf("released %s: lifecycle %s, annotations %v, owners %v; want an unowned Draft without the mark",
+			draft, pr.Spec.Lifecycle, pr.Annotations, pr.OwnerReferences)
+	}
+}
+
+// TestLoopDraftThatDoesNotRenderIsStillReplaced: Porch renders a Draft on
+// every update, so it refuses to propose one whose pipeline fails; such a
+// stale draft (stored by push-on-render-failure) is deleted right after
+// the live check instead, and replaced.
+func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
+	h.create(pv)
+	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonRenderFailed)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	revs := h.waitRevisions("app", "packagevariant-2:Draft")
+	if task := revs[0].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v2" {
+		t.Errorf("task %+v, want a clone of v2", task)
+	}
+	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
+		t.Errorf("Replaced events %v, want one", ev)
+	}
+}
