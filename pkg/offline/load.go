@@ -14,6 +14,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
@@ -119,26 +120,20 @@ func (in *Input) addPublished(ns, repo, pkg string, revision int, files map[stri
 	}
 }
 
-// labelLatest puts kpt.dev/latest-revision on the highest published
-// revision of each package, when that revision was made here; revisions
+// labelLatest puts kpt.dev/latest-revision where Porch would
+// (helper.Latest) on the revisions of each package made here; revisions
 // from a snapshot keep the labels they have.
 func (in *Input) labelLatest() {
-	highest := map[string]*Revision{}
+	byPackage := map[string][]*porchv1alpha1.PackageRevision{}
 	for _, r := range in.Revisions {
-		if r.PR.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
-			continue
-		}
 		key := r.PR.Namespace + "/" + r.PR.Spec.RepositoryName + "/" + r.PR.Spec.PackageName
-		if h := highest[key]; h == nil || r.PR.Spec.Revision > h.PR.Spec.Revision {
-			highest[key] = r
-		}
+		byPackage[key] = append(byPackage[key], r.PR)
 	}
 	for _, r := range in.Revisions {
 		if !r.FromDir {
 			continue
 		}
-		key := r.PR.Namespace + "/" + r.PR.Spec.RepositoryName + "/" + r.PR.Spec.PackageName
-		if highest[key] == r {
+		if helper.Latest(byPackage[r.PR.Namespace+"/"+r.PR.Spec.RepositoryName+"/"+r.PR.Spec.PackageName]) == r.PR {
 			r.PR.Labels = map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"}
 		} else {
 			delete(r.PR.Labels, porchv1alpha1.LatestPackageRevisionLabel)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -50,7 +51,7 @@ func benchRevision(pkg string, lc porchv1alpha1.PackageRevisionLifecycle, owner 
 	return &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns,
-			Name:      packageRevisionName("deploy", pkg, "packagevariant-1"),
+			Name:      helper.PackageRevisionName("deploy", pkg, "packagevariant-1"),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: configv1alpha1.SchemeGroupVersion.String(),
 				Kind:       "PackageVariant",

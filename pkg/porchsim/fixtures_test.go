@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 )
@@ -112,7 +113,7 @@ func create(t *testing.T, c versioned.Interface, pr *porchv1alpha1.PackageRevisi
 	t.Helper()
 	got, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), pr, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create %s: %v", packageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName)), err)
+		t.Fatalf("create %s: %v", helper.PackageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName)), err)
 	}
 	return got
 }

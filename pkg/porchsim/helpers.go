@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -35,7 +36,7 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 		return nil, fmt.Errorf("revision %d of package %q in %s/%s is not the next revision (%d)", revision, pkg, namespace, repo, next)
 	}
 	workspace := "v" + strconv.Itoa(revision)
-	name := packageRevisionName(repo, pkg, workspace)
+	name := helper.PackageRevisionName(repo, pkg, workspace)
 	if _, _, ok := s.packageRevisionLocked(namespace, name); ok {
 		return nil, fmt.Errorf("package revision %s/%s already exists", namespace, name)
 	}
@@ -86,7 +87,7 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 	if errs := validatePackageName(pkg); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	name := packageRevisionName(repo, pkg, placeholderWorkspace)
+	name := helper.PackageRevisionName(repo, pkg, helper.PlaceholderWorkspace)
 	if _, _, ok := s.packageRevisionLocked(namespace, name); ok {
 		return nil, fmt.Errorf("package revision %s/%s already exists", namespace, name)
 	}
@@ -106,7 +107,7 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    pkg,
 			RepositoryName: repo,
-			WorkspaceName:  placeholderWorkspace,
+			WorkspaceName:  helper.PlaceholderWorkspace,
 			Revision:       porchv1alpha1.PlaceholderRevision,
 			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
 		},

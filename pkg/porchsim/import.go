@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -59,17 +60,17 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 		return nil, fail("spec.workspaceName is required")
 	}
 	if pr.Name == "" {
-		pr.Name = packageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName))
+		pr.Name = helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName))
 	}
 	for _, msg := range validation.IsDNS1123Subdomain(pr.Name) {
 		return nil, fail("metadata.name: %s", msg)
 	}
 	switch lc := spec.Lifecycle; lc {
 	case porchv1alpha1.PackageRevisionLifecyclePublished, porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
-		placeholder := spec.WorkspaceName == placeholderWorkspace
+		placeholder := spec.WorkspaceName == helper.PlaceholderWorkspace
 		switch {
 		case placeholder && spec.Revision != porchv1alpha1.PlaceholderRevision:
-			return nil, fail("spec.revision is %d; the placeholder revision (workspace %q) has revision %d", spec.Revision, placeholderWorkspace, porchv1alpha1.PlaceholderRevision)
+			return nil, fail("spec.revision is %d; the placeholder revision (workspace %q) has revision %d", spec.Revision, helper.PlaceholderWorkspace, porchv1alpha1.PlaceholderRevision)
 		case !placeholder && spec.Revision < 1:
 			return nil, fail("spec.revision is %d; a %s revision has a revision number of 1 or more", spec.Revision, lc)
 		}

@@ -16,6 +16,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -213,7 +214,7 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			case 1:
 				task = initTask()
 			default:
-				task = editTask(packageRevisionName("deploy", pkg, fmt.Sprintf("w%d", rng.IntN(20))))
+				task = editTask(helper.PackageRevisionName("deploy", pkg, fmt.Sprintf("w%d", rng.IntN(20))))
 			}
 			in := newDraft("deploy", pkg, fmt.Sprintf("w%d", rng.IntN(20)), task)
 			in.Namespace = n

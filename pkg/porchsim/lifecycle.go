@@ -89,9 +89,9 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 			}
 		}
 	default: // Published, DeletionProposed
-		if !isPublished(lc) {
+		if !helper.LifecycleIsPublished(lc) {
 			errs = append(errs, field.Invalid(lcPath, lc, "value can be only updated to Published,DeletionProposed"))
-		} else if isPlaceholder(cur) && lc != cur.Spec.Lifecycle {
+		} else if helper.IsPlaceholder(cur) && lc != cur.Spec.Lifecycle {
 			errs = append(errs, field.Forbidden(lcPath, "the lifecycle of the placeholder revision cannot change"))
 		}
 		inSpec := in.Spec.DeepCopy()
@@ -108,7 +108,7 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	obj.Spec.Lifecycle = lc
 	files := e.files
 	skipped := e.skipped
-	if !isPublished(cur.Spec.Lifecycle) {
+	if !helper.LifecycleIsPublished(cur.Spec.Lifecycle) {
 		obj.Spec.PackageMetadata = in.Spec.PackageMetadata.DeepCopy()
 		if !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates) {
 			obj.Spec.ReadinessGates = slices.Clone(in.Spec.ReadinessGates)
@@ -248,16 +248,14 @@ func (s *Sim) nextRevisionLocked(ns, repo, pkg string) int {
 // latest revision is deleted, it moves back to the previous one; the
 // placeholder never has it.
 func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
-	var latest *entry
 	entries := s.packageEntriesLocked(ns, repo, pkg)
-	for _, e := range entries {
-		pr := e.obj.(*porchv1alpha1.PackageRevision)
-		if isPlaceholder(pr) || !isPublished(pr.Spec.Lifecycle) || pr.DeletionTimestamp != nil {
-			continue
-		}
-		if latest == nil || pr.Spec.Revision > latest.obj.(*porchv1alpha1.PackageRevision).Spec.Revision {
-			latest = e
-		}
+	prs := make([]*porchv1alpha1.PackageRevision, len(entries))
+	for i, e := range entries {
+		prs[i] = e.obj.(*porchv1alpha1.PackageRevision)
+	}
+	var latest *entry
+	if pr := helper.Latest(prs); pr != nil {
+		latest = entries[slices.Index(prs, pr)]
 	}
 	// Drop the label first, then set it, so that no reader ever sees two
 	// latest revisions.
@@ -305,7 +303,7 @@ func (s *Sim) syncPlaceholderLocked(published *entry) {
 	}
 	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
 		pr := e.obj.(*porchv1alpha1.PackageRevision)
-		if !isPlaceholder(pr) {
+		if !helper.IsPlaceholder(pr) {
 			continue
 		}
 		obj := pr.DeepCopy()
@@ -315,11 +313,11 @@ func (s *Sim) syncPlaceholderLocked(published *entry) {
 		return
 	}
 	ph := &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: packageRevisionName(repo, pkg, placeholderWorkspace), Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: helper.PackageRevisionName(repo, pkg, helper.PlaceholderWorkspace), Namespace: ns},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    pkg,
 			RepositoryName: repo,
-			WorkspaceName:  placeholderWorkspace,
+			WorkspaceName:  helper.PlaceholderWorkspace,
 			Revision:       porchv1alpha1.PlaceholderRevision,
 			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
 		},

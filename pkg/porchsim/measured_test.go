@@ -527,7 +527,7 @@ func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
 func TestCreateRacedByAnotherRevisionIsRefused(t *testing.T) {
 	s, c := fixture(t)
 	first := newDraft("deploy", "foo", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit})
-	first.Name = packageRevisionName("deploy", "foo", "ws")
+	first.Name = helper.PackageRevisionName("deploy", "foo", "ws")
 	first.Labels = map[string]string{"first": "true"}
 	first.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
 	s.rendering = func() {

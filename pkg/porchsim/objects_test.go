@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -400,14 +401,14 @@ func TestGarbageCollectionOfDependentsOfGoneOwners(t *testing.T) {
 	}
 
 	if _, err := s.Import(&porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: packageRevisionName("deploy", "imported", "ws"),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: helper.PackageRevisionName("deploy", "imported", "ws"),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: "later", UID: "not-yet"}}},
 		Spec: porchv1alpha1.PackageRevisionSpec{RepositoryName: "deploy", PackageName: "imported", WorkspaceName: "ws",
 			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft},
 	}, map[string]string{kptfileName: "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: imported\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PackageRevision(ns, packageRevisionName("deploy", "imported", "ws")); err != nil {
+	if _, err := s.PackageRevision(ns, helper.PackageRevisionName("deploy", "imported", "ws")); err != nil {
 		t.Errorf("a revision imported before its owner was collected: %v", err)
 	}
 }

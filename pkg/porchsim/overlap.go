@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
 	porchclient "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/typed/porch/v1alpha1"
@@ -224,7 +225,7 @@ func (t *trackedRevisions) track(repo, name, verb string) (func(), error) {
 }
 
 func (t *trackedRevisions) Create(ctx context.Context, pr *porchv1alpha1.PackageRevision, opts metav1.CreateOptions) (*porchv1alpha1.PackageRevision, error) {
-	done, err := t.track(pr.Spec.RepositoryName, packageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName)), "create")
+	done, err := t.track(pr.Spec.RepositoryName, helper.PackageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName)), "create")
 	if err != nil {
 		return nil, err
 	}

@@ -21,25 +21,6 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
 
-// placeholderWorkspace is the workspace of the placeholder revision that
-// tracks a repository's branch.
-const placeholderWorkspace = "main"
-
-// packageRevisionName is the name Porch gives a revision:
-// <repository>.<package path with "/" replaced by ".">.<workspaceName>.
-func packageRevisionName(repo, pkg, workspace string) string {
-	return repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + workspace
-}
-
-func isPlaceholder(pr *porchv1alpha1.PackageRevision) bool {
-	return pr.Spec.Revision == porchv1alpha1.PlaceholderRevision
-}
-
-// isPublished is Porch's LifecycleIsPublished: Published or DeletionProposed.
-func isPublished(lc porchv1alpha1.PackageRevisionLifecycle) bool {
-	return lc == porchv1alpha1.PackageRevisionLifecyclePublished || lc == porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-}
-
 // refuse is how Porch reports an operation its engine refuses: a 500
 // InternalError carrying the reason.
 func refuse(format string, args ...any) error {
@@ -71,7 +52,7 @@ func checkUpdateVersion(resource, name, sent, current string) error {
 func (s *Sim) deleteRefusalLocked(pr *porchv1alpha1.PackageRevision) error {
 	gr := porchv1alpha1.Resource(resPackageRevisions)
 	switch {
-	case isPlaceholder(pr):
+	case helper.IsPlaceholder(pr):
 		return refuse("the placeholder revision %q tracks a branch and cannot be deleted", pr.Name)
 	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished:
 		return apierrors.NewForbidden(gr, pr.Name, errors.New(
@@ -89,7 +70,7 @@ func (s *Sim) deleteRefusalLocked(pr *porchv1alpha1.PackageRevision) error {
 func (s *Sim) downstreamOfLocked(namespace, upstream string) string {
 	for _, key := range s.sortedKeysLocked(resPackageRevisions, namespace) {
 		pr := s.objects[resPackageRevisions][key].obj.(*porchv1alpha1.PackageRevision)
-		if isPlaceholder(pr) {
+		if helper.IsPlaceholder(pr) {
 			continue
 		}
 		for _, t := range pr.Spec.Tasks {
@@ -193,7 +174,7 @@ func (s *Sim) createPackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	}
 	repo := repoEntry.obj.(*configv1alpha1.Repository)
 	workspace := string(spec.WorkspaceName)
-	name := packageRevisionName(spec.RepositoryName, spec.PackageName, workspace)
+	name := helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, workspace)
 
 	errs := validatePackageName(spec.PackageName)
 	wsPath := field.NewPath("spec", "workspaceName")
@@ -356,7 +337,7 @@ func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *
 	taskPath := field.NewPath("spec", "tasks").Index(0)
 	invalid := func(f, msg string) error {
 		return apierrors.NewInvalid(packageRevisionKind.gk,
-			packageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName)),
+			helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName)),
 			field.ErrorList{field.Required(taskPath.Child(f), msg)})
 	}
 	switch task.Type {
@@ -406,10 +387,10 @@ func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porc
 	if !ok {
 		return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", upstream, upstream)
 	}
-	if isPlaceholder(src) {
+	if helper.IsPlaceholder(src) {
 		return nil, nil, refuse("upstream revision may not be the placeholder package revision %s/%s", src.Spec.RepositoryName, src.Name)
 	}
-	if !isPublished(src.Spec.Lifecycle) {
+	if !helper.LifecycleIsPublished(src.Spec.Lifecycle) {
 		return nil, nil, refuse("upstream package revision %q is %s; only a published revision can be cloned", upstream, src.Spec.Lifecycle)
 	}
 	lock := s.lockLocked(src)
@@ -436,9 +417,9 @@ func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, sou
 	case src.Spec.RepositoryName != spec.RepositoryName || src.Spec.PackageName != spec.PackageName:
 		return nil, nil, refuse("source %q of edit is a revision of package %q in repository %q, not of package %q in repository %q",
 			source, src.Spec.PackageName, src.Spec.RepositoryName, spec.PackageName, spec.RepositoryName)
-	case isPlaceholder(src):
+	case helper.IsPlaceholder(src):
 		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", src.Spec.RepositoryName, src.Name)
-	case !isPublished(src.Spec.Lifecycle):
+	case !helper.LifecycleIsPublished(src.Spec.Lifecycle):
 		return nil, nil, refuse("source %q of edit is %s; only a published revision can be edited", source, src.Spec.Lifecycle)
 	}
 	return ready(copyFiles(files)), src.Status.UpstreamLock.DeepCopy(), nil
@@ -450,7 +431,7 @@ func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, 
 	// the upgrade are published before it fetches anything.
 	for _, r := range revs {
 		for _, name := range []string{u.OldUpstream.Name, u.NewUpstream.Name, u.LocalPackageRevisionRef.Name} {
-			if r.Name == name && !isPublished(r.Spec.Lifecycle) {
+			if r.Name == name && !helper.LifecycleIsPublished(r.Spec.Lifecycle) {
 				return nil, nil, refuse("all source PackageRevisions of upgrade task must be published, %q is not", r.Name)
 			}
 		}
@@ -465,15 +446,15 @@ func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, 
 		prs[i], files[i] = pr, f
 	}
 	for _, pr := range prs {
-		if !isPublished(pr.Spec.Lifecycle) {
+		if !helper.LifecycleIsPublished(pr.Spec.Lifecycle) {
 			return nil, nil, refuse("all source PackageRevisions of upgrade task must be published, %q is not", pr.Name)
 		}
 	}
 	oldUp, newUp, local := prs[0], prs[1], prs[2]
-	if isPlaceholder(newUp) {
+	if helper.IsPlaceholder(newUp) {
 		return nil, nil, refuse("target upstream revision may not be the placeholder package revision %s/%s", newUp.Spec.RepositoryName, newUp.Name)
 	}
-	if isPlaceholder(local) {
+	if helper.IsPlaceholder(local) {
 		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", local.Spec.RepositoryName, local.Name)
 	}
 	lock := s.lockLocked(newUp)
@@ -523,8 +504,8 @@ func (s *Sim) repositoryURLLocked(namespace, repo string) string {
 func (s *Sim) fillSelfLockLocked(pr *porchv1alpha1.PackageRevision) {
 	ref := ""
 	switch {
-	case isPlaceholder(pr):
-		ref = placeholderWorkspace
+	case helper.IsPlaceholder(pr):
+		ref = helper.PlaceholderWorkspace
 	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
 		ref = fmt.Sprintf("drafts/%s/%s", pr.Spec.PackageName, pr.Spec.WorkspaceName)
 	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed:

@@ -316,7 +316,7 @@ func requestName(action clienttesting.Action) string {
 		obj := action.(clienttesting.CreateAction).GetObject()
 		if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && action.GetVerb() == "create" && pr.Spec.RepositoryName != "" {
 			// Porch names a new revision itself; faults use that name.
-			return packageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName))
+			return helper.PackageRevisionName(pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName))
 		}
 		if m, err := meta.Accessor(obj); err == nil {
 			return m.GetName()
@@ -438,7 +438,7 @@ func (s *Sim) removeLocked(resource string, e *entry, obj runtime.Object) {
 	// final state) may differ from.
 	s.unindexLocked(ref, e.obj)
 	s.emitLocked(resource, watch.Deleted, obj, nil)
-	if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && !isPlaceholder(pr) {
+	if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && !helper.IsPlaceholder(pr) {
 		// The label is computed: deleting the latest revision moves it
 		// back to the previous one.
 		s.recomputeLatestLocked(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)

@@ -141,7 +141,7 @@ func TestFaultInjection(t *testing.T) {
 
 func TestFaultHasNoEffect(t *testing.T) {
 	s, c := fixture(t)
-	name := packageRevisionName("deploy", "foo", "packagevariant-1")
+	name := helper.PackageRevisionName("deploy", "foo", "packagevariant-1")
 	s.InjectFault(Fault{Verb: "create", Resource: "packagerevisions", Name: name, Times: 1})
 	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
 		newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)), metav1.CreateOptions{}); !apierrors.IsInternalError(err) {
@@ -155,7 +155,7 @@ func TestFaultHasNoEffect(t *testing.T) {
 
 func TestFaultAfterEffect(t *testing.T) {
 	s, c := fixture(t)
-	name := packageRevisionName("deploy", "foo", "packagevariant-1")
+	name := helper.PackageRevisionName("deploy", "foo", "packagevariant-1")
 	s.InjectFault(Fault{Verb: "create", Resource: "packagerevisions", Name: name, Times: 1, Err: TimeoutError("response lost"), AfterEffect: true})
 	draft := newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1))
 	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), draft, metav1.CreateOptions{}); !apierrors.IsTimeout(err) {

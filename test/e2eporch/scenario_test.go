@@ -23,6 +23,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
@@ -605,7 +606,7 @@ func (s *scenario) draftsOf(t *testing.T, variant string) []porchv1alpha1.Packag
 	}
 	var out []porchv1alpha1.PackageRevision
 	for _, pr := range s.revisions(t) {
-		if ref := metav1.GetControllerOf(&pr); ref != nil && ref.UID == pv.UID && !isPublished(pr.Spec.Lifecycle) {
+		if ref := metav1.GetControllerOf(&pr); ref != nil && ref.UID == pv.UID && !helper.LifecycleIsPublished(pr.Spec.Lifecycle) {
 			out = append(out, pr)
 		}
 	}
@@ -620,10 +621,6 @@ func (s *scenario) revisions(t *testing.T) []porchv1alpha1.PackageRevision {
 	}
 	sort.Slice(prs.Items, func(i, j int) bool { return prs.Items[i].Name < prs.Items[j].Name })
 	return prs.Items
-}
-
-func isPublished(lc porchv1alpha1.PackageRevisionLifecycle) bool {
-	return lc == porchv1alpha1.PackageRevisionLifecyclePublished || lc == porchv1alpha1.PackageRevisionLifecycleDeletionProposed
 }
 
 func names(prs []porchv1alpha1.PackageRevision) []string {
@@ -646,12 +643,12 @@ func (s *scenario) checkInvariants(t *testing.T, st step) {
 	byName := map[string]porchv1alpha1.PackageRevision{}
 	for _, pr := range revs {
 		byName[pr.Name] = pr
-		if isPublished(pr.Spec.Lifecycle) && pr.Spec.Revision > 0 {
+		if helper.LifecycleIsPublished(pr.Spec.Lifecycle) && pr.Spec.Revision > 0 {
 			s.published[pr.Name] = true
 		}
 	}
 	for name := range s.published {
-		if pr, ok := byName[name]; !ok || !isPublished(pr.Spec.Lifecycle) {
+		if pr, ok := byName[name]; !ok || !helper.LifecycleIsPublished(pr.Spec.Lifecycle) {
 			t.Errorf("%s: after %q: Published revision %s went missing (now %v)", s.b.name, st.name, name, lifecycleOf(byName, name))
 		}
 	}
@@ -663,7 +660,7 @@ func (s *scenario) checkInvariants(t *testing.T, st step) {
 		where := pv.Spec.Downstream.Repo + "/" + pv.Spec.Downstream.Package
 		var drafts []string
 		for _, pr := range revs {
-			if pr.Spec.RepositoryName+"/"+pr.Spec.PackageName != where || isPublished(pr.Spec.Lifecycle) {
+			if pr.Spec.RepositoryName+"/"+pr.Spec.PackageName != where || helper.LifecycleIsPublished(pr.Spec.Lifecycle) {
 				continue
 			}
 			drafts = append(drafts, pr.Name)
@@ -789,7 +786,7 @@ func (s *scenario) checkCleanup(t *testing.T) {
 			}
 		case where == repoEdge+"/broken" || where == repoEdge+"/needs-runner":
 		default:
-			if !isPublished(pr.Spec.Lifecycle) {
+			if !helper.LifecycleIsPublished(pr.Spec.Lifecycle) {
 				t.Errorf("%s: %s (%s) outlived its deleted variant", s.b.name, pr.Name, pr.Spec.Lifecycle)
 			}
 			if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished {

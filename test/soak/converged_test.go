@@ -3,30 +3,15 @@ package soak
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
-
-// lockedRevision is the upstream revision a downstream revision was made
-// from, from its upstream lock (a ref ending in v<N>).
-func lockedRevision(pr *porchv1alpha1.PackageRevision) (int, bool) {
-	l := pr.Status.UpstreamLock
-	if l == nil || l.Git == nil {
-		return 0, false
-	}
-	ref := l.Git.Ref
-	if i := strings.LastIndex(ref, "/"); i >= 0 {
-		ref = ref[i+1:]
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(ref, "v"))
-	return n, err == nil
-}
 
 // checkConverged checks the world once the controllers have settled.
 func (w *world) checkConverged() {
@@ -52,7 +37,7 @@ func (w *world) checkConverged() {
 		if pr.Spec.RepositoryName == "blueprints" {
 			continue
 		}
-		if placeholder(pr) {
+		if helper.IsPlaceholder(pr) {
 			w.placeholders[pr.Spec.RepositoryName+"/"+pr.Spec.PackageName] = true
 			continue
 		}
@@ -214,7 +199,7 @@ func (w *world) checkVariant(pv *configv1alpha1.PackageVariant, ready *metav1.Co
 			m.violate([]string{obj}, "PackageVariant %s is %s but owns no Draft, Proposed or Published revision of %s", pv.Name, describe, pkg)
 		}
 		for _, d := range drafts {
-			if rev, ok := lockedRevision(d); ok && rev != want && !edited(d) {
+			if rev, ok := helper.LockedUpstreamRevision(d); ok && rev != want && !edited(d) {
 				m.violate([]string{obj, "PackageRevision " + d.Name}, "PackageVariant %s is %s but its unedited draft %s is based on upstream revision %d, not %d", pv.Name, describe, d.Name, rev, want)
 			}
 		}
@@ -225,7 +210,7 @@ func (w *world) checkVariant(pv *configv1alpha1.PackageVariant, ready *metav1.Co
 					newest = p
 				}
 			}
-			if rev, ok := lockedRevision(newest); ok && rev != want {
+			if rev, ok := helper.LockedUpstreamRevision(newest); ok && rev != want {
 				m.violate([]string{obj, "PackageRevision " + newest.Name}, "PackageVariant %s is %s but its newest revision %s is based on upstream revision %d, not %d, and there is no upgrade draft", pv.Name, describe, newest.Name, rev, want)
 			}
 		}

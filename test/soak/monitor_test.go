@@ -14,6 +14,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
@@ -146,10 +147,6 @@ func controllerOf(o metav1.Object) (types.UID, string) {
 	return "", ""
 }
 
-func placeholder(pr *porchv1alpha1.PackageRevision) bool {
-	return pr.Spec.Revision == -1 || pr.Spec.WorkspaceName == "main"
-}
-
 // observe runs under the Sim's lock for every change.
 func (m *monitor) observe(c porchsim.Change) {
 	m.mu.Lock()
@@ -195,7 +192,7 @@ func readyOf(conds []metav1.Condition) *metav1.Condition {
 }
 
 func (m *monitor) observeRevision(typ watch.EventType, pr *porchv1alpha1.PackageRevision) {
-	if pr.Spec.RepositoryName == "blueprints" || placeholder(pr) {
+	if pr.Spec.RepositoryName == "blueprints" || helper.IsPlaceholder(pr) {
 		return
 	}
 	obj := "PackageRevision " + pr.Name

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -22,7 +23,7 @@ func (c *Controller) adopt(ctx context.Context, st *state) error {
 		return nil
 	}
 	for i, pr := range st.dsRevs {
-		if isPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
+		if helper.IsPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
 			continue
 		}
 		upd := pr.DeepCopy()
@@ -70,7 +71,7 @@ func (c *Controller) repairLostMetadata(ctx context.Context, st *state) error {
 		own[a.Downstream] = true
 	}
 	for i, pr := range st.dsRevs {
-		if !own[pr.Name] || isPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
+		if !own[pr.Name] || helper.IsPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
 			continue
 		}
 		if _, ok := pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation]; ok {

@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
 func hasFinalizer(pv *configv1alpha1.PackageVariant) bool {
@@ -130,7 +131,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	if firstErr != nil {
 		upd := pv.DeepCopy()
 		setNotReady(upd, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
-			firstN(failed, 3), firstErr))
+			conditions.List(failed, 3), firstErr))
 		if err := c.writeStatus(ctx, pv, upd); err != nil {
 			klog.FromContext(ctx).V(2).Info("Could not report cleanup failure", "err", err)
 		}
@@ -152,7 +153,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 			}
 			names = append(names, pr.Name)
 		}
-		return fmt.Errorf("released %s, which the cache did not show as the variant's yet; the finalizer stays until a live list shows nothing left", joinAnd(names))
+		return fmt.Errorf("released %s, which the cache did not show as the variant's yet; the finalizer stays until a live list shows nothing left", conditions.List(names, len(names)))
 	}
 	upd := pv.DeepCopy()
 	var kept []string

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
@@ -26,30 +27,6 @@ const workspacePrefix = "packagevariant-"
 // errDraftPending means a draft was just created (or already existed) and
 // the informer cache must show it before the variant does anything more.
 var errDraftPending = errors.New("draft created; waiting for it to appear in the cache")
-
-// packageRevisionName is Porch's own name for a revision:
-// <repository>.<package path with "/" as ".">.<workspace>. Sending the same
-// name makes a retried create fail with AlreadyExists instead of making a
-// second draft.
-func packageRevisionName(repo, pkg, workspace string) string {
-	return repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + workspace
-}
-
-// nextWorkspace is packagevariant-<N>, N one more than the highest N among
-// the package's revisions, as the reference controller numbers them.
-func nextWorkspace(revs []*porchv1alpha1.PackageRevision) string {
-	highest := 0
-	for _, pr := range revs {
-		ws := string(pr.Spec.WorkspaceName)
-		if !strings.HasPrefix(ws, workspacePrefix) {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimPrefix(ws, workspacePrefix)); err == nil && n > highest {
-			highest = n
-		}
-	}
-	return workspacePrefix + strconv.Itoa(highest+1)
-}
 
 func ownerReference(pv *configv1alpha1.PackageVariant) metav1.OwnerReference {
 	isController := true
@@ -119,10 +96,10 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		return nil, &otherDraftOpen{pv: pv, revisions: open}
 	}
 	ds := pv.Spec.Downstream
-	ws := nextWorkspace(revs)
+	ws := helper.NextWorkspace(workspacePrefix, revs)
 	pr := &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            packageRevisionName(ds.Repo, ds.Package, ws),
+			Name:            helper.PackageRevisionName(ds.Repo, ds.Package, ws),
 			Namespace:       pv.Namespace,
 			OwnerReferences: []metav1.OwnerReference{ownerReference(pv)},
 			Labels:          copyMap(pv.Spec.Labels),
@@ -177,14 +154,14 @@ func (e *otherDraftOpen) Error() string {
 	}
 	sort.Strings(names)
 	ds := e.pv.Spec.Downstream
-	msg := fmt.Sprintf("downstream package %s has an open revision this variant does not manage: %s", describePackage(ds.Repo, ds.Package), firstN(names, 3))
+	msg := fmt.Sprintf("downstream package %s has an open revision this variant does not manage: %s", describePackage(ds.Repo, ds.Package), conditions.List(names, 3))
 	if len(owners) > 0 {
 		list := make([]string, 0, len(owners))
 		for o := range owners {
 			list = append(list, o)
 		}
 		sort.Strings(list)
-		msg += "; controlled by " + firstN(list, 3)
+		msg += "; controlled by " + conditions.List(list, 3)
 	}
 	hint := "publish or delete it, or set spec.adoptionPolicy: adoptExisting to take over revisions nobody controls"
 	if adoptionPolicy(e.pv) == configv1alpha1.AdoptionPolicyAdoptExisting {
@@ -198,7 +175,7 @@ func (e *otherDraftOpen) Error() string {
 func otherOpenDrafts(pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.PackageRevision) []*porchv1alpha1.PackageRevision {
 	var out []*porchv1alpha1.PackageRevision
 	for _, pr := range revs {
-		if isPlaceholder(pr) || controllerUID(pr) == pv.UID {
+		if helper.IsPlaceholder(pr) || controllerUID(pr) == pv.UID {
 			continue
 		}
 		switch pr.Spec.Lifecycle {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -69,7 +70,7 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	h.sim.ResetRequests()
-	replacement := packageRevisionName("deploy", "app", "packagevariant-2")
+	replacement := helper.PackageRevisionName("deploy", "app", "packagevariant-2")
 	h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: replacement, Times: 1,
 		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
 	var once sync.Once
@@ -161,7 +162,7 @@ func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
 // two minutes and then for some other event.
 func TestLoopDraftDeletedBeforeTheCacheSawIt(t *testing.T) {
 	h := newHarness(t)
-	first := packageRevisionName("deploy", "app", "packagevariant-1")
+	first := helper.PackageRevisionName("deploy", "app", "packagevariant-1")
 	var once sync.Once
 	h.sim.OnWrite(func(_, _, what string) {
 		if what == "create packagerevisions "+first {

@@ -13,14 +13,15 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
 // Condition types set on a PackageVariant.
 const (
 	// ConditionStalled is True when only a person can unblock the variant.
-	ConditionStalled = "Stalled"
+	ConditionStalled = conditions.Stalled
 	// ConditionReady is True when the downstream is up to date.
-	ConditionReady = "Ready"
+	ConditionReady = conditions.Ready
 	// ConditionConflict is True while another variant manages the same
 	// downstream package; this one then writes nothing.
 	ConditionConflict = "Conflict"
@@ -32,7 +33,7 @@ const (
 // Condition reasons. The first four are the reference controller's.
 const (
 	ReasonValidationError    = "ValidationError"
-	ReasonValid              = "Valid"
+	ReasonValid              = conditions.ReasonValid
 	ReasonError              = "Error"
 	ReasonNoErrors           = "NoErrors"
 	ReasonConflict           = "Conflict"
@@ -56,32 +57,25 @@ const (
 const readyMessage = "successfully ensured downstream package variant"
 
 func setCondition(pv *configv1alpha1.PackageVariant, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&pv.Status.Conditions, metav1.Condition{
-		Type:               condType,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: pv.Generation,
-	})
+	conditions.Set(&pv.Status.Conditions, pv.Generation, condType, status, reason, message)
 }
 
 // setInvalid reports a problem only a change of the variant (or of its
 // upstream) can fix, with the reference controller's reasons.
 func setInvalid(pv *configv1alpha1.PackageVariant, stalledMessage, readyMessage string) {
-	setCondition(pv, ConditionStalled, metav1.ConditionTrue, ReasonValidationError, stalledMessage)
-	setCondition(pv, ConditionReady, metav1.ConditionFalse, ReasonError, readyMessage)
+	conditions.SetStalled(&pv.Status.Conditions, pv.Generation, ReasonValidationError, stalledMessage, ReasonError, readyMessage)
 }
 
 func setValid(pv *configv1alpha1.PackageVariant) {
-	setCondition(pv, ConditionStalled, metav1.ConditionFalse, ReasonValid, "all validation checks passed")
+	conditions.SetValid(&pv.Status.Conditions, pv.Generation)
 }
 
 func setNotReady(pv *configv1alpha1.PackageVariant, reason, message string) {
-	setCondition(pv, ConditionReady, metav1.ConditionFalse, reason, message)
+	conditions.SetReady(&pv.Status.Conditions, pv.Generation, metav1.ConditionFalse, reason, message)
 }
 
 func setReady(pv *configv1alpha1.PackageVariant, message string) {
-	setCondition(pv, ConditionReady, metav1.ConditionTrue, ReasonNoErrors, message)
+	conditions.SetReady(&pv.Status.Conditions, pv.Generation, metav1.ConditionTrue, ReasonNoErrors, message)
 }
 
 // reportRenderFailure says that Porch could not render a downstream
@@ -145,36 +139,6 @@ func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.Pa
 	}
 	c.written.Record(old.ResourceVersion, updated)
 	return nil
-}
-
-// firstN formats a sorted list for a condition message: "a, b, c and 4 more".
-func firstN(items []string, n int) string {
-	sort.Strings(items)
-	if len(items) <= n {
-		return joinAnd(items)
-	}
-	return fmt.Sprintf("%s and %d more", joinComma(items[:n]), len(items)-n)
-}
-
-func joinComma(items []string) string {
-	out := ""
-	for i, s := range items {
-		if i > 0 {
-			out += ", "
-		}
-		out += s
-	}
-	return out
-}
-
-func joinAnd(items []string) string {
-	switch len(items) {
-	case 0:
-		return ""
-	case 1:
-		return items[0]
-	}
-	return joinComma(items[:len(items)-1]) + " and " + items[len(items)-1]
 }
 
 // lastLine is the last non-empty line of s, trimmed: kpt's render errors

@@ -56,28 +56,6 @@ func TestSetTargets(t *testing.T) {
 	}
 }
 
-func TestFirstN(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		items  []string
-		n      int
-		want   string
-	}{
-		"None":      {reason: "nothing to list", n: 3, want: ""},
-		"One":       {reason: "a single item as it is", items: []string{"a"}, n: 3, want: "a"},
-		"Two":       {reason: "two items joined by and", items: []string{"b", "a"}, n: 3, want: "a and b"},
-		"AtLimit":   {reason: "n items all listed, sorted", items: []string{"c", "a", "b"}, n: 3, want: "a, b and c"},
-		"OverLimit": {reason: "the first n sorted, then the count of the rest", items: []string{"e", "d", "c", "b", "a"}, n: 3, want: "a, b, c and 2 more"},
-		"OneMore":   {reason: "one over the limit", items: []string{"d", "c", "b", "a"}, n: 3, want: "a, b, c and 1 more"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, firstN(tc.items, tc.n)); diff != "" {
-				t.Errorf("%s: firstN (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
 
 func TestConditionsCarryObservedGeneration(t *testing.T) {
 	type cond struct {

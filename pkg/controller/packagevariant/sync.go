@@ -16,7 +16,9 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 )
 
@@ -64,7 +66,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		// Say what fails while it is retried; the next success replaces it.
 		setNotReady(desired, ReasonError, fmt.Sprintf("%v; retrying", syncErr))
 	}
-	keepTransitionTimes(pv.Status.Conditions, desired.Status.Conditions)
+	conditions.KeepTransitionTimes(pv.Status.Conditions, desired.Status.Conditions)
 	if err := c.writeStatus(ctx, pv, desired); err != nil {
 		// What the sync wrote into the draft must not be forgotten with
 		// the status: the next sync would take it for a person's edit.
@@ -77,19 +79,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	c.unsaved.forget(pv.UID)
 	return syncErr
-}
-
-// keepTransitionTimes gives each condition whose status is the stored one's
-// the stored lastTransitionTime: a sync may set a condition one way and then
-// back (Stalled False while validating, True when the server refuses), and
-// only a change against what is stored is a transition. Without it such a
-// sync writes a new time, its own write wakes it, and it never settles.
-func keepTransitionTimes(stored, desired []metav1.Condition) {
-	for i := range desired {
-		if old := meta.FindStatusCondition(stored, desired[i].Type); old != nil && old.Status == desired[i].Status {
-			desired[i].LastTransitionTime = old.LastTransitionTime
-		}
-	}
 }
 
 // outcomeUnknown reports whether a failed write may still have been made:
@@ -168,7 +157,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 
 	up := pv.Spec.Upstream
 	upRevs := c.packageRevisions(pv.Namespace, up.Repo, up.Package)
-	upstream, err := resolveUpstream(up, upRevs)
+	upstream, err := helper.ResolveUpstream(up, upRevs)
 	if err != nil {
 		setInvalid(pv, err.Error(), err.Error())
 		return nil
@@ -273,7 +262,7 @@ type state struct {
 func (st *state) classify() {
 	st.drafts, st.proposed, st.published, st.deletionProposed, st.foreign = nil, nil, nil, nil, nil
 	for _, pr := range st.dsRevs {
-		if isPlaceholder(pr) {
+		if helper.IsPlaceholder(pr) {
 			continue
 		}
 		if controllerUID(pr) != st.pv.UID {
@@ -314,10 +303,10 @@ func (st *state) targets() []*porchv1alpha1.PackageRevision {
 // upstream revision than the one selected. A revision whose lock does not
 // say (adopted, made by init) is taken as up to date, as the reference does.
 func needsUpgrade(pr, upstream *porchv1alpha1.PackageRevision) bool {
-	if lock := pr.Status.UpstreamLock; lock != nil && lock.Git != nil && strings.HasPrefix(lock.Git.Ref, "drafts/") {
+	if helper.LockedToDraft(pr) {
 		return true
 	}
-	rev, ok := lockedUpstreamRevision(pr)
+	rev, ok := helper.LockedUpstreamRevision(pr)
 	return ok && rev != upstream.Spec.Revision
 }
 
@@ -332,7 +321,7 @@ func (c *Controller) holdUpgrade(st *state, current *porchv1alpha1.PackageRevisi
 		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
 		return nil
 	}
-	rev, ok := lockedUpstreamRevision(current)
+	rev, ok := helper.LockedUpstreamRevision(current)
 	if !ok {
 		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
 		return nil
@@ -340,7 +329,7 @@ func (c *Controller) holdUpgrade(st *state, current *porchv1alpha1.PackageRevisi
 	setCondition(pv, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision,
 		fmt.Sprintf("upstream %s revision %d (%s) is available; %s is based on revision %d. spec.upgradePolicy is Manual: set spec.upstream.revision to %d (or the policy to Automatic) to get an upgrade draft",
 			describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), st.upstream.Spec.Revision, st.upstream.Name, current.Name, rev, st.upstream.Spec.Revision))
-	return upstreamRevisionByNumber(st.upRevs, rev)
+	return helper.PublishedRevision(st.upRevs, rev)
 }
 
 // ensureDownstream decides, from the variant's revisions of the downstream
@@ -375,7 +364,7 @@ func (c *Controller) ensureDownstream(ctx context.Context, st *state) error {
 			hint = "its revisions are controlled by another owner and cannot be adopted; remove that owner reference or choose another spec.downstream"
 		}
 		setNotReady(pv, ReasonError, fmt.Sprintf("downstream package %s already exists (%s) and is not managed by this variant; %s",
-			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), firstN(names, 3), hint))
+			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), conditions.List(names, 3), hint))
 		return nil
 	}
 	draft, err := c.createDraft(ctx, pv, st.dsRevs, cloneTask(st.upstream), "clone of "+st.upstream.Name)
@@ -625,10 +614,10 @@ func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.Packag
 // applies the variant to it.
 func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv1alpha1.PackageRevision) error {
 	pv := st.pv
-	oldRev, ok := lockedUpstreamRevision(local)
+	oldRev, ok := helper.LockedUpstreamRevision(local)
 	var oldUpstream *porchv1alpha1.PackageRevision
 	if ok {
-		oldUpstream = upstreamRevisionByNumber(st.upRevs, oldRev)
+		oldUpstream = helper.PublishedRevision(st.upRevs, oldRev)
 	}
 	if oldUpstream == nil {
 		setNotReady(pv, ReasonError, fmt.Sprintf("cannot upgrade %s to %s: the upstream revision it is based on (%s) is not a published revision of %s any more, so Porch cannot merge; make the change by hand",

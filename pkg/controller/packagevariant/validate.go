@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
@@ -27,7 +28,7 @@ func validate(pv *configv1alpha1.PackageVariant) []string {
 		if up.Revision < 0 {
 			errs = append(errs, fmt.Sprintf("spec.upstream.revision %d is invalid: give a published revision number (1 or more), or leave it out to follow the latest published revision; the placeholder revision -1 cannot be cloned", up.Revision))
 		}
-		if up.WorkspaceName == "main" {
+		if up.WorkspaceName == helper.PlaceholderWorkspace {
 			errs = append(errs, `spec.upstream.workspaceName "main" is the placeholder revision that tracks a branch and cannot be cloned; name the workspace of a published revision, or leave it out to follow the latest published revision`)
 		}
 	}

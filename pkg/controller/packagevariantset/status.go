@@ -5,51 +5,44 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
 // Condition types and reasons of a PackageVariantSet, the reference
 // controller's.
 const (
-	ConditionStalled = "Stalled"
-	ConditionReady   = "Ready"
+	ConditionStalled = conditions.Stalled
+	ConditionReady   = conditions.Ready
 
 	ReasonValidationError   = "ValidationError"
 	ReasonUpstreamNotFound  = "UpstreamNotFound"
 	ReasonNoMatchingTargets = "NoMatchingTargets"
 	ReasonUnexpectedError   = "UnexpectedError"
-	ReasonValid             = "Valid"
+	ReasonValid             = conditions.ReasonValid
 	ReasonReconciled        = "Reconciled"
 )
 
 const readyMessage = "package variants successfully reconciled"
 
 func setCondition(pvs *configv1alpha2.PackageVariantSet, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&pvs.Status.Conditions, metav1.Condition{
-		Type:               condType,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: pvs.Generation,
-	})
+	conditions.Set(&pvs.Status.Conditions, pvs.Generation, condType, status, reason, message)
 }
 
 // setStalled reports a problem only a person can fix, on both conditions,
 // as the reference does.
 func setStalled(pvs *configv1alpha2.PackageVariantSet, reason, message string) {
-	setCondition(pvs, ConditionStalled, metav1.ConditionTrue, reason, message)
-	setCondition(pvs, ConditionReady, metav1.ConditionFalse, reason, message)
+	conditions.SetStalled(&pvs.Status.Conditions, pvs.Generation, reason, message, reason, message)
 }
 
 func setValid(pvs *configv1alpha2.PackageVariantSet) {
-	setCondition(pvs, ConditionStalled, metav1.ConditionFalse, ReasonValid, "all validation checks passed")
+	conditions.SetValid(&pvs.Status.Conditions, pvs.Generation)
 }
 
 func setNotReady(pvs *configv1alpha2.PackageVariantSet, reason, message string) {
-	setCondition(pvs, ConditionReady, metav1.ConditionFalse, reason, message)
+	conditions.SetReady(&pvs.Status.Conditions, pvs.Generation, metav1.ConditionFalse, reason, message)
 }
 
 // writeStatus writes the status when it differs from what the cache holds.

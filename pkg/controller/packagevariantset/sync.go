@@ -17,9 +17,10 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
 // sync reconciles one PackageVariantSet: it renders a PackageVariant spec
@@ -99,7 +100,7 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 		return nil
 	}
 	up := pvs.Spec.Upstream
-	upstream, err := packagevariant.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
+	upstream, err := helper.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
 	if err != nil {
 		setStalled(pvs, ReasonUpstreamNotFound, err.Error())
 		return nil
@@ -232,7 +233,7 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 
 	switch {
 	case len(problems) > 0:
-		msg := firstN(problems, 10)
+		msg := conditions.List(problems, 10)
 		if renderFailed {
 			msg += "; variants of the other targets are kept up to date, and none is deleted until every target renders"
 		}
@@ -346,12 +347,4 @@ func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alp
 
 func sortByName[T any](items []T, name func(T) string) {
 	sort.Slice(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
-}
-
-// firstN joins problems for a condition message: the first n, and how many more.
-func firstN(items []string, n int) string {
-	if len(items) <= n {
-		return strings.Join(items, "; ")
-	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }

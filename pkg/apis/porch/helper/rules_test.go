@@ -1,19 +1,31 @@
-package packagevariant
+package helper
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
+// revision is a Draft of repo/pkg in workspace ws.
+func revision(ns, repo, pkg, ws string) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo + "." + pkg + "." + ws},
+		Spec: porchv1alpha1.PackageRevisionSpec{
+			RepositoryName: repo, PackageName: pkg, WorkspaceName: porchv1alpha1.WorkspaceName(ws),
+			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
+		},
+	}
+}
+
 // upstreamRev is a revision of blueprints/app in workspace ws.
 func upstreamRev(ws string, rev int, lifecycle porchv1alpha1.PackageRevisionLifecycle) *porchv1alpha1.PackageRevision {
-	pr := revision("ns", "blueprints", "app", ws, nil)
+	pr := revision("ns", "blueprints", "app", ws)
 	pr.Spec.Revision = rev
 	pr.Spec.Lifecycle = lifecycle
 	return pr
@@ -172,16 +184,16 @@ func TestResolveUpstream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			up := tc.up
 			up.Repo, up.Package = "blueprints", "app"
-			pr, err := resolveUpstream(&up, tc.revs)
+			pr, err := ResolveUpstream(&up, tc.revs)
 			var got, gotErr string
 			if pr != nil {
 				got = pr.Name
 			}
 			if err != nil {
 				gotErr = err.Error()
-				var uerr *upstreamError
+				var uerr *UpstreamError
 				if !errors.As(err, &uerr) {
-					t.Errorf("%s: error %T is not an upstreamError, so it would be retried instead of reported", tc.reason, err)
+					t.Errorf("%s: error %T is not an UpstreamError, so it would be retried instead of reported", tc.reason, err)
 				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -254,62 +266,15 @@ func TestLockedUpstreamRevision(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rev, ok := lockedUpstreamRevision(tc.pr)
+			rev, ok := LockedUpstreamRevision(tc.pr)
 			if diff := cmp.Diff(tc.want, result{Rev: rev, OK: ok}); diff != "" {
-				t.Errorf("%s: lockedUpstreamRevision (-want +got):\n%s", tc.reason, diff)
+				t.Errorf("%s: LockedUpstreamRevision (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
 }
 
-func TestNeedsUpgrade(t *testing.T) {
-	v3 := upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecyclePublished)
-	downstream := func() *porchv1alpha1.PackageRevision {
-		return revision("ns", "deploy", "app", "packagevariant-1", nil)
-	}
-	cases := map[string]struct {
-		reason string
-		pr     *porchv1alpha1.PackageRevision
-		want   bool
-	}{
-		"BasedOnOlder": {
-			reason: "a downstream locked to v2 needs the upgrade to v3",
-			pr:     withLock(downstream(), "app/v2"),
-			want:   true,
-		},
-		"BasedOnSelected": {
-			reason: "a downstream locked to v3 is current",
-			pr:     withLock(downstream(), "app/v3"),
-		},
-		"BasedOnNewer": {
-			reason: "pinning an older revision moves the downstream back too",
-			pr:     withLock(downstream(), "app/v4"),
-			want:   true,
-		},
-		"BasedOnDraft": {
-			reason: "a downstream cloned from an upstream draft is always replaced by a published base",
-			pr:     withLock(downstream(), "drafts/app/wip"),
-			want:   true,
-		},
-		"NoLock": {
-			reason: "without a lock (adopted, made by init) the downstream is taken as current, as the reference does",
-			pr:     downstream(),
-		},
-		"UnreadableLock": {
-			reason: "a lock that names no revision is taken as current",
-			pr:     withLock(downstream(), "main"),
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, needsUpgrade(tc.pr, v3)); diff != "" {
-				t.Errorf("%s: needsUpgrade (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
-
-func TestUpstreamRevisionByNumber(t *testing.T) {
+func TestPublishedRevision(t *testing.T) {
 	revs := []*porchv1alpha1.PackageRevision{
 		placeholder(),
 		upstreamRev("v1", 1, porchv1alpha1.PackageRevisionLifecyclePublished),
@@ -330,11 +295,83 @@ func TestUpstreamRevisionByNumber(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got string
-			if pr := upstreamRevisionByNumber(revs, tc.n); pr != nil {
+			if pr := PublishedRevision(revs, tc.n); pr != nil {
 				got = pr.Name
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s: upstreamRevisionByNumber(%d) (-want +got):\n%s", tc.reason, tc.n, diff)
+				t.Errorf("%s: PublishedRevision(%d) (-want +got):\n%s", tc.reason, tc.n, diff)
+			}
+		})
+	}
+}
+
+func TestPackageRevisionName(t *testing.T) {
+	cases := map[string]struct {
+		reason              string
+		repo, pkg, ws, want string
+	}{
+		"Flat": {
+			reason: "<repository>.<package>.<workspace>",
+			repo:   "deploy", pkg: "app", ws: "packagevariant-1",
+			want: "deploy.app.packagevariant-1",
+		},
+		"Nested": {
+			reason: "a nested package path has its slashes turned into dots, as Porch names it",
+			repo:   "deploy", pkg: "team/app/base", ws: "packagevariant-12",
+			want: "deploy.team.app.base.packagevariant-12",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, PackageRevisionName(tc.repo, tc.pkg, tc.ws)); diff != "" {
+				t.Errorf("%s: PackageRevisionName (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestNextWorkspace(t *testing.T) {
+	revs := func(workspaces ...string) []*porchv1alpha1.PackageRevision {
+		var out []*porchv1alpha1.PackageRevision
+		for _, ws := range workspaces {
+			out = append(out, revision("ns", "deploy", "app", ws))
+		}
+		return out
+	}
+	cases := map[string]struct {
+		reason string
+		revs   []*porchv1alpha1.PackageRevision
+		want   string
+	}{
+		"NoRevisions": {
+			reason: "the first draft is packagevariant-1",
+			want:   "packagevariant-1",
+		},
+		"MaxPlusOne": {
+			reason: "one more than the highest N, not the count, and not numbered by string order",
+			revs:   revs("packagevariant-2", "packagevariant-10", "packagevariant-9"),
+			want:   "packagevariant-11",
+		},
+		"IgnoresOtherWorkspaces": {
+			reason: "workspaces not made by a variant do not count, however numeric",
+			revs:   revs("main", "v7", "99", "packagevariant-1", "my-packagevariant-50"),
+			want:   "packagevariant-2",
+		},
+		"IgnoresGarbageNumbers": {
+			reason: "a packagevariant- workspace without a number does not count",
+			revs:   revs("packagevariant-", "packagevariant-x", "packagevariant-3a", "packagevariant-3.5", "packagevariant-3"),
+			want:   "packagevariant-4",
+		},
+		"IgnoresNegative": {
+			reason: "a negative number never lowers the next one",
+			revs:   revs("packagevariant--5"),
+			want:   "packagevariant-1",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, NextWorkspace("packagevariant-", tc.revs)); diff != "" {
+				t.Errorf("%s: NextWorkspace (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -1,0 +1,157 @@
+package helper
+
+import (
+	"strconv"
+	"strings"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// Porch's rules about PackageRevisions, as the server applies them and as
+// the controllers, porchsim and variantctl read them. Pure functions of the
+// objects: no client, no cache.
+
+// PlaceholderWorkspace is the workspace of the placeholder revision that
+// tracks a package on its repository's branch (<repo>.<package>.main).
+const PlaceholderWorkspace = "main"
+
+// PackageRevisionName is the name Porch gives a revision:
+// <repository>.<package path with "/" as ".">.<workspace>. A create that
+// sends it is refused when the revision exists, so a retried create never
+// makes a second revision.
+func PackageRevisionName(repo, pkg, workspace string) string {
+	return repo + "." + strings.ReplaceAll(pkg, "/", ".") + "." + workspace
+}
+
+// IsPlaceholder reports whether a revision is the placeholder Porch shows
+// for a package's branch: revision -1. Porch refuses to clone, edit or
+// upgrade from it, never labels it latest, and does not let its lifecycle
+// change.
+func IsPlaceholder(pr *porchv1alpha1.PackageRevision) bool {
+	return pr.Spec.Revision == porchv1alpha1.PlaceholderRevision
+}
+
+// LifecycleIsPublished is Porch's rule of final contents: Published or
+// DeletionProposed. Such a revision can be cloned, edited from or upgraded,
+// and only its metadata and lifecycle can change.
+func LifecycleIsPublished(lc porchv1alpha1.PackageRevisionLifecycle) bool {
+	return lc == porchv1alpha1.PackageRevisionLifecyclePublished || lc == porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+}
+
+// IsPublished is LifecycleIsPublished of a revision.
+func IsPublished(pr *porchv1alpha1.PackageRevision) bool {
+	return LifecycleIsPublished(pr.Spec.Lifecycle)
+}
+
+// IsOpen reports whether a revision is a Draft or Proposed: not final yet.
+func IsOpen(pr *porchv1alpha1.PackageRevision) bool {
+	switch pr.Spec.Lifecycle {
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
+		return true
+	}
+	return false
+}
+
+// Latest is the revision of one package Porch labels kpt.dev/latest-revision:
+// the published (or deletion-proposed) revision with the highest number,
+// not the placeholder and not being deleted; nil if there is none. Porch
+// computes the label, so it moves back when the latest revision goes.
+func Latest(revs []*porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	var latest *porchv1alpha1.PackageRevision
+	for _, pr := range revs {
+		if IsPlaceholder(pr) || !IsPublished(pr) || pr.DeletionTimestamp != nil {
+			continue
+		}
+		if latest == nil || pr.Spec.Revision > latest.Spec.Revision {
+			latest = pr
+		}
+	}
+	return latest
+}
+
+// LatestAsSeen is the latest revision of one package as a reader of Porch's
+// answers finds it: the Published revision labelled kpt.dev/latest-revision
+// (the higher one, when a cache briefly shows the label on two), else the
+// highest-numbered published one (Latest).
+func LatestAsSeen(revs []*porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	var labelled *porchv1alpha1.PackageRevision
+	for _, pr := range revs {
+		if IsPlaceholder(pr) || pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished ||
+			pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] != "true" {
+			continue
+		}
+		if labelled == nil || pr.Spec.Revision > labelled.Spec.Revision {
+			labelled = pr
+		}
+	}
+	if labelled != nil {
+		return labelled
+	}
+	var highest *porchv1alpha1.PackageRevision
+	for _, pr := range revs {
+		if IsPlaceholder(pr) || !IsPublished(pr) {
+			continue
+		}
+		if highest == nil || pr.Spec.Revision > highest.Spec.Revision {
+			highest = pr
+		}
+	}
+	return highest
+}
+
+// PublishedRevision finds the published revision number n among the
+// revisions of one package, or nil.
+func PublishedRevision(revs []*porchv1alpha1.PackageRevision, n int) *porchv1alpha1.PackageRevision {
+	for _, pr := range revs {
+		if !IsPlaceholder(pr) && IsPublished(pr) && pr.Spec.Revision == n {
+			return pr
+		}
+	}
+	return nil
+}
+
+// NextWorkspace is <prefix><N>, N one more than the highest N among the
+// workspaces of revs that have the prefix (the PackageVariant controllers
+// number their drafts packagevariant-1, -2, ... as the reference does).
+// Numbers keep counting past deleted revisions the list still holds.
+func NextWorkspace(prefix string, revs []*porchv1alpha1.PackageRevision) string {
+	highest := 0
+	for _, pr := range revs {
+		rest, ok := strings.CutPrefix(string(pr.Spec.WorkspaceName), prefix)
+		if !ok {
+			continue
+		}
+		if n, err := strconv.Atoi(rest); err == nil && n > highest {
+			highest = n
+		}
+	}
+	return prefix + strconv.Itoa(highest+1)
+}
+
+// LockedUpstreamRevision returns the upstream revision a downstream was
+// cloned or upgraded from, read from status.upstreamLock.git.ref, whose
+// last path segment is "v<N>" for a published upstream. ok is false when
+// the lock does not say: no lock, or the upstream was a draft (a ref
+// starting with "drafts/").
+func LockedUpstreamRevision(pr *porchv1alpha1.PackageRevision) (rev int, ok bool) {
+	lock := pr.Status.UpstreamLock
+	if lock == nil || lock.Git == nil || lock.Git.Ref == "" || LockedToDraft(pr) {
+		return 0, false
+	}
+	ref := lock.Git.Ref
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		ref = ref[i+1:]
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(ref, "v"))
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// LockedToDraft reports whether a revision was cloned from an unpublished
+// draft (its upstream lock's ref starts with "drafts/").
+func LockedToDraft(pr *porchv1alpha1.PackageRevision) bool {
+	lock := pr.Status.UpstreamLock
+	return lock != nil && lock.Git != nil && strings.HasPrefix(lock.Git.Ref, "drafts/")
+}
