@@ -56,7 +56,6 @@ func TestSetTargets(t *testing.T) {
 	}
 }
 
-
 func TestConditionsCarryObservedGeneration(t *testing.T) {
 	type cond struct {
 		Type               string
