@@ -63,7 +63,7 @@ func (c *Controller) adopt(ctx context.Context, st *state) error {
 // variant gives a new draft; nothing it has is removed.
 func (c *Controller) repairLostMetadata(ctx context.Context, st *state) error {
 	pv := st.pv
-	own := map[string]bool{c.expectations.lastCreated(pv.UID): true}
+	own := map[string]bool{c.lastCreated(pv.UID): true}
 	for _, t := range pv.Status.DownstreamTargets {
 		own[t.Name] = true
 	}

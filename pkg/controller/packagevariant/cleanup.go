@@ -170,7 +170,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	if err != nil {
 		return fmt.Errorf("remove finalizer from PackageVariant %s/%s: %w", pv.Namespace, pv.Name, err)
 	}
-	c.expectations.forget(pv.UID)
+	c.forgetDrafts(pv.UID)
 	c.unsaved.forget(pv.UID)
 	c.conflicts.Delete(pv.UID)
 	c.renderRetries.forget(pv.UID)

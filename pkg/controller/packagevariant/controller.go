@@ -20,6 +20,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
@@ -65,7 +66,9 @@ type Controller struct {
 	prIndexer cache.Indexer
 
 	injection    *ondemand.Informers
-	expectations *expectations
+	expectations *expectations.Expectations
+	// created is the last draft each variant created (lastCreated).
+	created sync.Map
 	// written holds the controller's own writes of variants that the
 	// cache may not show yet.
 	written ownwrites.Objects[*configv1alpha1.PackageVariant]
@@ -106,7 +109,7 @@ func New(ctx context.Context, client versioned.Interface,
 		pvIndexer:     pvInformer.Informer().GetIndexer(),
 		prLister:      prInformer.Lister(),
 		prIndexer:     prInformer.Informer().GetIndexer(),
-		expectations:  newExpectations(),
+		expectations:  expectations.New(expectationTimeout),
 		renderRetries: newRenderRetries(),
 		queue:         workloop.NewQueue(ControllerName, m),
 		recorder:      recorder,
@@ -265,7 +268,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 	}
 	keys := map[cache.ObjectName]struct{}{}
 	if ref := metav1.GetControllerOf(pr); ref != nil && isPackageVariantRef(ref) {
-		c.expectations.observe(ref.UID, pr.Name)
+		c.expectations.Observed(ref.UID, pr.Name)
 		if pv, err := c.pvLister.PackageVariants(pr.Namespace).Get(ref.Name); err == nil && pv.UID == ref.UID {
 			keys[cache.MetaObjectToName(pv)] = struct{}{}
 		}

@@ -117,7 +117,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 	if apierrors.IsAlreadyExists(err) {
 		// A retry after a lost response, or a cache that lags: the draft is
 		// there. Wait until the cache shows it rather than make another.
-		c.expectations.expect(pv.UID, pr.Name)
+		c.expectDraft(pv.UID, pr.Name)
 		return nil, errDraftPending
 	}
 	if err != nil {
@@ -125,11 +125,11 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 			// The draft may exist (the answer was lost): Porch is asked
 			// before anything else is created, or a second draft (with
 			// the next free workspace number) could follow.
-			c.expectations.expectUnconfirmed(pv.UID, pr.Name)
+			c.expectUnconfirmed(pv.UID, pr.Name)
 		}
 		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
 	}
-	c.expectations.expect(pv.UID, created.Name)
+	c.expectDraft(pv.UID, created.Name)
 	recordCreated(pv, created)
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)

@@ -175,7 +175,7 @@ func TestCreateDraft(t *testing.T) {
 				t.Errorf("%s: draft sent to Porch (-want +got):\n%s", tc.reason, diff)
 			}
 			// Either way the variant now waits for the draft to reach the cache.
-			if got := c.expectations.waitingFor(pv.UID, func(string) bool { return false }); got != wantName {
+			if got, _ := c.expectations.Waiting(pv.UID, func(string) bool { return false }); got != wantName {
 				t.Errorf("%s: expectation = %q, want %q", tc.reason, got, wantName)
 			}
 		})

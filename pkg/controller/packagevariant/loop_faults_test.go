@@ -85,10 +85,10 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 		if h.sim.Requests()["create packagerevisions"] >= 2 {
 			return true // a second create: the defect
 		}
-		h.ctrl.expectations.mu.Lock()
-		defer h.ctrl.expectations.mu.Unlock()
-		exp, ok := h.ctrl.expectations.pending[h.variant("app").UID]
-		return ok && exp.name == replacement && !exp.unconfirmed
+		uid := h.variant("app").UID
+		name, _ := h.ctrl.expectations.Waiting(uid, func(string) bool { return false })
+		_, unconfirmed := h.ctrl.expectations.Unconfirmed(uid)
+		return name == replacement && !unconfirmed
 	})
 	h.sim.ReleaseWatchEvents()
 	h.waitReady("app")
@@ -171,10 +171,8 @@ func TestLoopDraftDeletedBeforeTheCacheSawIt(t *testing.T) {
 	})
 	pv := h.create(newVariant("app", "app"))
 	h.eventually("the draft created", func() bool {
-		h.ctrl.expectations.mu.Lock()
-		defer h.ctrl.expectations.mu.Unlock()
-		exp, ok := h.ctrl.expectations.pending[pv.UID]
-		return ok && exp.name == first
+		name, _ := h.ctrl.expectations.Waiting(pv.UID, func(string) bool { return false })
+		return name == first
 	})
 	// The controller may still be writing into it (Porch refuses a second
 	// request on a revision in progress): the person tries again.

@@ -174,22 +174,22 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		}
 	}
 
-	if name, ok := c.expectations.unconfirmed(pv.UID); ok {
+	if name, ok := c.expectations.Unconfirmed(pv.UID); ok {
 		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			// The create was made. What Porch made is not known (a
 			// person may have edited the draft since), so the draft is
 			// not recorded as the variant's own: it counts as edited.
-			c.expectations.expect(pv.UID, name)
+			c.expectDraft(pv.UID, name)
 		case apierrors.IsNotFound(err):
-			c.expectations.notCreated(pv.UID, name)
+			c.expectations.Observed(pv.UID, name)
 		default:
 			return fmt.Errorf("check whether draft %s was created: %w", name, err)
 		}
 	}
-	if name := c.expectations.waitingFor(pv.UID, c.inCache(pv.Namespace)); name != "" {
-		if d := c.expectations.checkIn(pv.UID); d > 0 {
+	if name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace)); name != "" {
+		if d := expectationCheck - waited; d > 0 {
 			klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
 			return workloop.RecheckAfter(d)
 		}
@@ -197,7 +197,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		switch {
 		case apierrors.IsNotFound(err):
 			// Deleted before the cache showed it: nothing to wait for.
-			c.expectations.notCreated(pv.UID, name)
+			c.expectations.Observed(pv.UID, name)
 		case err != nil:
 			return fmt.Errorf("check whether draft %s still exists: %w", name, err)
 		default:

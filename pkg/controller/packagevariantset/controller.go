@@ -24,6 +24,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
@@ -88,7 +89,7 @@ type Controller struct {
 	readinessDelay time.Duration
 	// expectations are the variants created that the cache does not show
 	// yet.
-	expectations *expectations
+	expectations *expectations.Expectations
 	// statusWrites holds, by set UID, the resourceVersion of the set's
 	// last status write, so that its echo does not wake the set again.
 	statusWrites sync.Map
@@ -127,7 +128,7 @@ func New(ctx context.Context, client versioned.Interface,
 		prIndexer:      prInformer.Informer().GetIndexer(),
 		cel:            celtemplate.NewCache(celtemplate.Options{}),
 		readinessDelay: DefaultReadinessDelay,
-		expectations:   newExpectations(),
+		expectations:   expectations.New(expectationTimeout),
 		queue:          workloop.NewQueue(ControllerName, m),
 		recorder:       recorder,
 		metrics:        m,
@@ -172,7 +173,7 @@ func New(ctx context.Context, client versioned.Interface,
 			DeleteFunc: func(obj interface{}) {
 				if m := objectMeta(obj); m != nil {
 					c.cel.Forget(m.GetUID())
-					c.expectations.forget(m.GetUID())
+					c.expectations.Forget(m.GetUID())
 					c.statusWrites.Delete(m.GetUID())
 					c.written.Forget(m.GetUID())
 				}
@@ -296,7 +297,7 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 	}
 	// Any event of the variant means the cache has caught up with its
 	// creation.
-	c.expectations.observe(ref.UID, m.GetName())
+	c.expectations.Observed(ref.UID, m.GetName())
 	pvs, err := c.pvsLister.PackageVariantSets(m.GetNamespace()).Get(ref.Name)
 	if err != nil || pvs.UID != ref.UID {
 		return
@@ -329,13 +330,13 @@ func (c *Controller) handleVariantDeleted(logger klog.Logger, obj interface{}) {
 		case meta.IsStatusConditionTrue(pvs.Status.Conditions, ConditionStalled):
 			logger.V(4).Info("PackageVariant deleted; waking a Stalled set", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
 			c.queue.Add(cache.MetaObjectToName(pvs))
-		case pvs.UID != ownerUID(m) && c.expectations.created(pvs.UID, m.GetName()):
+		case pvs.UID != ownerUID(m) && c.expectations.Pending(pvs.UID, m.GetName()):
 			// The set's create of a variant of this name was answered
 			// AlreadyExists by this one (of another set, still being
 			// deleted): the set waits for a variant that is not coming.
 			// It creates its own now.
 			logger.V(4).Info("PackageVariant deleted; waking the set that expected one of its name", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
-			c.expectations.observe(pvs.UID, m.GetName())
+			c.expectations.Observed(pvs.UID, m.GetName())
 			c.queue.Add(cache.MetaObjectToName(pvs))
 		}
 	}

@@ -670,18 +670,18 @@ func TestDeletedVariantWakesTheSetExpectingItsName(t *testing.T) {
 	f.sets = append(f.sets, recreated)
 	c, _ := f.newController(ctx)
 	logger := klog.FromContext(ctx)
-	c.expectations.expect("uid-new", "s-edge-1-app")
+	c.expectations.Expect("uid-new", "s-edge-1-app")
 
 	c.handleVariantDeleted(logger, variantOf("ns", "s-edge-1-app", "s", "uid-old"))
 	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
 		t.Errorf("queued after the old set's variant went (-want +got):\n%s", diff)
 	}
-	if c.expectations.created("uid-new", "s-edge-1-app") {
+	if c.expectations.Pending("uid-new", "s-edge-1-app") {
 		t.Error("the set still expects the variant it never made")
 	}
 	// A deletion of the set's own variant settles its expectation the
 	// usual way (and queues it once).
-	c.expectations.expect("uid-new", "s-edge-1-app")
+	c.expectations.Expect("uid-new", "s-edge-1-app")
 	c.handleVariantDeleted(logger, variantOf("ns", "s-edge-1-app", "s", "uid-new"))
 	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
 		t.Errorf("queued after its own variant went (-want +got):\n%s", diff)

@@ -176,7 +176,7 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 			// variants: its event has queued the set again.
 			continue
 		}
-		if c.expectations.created(pvs.UID, name) {
+		if c.expectations.Pending(pvs.UID, name) {
 			// Made by an earlier sync; the cache has not shown it yet.
 			continue
 		}
@@ -191,14 +191,14 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 			}
 		}
 		pv := c.newVariant(pvs, name, w.spec)
-		c.expectations.expect(pvs.UID, name)
+		c.expectations.Expect(pvs.UID, name)
 		_, err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Create(ctx, pv, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// Made by an earlier sync whose expectation has expired, or by a
 			// previous run; the cache has not shown it yet.
 		case err != nil:
-			c.expectations.observe(pvs.UID, name)
+			c.expectations.Observed(pvs.UID, name)
 			writeErrs = append(writeErrs, fmt.Errorf("create PackageVariant %s: %w", name, err))
 		default:
 			created++

@@ -2,13 +2,11 @@ package packagevariantset
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -16,85 +14,6 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
-
-// fakeClock is a settable clock for the expectations' now field.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
-
-func TestExpectations(t *testing.T) {
-	const set, other types.UID = "set-1", "set-2"
-	expect := func(uid types.UID, name string) func(*expectations, *fakeClock) {
-		return func(e *expectations, _ *fakeClock) { e.expect(uid, name) }
-	}
-	observe := func(uid types.UID, name string) func(*expectations, *fakeClock) {
-		return func(e *expectations, _ *fakeClock) { e.observe(uid, name) }
-	}
-	// A step acts on the expectations and then asks created(set, "v1").
-	type step struct {
-		do   func(*expectations, *fakeClock)
-		want bool
-	}
-	cases := map[string]struct {
-		reason string
-		steps  []step
-	}{
-		"NothingExpected": {
-			reason: "a variant the set never created is created",
-			steps:  []step{{want: false}},
-		},
-		"CreatedUntilObserved": {
-			reason: "a created variant is not created again until the cache shows it",
-			steps: []step{
-				{do: expect(set, "v1"), want: true},
-				{want: true},
-				{do: observe(set, "v1"), want: false},
-			},
-		},
-		"OtherNameDoesNotSettle": {
-			reason: "another variant of the set appearing settles only its own expectation",
-			steps: []step{
-				{do: expect(set, "v1"), want: true},
-				{do: expect(set, "v2"), want: true},
-				{do: observe(set, "v2"), want: true},
-			},
-		},
-		"OtherSetDoesNotSettle": {
-			reason: "a variant of the same name of another set does not settle it",
-			steps:  []step{{do: func(e *expectations, _ *fakeClock) { e.expect(set, "v1"); e.observe(other, "v1") }, want: true}},
-		},
-		"Overdue": {
-			reason: "a variant the cache never shows (deleted before a relist) is created again after the timeout",
-			steps: []step{
-				{do: expect(set, "v1"), want: true},
-				{do: func(_ *expectations, c *fakeClock) { c.t = c.t.Add(expectationTimeout - time.Second) }, want: true},
-				{do: func(_ *expectations, c *fakeClock) { c.t = c.t.Add(2 * time.Second) }, want: false},
-			},
-		},
-		"ForgottenWithTheSet": {
-			reason: "a deleted set's expectations go with it",
-			steps: []step{
-				{do: expect(set, "v1"), want: true},
-				{do: func(e *expectations, _ *fakeClock) { e.forget(set) }, want: false},
-			},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			clock := &fakeClock{t: time.Unix(1000, 0)}
-			e := newExpectations()
-			e.now = clock.now
-			for i, s := range tc.steps {
-				if s.do != nil {
-					s.do(e, clock)
-				}
-				if got := e.created(set, "v1"); got != s.want {
-					t.Errorf("%s\nstep %d: created = %v, want %v", tc.reason, i, got, s.want)
-				}
-			}
-		})
-	}
-}
 
 // createdVariants are the names of the PackageVariants the actions create.
 func createdVariants(actions []core.Action) []string {
