@@ -11,6 +11,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 )
 
 // adopt takes over the revisions of the downstream package that nobody
@@ -119,7 +120,7 @@ func mergeMissing(m, add map[string]string) map[string]string {
 // conflict and write nothing, so two variants never fight over a package.
 func (c *Controller) downstreamWinner(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
 	ds := pv.Spec.Downstream
-	objs, err := c.pvIndexer.ByIndex(ByDownstreamIndex, packageIndexKey(pv.Namespace, ds.Repo, ds.Package))
+	objs, err := c.pvIndexer.ByIndex(ByDownstreamIndex, prindex.PackageKey(pv.Namespace, ds.Repo, ds.Package))
 	if err != nil || len(objs) <= 1 {
 		return pv
 	}

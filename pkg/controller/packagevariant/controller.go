@@ -24,6 +24,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
@@ -47,8 +48,6 @@ const (
 
 // Index names on the PackageRevision informer.
 const (
-	// ByPackageIndex keys a revision by "<namespace>/<repository>/<package>".
-	ByPackageIndex = "pvByPackage"
 	// ByOwnerIndex keys a revision by the UID of every PackageVariant owner
 	// reference it carries.
 	ByOwnerIndex = "pvByOwner"
@@ -130,10 +129,10 @@ func New(ctx context.Context, client versioned.Interface,
 	}); err != nil {
 		return nil, fmt.Errorf("add PackageVariant indexers: %w", err)
 	}
-	if err := prInformer.Informer().AddIndexers(cache.Indexers{
-		ByPackageIndex: packageRevisionPackageIndexFunc,
-		ByOwnerIndex:   packageRevisionOwnerIndexFunc,
-	}); err != nil {
+	if err := prindex.Register(prInformer.Informer()); err != nil {
+		return nil, err
+	}
+	if err := prInformer.Informer().AddIndexers(cache.Indexers{ByOwnerIndex: packageRevisionOwnerIndexFunc}); err != nil {
 		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
@@ -273,7 +272,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 			keys[cache.MetaObjectToName(pv)] = struct{}{}
 		}
 	}
-	pkgKey := packageIndexKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+	pkgKey := prindex.PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
 	for _, index := range []string{ByUpstreamIndex, ByDownstreamIndex} {
 		objs, err := c.pvIndexer.ByIndex(index, pkgKey)
 		if err != nil {
@@ -308,16 +307,12 @@ func isPackageVariantRef(ref *metav1.OwnerReference) bool {
 	return ref.Kind == "PackageVariant" && ref.APIVersion == configv1alpha1.SchemeGroupVersion.String()
 }
 
-func packageIndexKey(namespace, repo, pkg string) string {
-	return namespace + "/" + repo + "/" + pkg
-}
-
 func upstreamIndexFunc(obj interface{}) ([]string, error) {
 	pv, ok := obj.(*configv1alpha1.PackageVariant)
 	if !ok || pv.Spec.Upstream == nil {
 		return nil, nil
 	}
-	return []string{packageIndexKey(pv.Namespace, pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}, nil
+	return []string{prindex.PackageKey(pv.Namespace, pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}, nil
 }
 
 func downstreamIndexFunc(obj interface{}) ([]string, error) {
@@ -325,7 +320,7 @@ func downstreamIndexFunc(obj interface{}) ([]string, error) {
 	if !ok || pv.Spec.Downstream == nil {
 		return nil, nil
 	}
-	return []string{packageIndexKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
+	return []string{prindex.PackageKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
 }
 
 // handleInjectedObject enqueues the variants whose downstream package was
@@ -341,14 +336,6 @@ func (c *Controller) handleInjectedObject(gk schema.GroupKind, namespace, name s
 			c.queue.Add(cache.MetaObjectToName(m))
 		}
 	}
-}
-
-func packageRevisionPackageIndexFunc(obj interface{}) ([]string, error) {
-	pr, ok := obj.(*porchv1alpha1.PackageRevision)
-	if !ok {
-		return nil, nil
-	}
-	return []string{packageIndexKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)}, nil
 }
 
 func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 )
 
@@ -706,16 +707,5 @@ func (c *Controller) ensureProposed(ctx context.Context, st *state) error {
 
 // packageRevisions lists the revisions of one package from the cache.
 func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alpha1.PackageRevision {
-	objs, err := c.prIndexer.ByIndex(ByPackageIndex, packageIndexKey(namespace, repo, pkg))
-	if err != nil {
-		return nil
-	}
-	out := make([]*porchv1alpha1.PackageRevision, 0, len(objs))
-	for _, o := range objs {
-		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok {
-			out = append(out, pr)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return prindex.Revisions(c.prIndexer, namespace, repo, pkg)
 }

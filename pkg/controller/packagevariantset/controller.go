@@ -28,6 +28,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configv1alpha1informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
@@ -60,10 +61,6 @@ const ByObjectKindIndex = "byObjectKind"
 // BySetIndex, on the PackageVariant informer, keys a variant by
 // "<namespace>/<set UID>" from its set label.
 const BySetIndex = "bySet"
-
-// ByPackageIndex, on the PackageRevision informer, keys a revision by
-// "<namespace>/<repository>/<package>" (the upstream lookup).
-const ByPackageIndex = "pvsByPackage"
 
 // DefaultReadinessDelay batches the wake-ups of a set by its variants'
 // readiness changes: a fan-out of N variants costs a few syncs of the set,
@@ -154,7 +151,7 @@ func New(ctx context.Context, client versioned.Interface,
 	if err := pvInformer.Informer().AddIndexers(cache.Indexers{BySetIndex: setIndexFunc}); err != nil {
 		return nil, fmt.Errorf("add PackageVariant indexers: %w", err)
 	}
-	if err := prInformer.Informer().AddIndexers(cache.Indexers{ByPackageIndex: packageIndexFunc}); err != nil {
+	if err := prindex.Register(prInformer.Informer()); err != nil {
 		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
@@ -466,14 +463,6 @@ func setIndexFunc(obj interface{}) ([]string, error) {
 		return nil, nil
 	}
 	return []string{pv.Namespace + "/" + uid}, nil
-}
-
-func packageIndexFunc(obj interface{}) ([]string, error) {
-	pr, ok := obj.(*porchv1alpha1.PackageRevision)
-	if !ok {
-		return nil, nil
-	}
-	return []string{pr.Namespace + "/" + pr.Spec.RepositoryName + "/" + pr.Spec.PackageName}, nil
 }
 
 // SetTracker makes the worker loop report to t; call it before Run.

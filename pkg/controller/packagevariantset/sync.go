@@ -21,6 +21,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 )
 
 // sync reconciles one PackageVariantSet: it renders a PackageVariant spec
@@ -331,18 +332,7 @@ func withoutEmptyContext(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.P
 
 // packageRevisions lists the revisions of one package from the cache.
 func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alpha1.PackageRevision {
-	objs, err := c.prIndexer.ByIndex(ByPackageIndex, namespace+"/"+repo+"/"+pkg)
-	if err != nil {
-		return nil
-	}
-	out := make([]*porchv1alpha1.PackageRevision, 0, len(objs))
-	for _, o := range objs {
-		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok {
-			out = append(out, pr)
-		}
-	}
-	sortByName(out, func(pr *porchv1alpha1.PackageRevision) string { return pr.Name })
-	return out
+	return prindex.Revisions(c.prIndexer, namespace, repo, pkg)
 }
 
 func sortByName[T any](items []T, name func(T) string) {
