@@ -1,6 +1,9 @@
 package mutate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -207,8 +210,8 @@ func inject(pt point, injectors []configv1alpha1.InjectionSelector, get ObjectGe
 		if !selects(inj, pt.GVK) || inj.Name == "" {
 			continue
 		}
-		asked = append(asked, Candidate{GVK: pt.GVK, Name: inj.Name})
 		obj, found, err := lookup(get, pt.GVK, inj.Name)
+		asked = append(asked, candidate(pt.GVK, inj.Name, obj, found, err))
 		if err != nil {
 			out.Message = fmt.Sprintf("could not look up %s %q: %v", pt.GVK.Kind, inj.Name, err)
 			return out, asked, nil
@@ -239,6 +242,59 @@ func inject(pt point, injectors []configv1alpha1.InjectionSelector, get ObjectGe
 	return out, asked, nil
 }
 
+// injectedField is the field injection copies from an in-cluster object
+// of kind gvk into the injection point: data for a core ConfigMap, spec for
+// any other kind.
+func injectedField(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" && gvk.Kind == "ConfigMap" {
+		return "data"
+	}
+	return "spec"
+}
+
+// InjectedContent is what injection copies from obj, an in-cluster object
+// of kind gvk, and whether obj has it. A ConfigMap without data injects
+// empty data: the package must not keep defaults the cluster does not
+// have. Any other kind must have a spec.
+func InjectedContent(gvk schema.GroupVersionKind, obj map[string]interface{}) (interface{}, bool) {
+	field := injectedField(gvk)
+	value, ok := obj[field]
+	if field == "data" && value == nil {
+		return map[string]interface{}{}, true
+	}
+	return value, ok
+}
+
+// Fingerprint fingerprints what injection reads from obj, an in-cluster
+// object of kind gvk (InjectedContent): equal fingerprints inject the same
+// content. Fields injection does not read (metadata, status) do not count.
+func Fingerprint(gvk schema.GroupVersionKind, obj map[string]interface{}) string {
+	value, ok := InjectedContent(gvk, obj)
+	if !ok {
+		return "absent"
+	}
+	b, err := json.Marshal(value)
+	if err != nil {
+		// Unreachable for objects decoded from JSON; an unmatchable
+		// fingerprint makes the controller read the package instead.
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// candidate records a lookup of an in-cluster object and what it returned.
+func candidate(gvk schema.GroupVersionKind, name string, obj map[string]interface{}, found bool, err error) Candidate {
+	c := Candidate{GVK: gvk, Name: name, Found: found && err == nil}
+	switch {
+	case err != nil:
+		c.Err = err.Error()
+	case found:
+		c.Fingerprint = Fingerprint(gvk, obj)
+	}
+	return c
+}
+
 // lookup calls the getter; a getter that panics is a bug in the caller, but
 // it must not take down the whole mutation with a half-edited package.
 func lookup(get ObjectGetter, gvk schema.GroupVersionKind, name string) (obj map[string]interface{}, found bool, err error) {
@@ -259,22 +315,10 @@ func lookup(get ObjectGetter, gvk schema.GroupVersionKind, name string) (obj map
 // (the condition says why); err is for an in-package resource that cannot
 // be edited.
 func injectObject(pt point, name string, obj map[string]interface{}) (string, error) {
-	fieldName := "spec"
-	var value interface{}
-	if pt.GVK.Group == "" && pt.GVK.Kind == "ConfigMap" {
-		fieldName = "data"
-		value = obj["data"]
-		if value == nil {
-			// A ConfigMap without data injects empty data: the package
-			// must not keep defaults the cluster does not have.
-			value = map[string]interface{}{}
-		}
-	} else {
-		v, ok := obj["spec"]
-		if !ok {
-			return fmt.Sprintf("field %q not found in resource %q", "spec", name), nil
-		}
-		value = v
+	fieldName := injectedField(pt.GVK)
+	value, ok := InjectedContent(pt.GVK, obj)
+	if !ok {
+		return fmt.Sprintf("field %q not found in resource %q", fieldName, name), nil
 	}
 
 	m := pt.obj.node

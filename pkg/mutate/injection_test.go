@@ -470,9 +470,10 @@ status:
 			if diff := cmp.Diff(tc.wantSources, sources); diff != "" {
 				t.Errorf("sources (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantCands, res.Candidates); diff != "" {
+			if diff := cmp.Diff(tc.wantCands, identities(res.Candidates)); diff != "" {
 				t.Errorf("candidates (-want +got):\n%s", diff)
 			}
+			checkOutcomes(t, res.Candidates, get)
 
 			again, err := Apply(res.Files, Input{VariantName: "pv", Injectors: tc.injectors}, get)
 			if err != nil {
@@ -501,5 +502,60 @@ func TestApplyConfigInjectionMessagesMatchConditions(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, res.Injected); diff != "" {
 		t.Errorf("injected (-want +got):\n%s", diff)
+	}
+}
+
+// identities is the candidates without what their lookups returned.
+func identities(cs []Candidate) []Candidate {
+	var out []Candidate
+	for _, c := range cs {
+		out = append(out, Candidate{GVK: c.GVK, Name: c.Name})
+	}
+	return out
+}
+
+// checkOutcomes holds each candidate's reported lookup outcome against the
+// getter: found, the fingerprint of what injection reads, or the error.
+func checkOutcomes(t *testing.T, cs []Candidate, get ObjectGetter) {
+	t.Helper()
+	for _, c := range cs {
+		obj, found, err := get(c.GVK, c.Name)
+		want := Candidate{GVK: c.GVK, Name: c.Name, Found: found && err == nil}
+		switch {
+		case err != nil:
+			want.Err = err.Error()
+		case found:
+			want.Fingerprint = Fingerprint(c.GVK, obj)
+		}
+		if diff := cmp.Diff(want, c); diff != "" {
+			t.Errorf("candidate %s %s reports its lookup wrongly (-want +got):\n%s", c.GVK.Kind, c.Name, diff)
+		}
+	}
+}
+
+// TestFingerprint: what injection reads, and only that, makes the
+// fingerprint.
+func TestFingerprint(t *testing.T) {
+	cm := func(data map[string]interface{}, labels map[string]interface{}) map[string]interface{} {
+		obj := map[string]interface{}{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "c", "labels": labels}}
+		if data != nil {
+			obj["data"] = data
+		}
+		return obj
+	}
+	base := Fingerprint(configMapGVK, cm(map[string]interface{}{"a": "1"}, nil))
+	if base == "" || base != Fingerprint(configMapGVK, cm(map[string]interface{}{"a": "1"}, map[string]interface{}{"x": "y"})) {
+		t.Error("metadata changed the fingerprint of a ConfigMap; only data is injected")
+	}
+	if base == Fingerprint(configMapGVK, cm(map[string]interface{}{"a": "2"}, nil)) {
+		t.Error("new data left the fingerprint unchanged")
+	}
+	if Fingerprint(configMapGVK, cm(nil, nil)) != Fingerprint(configMapGVK, cm(map[string]interface{}{}, nil)) {
+		t.Error("a ConfigMap without data injects empty data: same fingerprint as empty data")
+	}
+	ep := map[string]interface{}{"kind": "Endpoints", "spec": map[string]interface{}{"p": 1}, "data": map[string]interface{}{"a": "1"}}
+	noSpec := map[string]interface{}{"kind": "Endpoints", "data": map[string]interface{}{"a": "1"}}
+	if Fingerprint(endpointsGVK, ep) == Fingerprint(endpointsGVK, noSpec) {
+		t.Error("an object of another kind is read for its spec; without one it cannot be injected")
 	}
 }

@@ -82,6 +82,14 @@ type Candidate struct {
 	GVK schema.GroupVersionKind
 	// Name of the object in the variant's namespace.
 	Name string
+	// What the lookup returned: whether the object was found, the
+	// Fingerprint of what injection reads from it, or the lookup's error.
+	// Two lookups with equal outcomes inject the same content, so the
+	// controller can tell from these alone whether applying the variant
+	// again would change anything.
+	Found       bool
+	Fingerprint string
+	Err         string
 }
 
 // Result is the outcome of Apply.
@@ -175,7 +183,10 @@ func sortCandidates(cs []Candidate) []Candidate {
 		if a.GVK.Kind != b.GVK.Kind {
 			return a.GVK.Kind < b.GVK.Kind
 		}
-		return a.Name < b.Name
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Fingerprint+"\x00"+a.Err < b.Fingerprint+"\x00"+b.Err
 	})
 	out := cs[:0]
 	for i, c := range cs {

@@ -258,7 +258,7 @@ spec:
 		t.Errorf("injected (-want +got):\n%s", diff)
 	}
 	wantCandidates := []Candidate{{GVK: configMapGVK, Name: "us-east"}, {GVK: endpointsGVK, Name: "us-east"}}
-	if diff := cmp.Diff(wantCandidates, res.Candidates); diff != "" {
+	if diff := cmp.Diff(wantCandidates, identities(res.Candidates)); diff != "" {
 		t.Errorf("candidates (-want +got):\n%s", diff)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
 // resourcesDigest fingerprints a package's files, independent of map order.
@@ -28,55 +29,70 @@ func resourcesDigest(files map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// injectedContent is the part of an in-cluster object that injection copies.
-func injectedContent(gvk schema.GroupVersionKind, obj map[string]interface{}) interface{} {
-	if gvk.Group == "" && gvk.Kind == "ConfigMap" {
-		return obj["data"]
+// injectedState is what one lookup of an injected object returned, as the
+// digest of a variant's inputs records it.
+type injectedState struct {
+	Ref         configv1alpha1.InjectedObject
+	Found       bool
+	Err         string `json:",omitempty"`
+	Fingerprint string `json:",omitempty"`
+}
+
+// readByInjection is what injection read, as it reported it: the digest
+// recorded with a write describes exactly the content written, even if an
+// object changed since.
+func readByInjection(cands []mutate.Candidate) []injectedState {
+	out := make([]injectedState, 0, len(cands))
+	for _, cand := range cands {
+		out = append(out, injectedState{Ref: injectedObject(cand), Found: cand.Found, Err: cand.Err, Fingerprint: cand.Fingerprint})
 	}
-	return obj["spec"]
+	return out
+}
+
+// readNow looks the objects of refs up again in the cache and fingerprints
+// them as injection would (mutate.Fingerprint).
+func (c *Controller) readNow(namespace string, refs []configv1alpha1.InjectedObject) []injectedState {
+	out := make([]injectedState, 0, len(refs))
+	for _, ref := range refs {
+		st := injectedState{Ref: ref}
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			st.Err = err.Error()
+			out = append(out, st)
+			continue
+		}
+		gvk := gv.WithKind(ref.Kind)
+		obj, found, err := c.injection.Get(gvk, namespace, ref.Name)
+		switch {
+		case err != nil:
+			st.Err = err.Error()
+		case found:
+			st.Found = true
+			st.Fingerprint = mutate.Fingerprint(gvk, obj)
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // inputsDigest fingerprints everything the mutations of a variant depend on.
 // Equal digests mean that re-applying the variant to the downstream it last
 // wrote would change nothing, so the controller need not read the package.
-func (c *Controller) inputsDigest(pv *configv1alpha1.PackageVariant, upstreamName string, injected []configv1alpha1.InjectedObject) string {
-	type objectState struct {
-		Ref     configv1alpha1.InjectedObject
-		Found   bool
-		Err     string      `json:",omitempty"`
-		Content interface{} `json:",omitempty"`
-	}
+func inputsDigest(pv *configv1alpha1.PackageVariant, upstreamName string, injected []injectedState) string {
 	in := struct {
 		Variant        string
 		Upstream       string
 		PackageContext *configv1alpha1.PackageContext
 		Pipeline       interface{}
 		Injectors      []configv1alpha1.InjectionSelector
-		Injected       []objectState
+		Injected       []injectedState
 	}{
 		Variant:        pv.Name,
 		Upstream:       upstreamName,
 		PackageContext: pv.Spec.PackageContext,
 		Pipeline:       pv.Spec.Pipeline,
 		Injectors:      pv.Spec.Injectors,
-	}
-	for _, ref := range injected {
-		st := objectState{Ref: ref}
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil {
-			st.Err = err.Error()
-		} else {
-			gvk := gv.WithKind(ref.Kind)
-			obj, found, err := c.injection.Get(gvk, pv.Namespace, ref.Name)
-			switch {
-			case err != nil:
-				st.Err = err.Error()
-			case found:
-				st.Found = true
-				st.Content = injectedContent(gvk, obj)
-			}
-		}
-		in.Injected = append(in.Injected, st)
+		Injected:       injected,
 	}
 	b, err := json.Marshal(in)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
+	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
 func TestResourcesDigest(t *testing.T) {
@@ -49,44 +50,50 @@ func injectionController(t *testing.T, objs ...runtime.Object) *Controller {
 	return c
 }
 
+// digestNow is the digest of a variant's inputs with the injected objects
+// as the cache holds them now (what the up-to-date check computes).
+func digestNow(c *Controller, pv *configv1alpha1.PackageVariant, upstream string, refs []configv1alpha1.InjectedObject) string {
+	return inputsDigest(pv, upstream, c.readNow(pv.Namespace, refs))
+}
+
 func TestInputsDigest(t *testing.T) {
 	cm := configMap("eu-west", map[string]string{"region": "eu-west-1"})
 	c := injectionController(t, cm)
 	base := customised("app", "app")
 	injected := []configv1alpha1.InjectedObject{{APIVersion: "v1", Kind: "ConfigMap", Name: "eu-west"}}
-	d := c.inputsDigest(base, "blueprints.app.v1", injected)
-	if d == "" || d != c.inputsDigest(base.DeepCopy(), "blueprints.app.v1", injected) {
+	d := digestNow(c, base, "blueprints.app.v1", injected)
+	if d == "" || d != digestNow(c, base.DeepCopy(), "blueprints.app.v1", injected) {
 		t.Fatal("digest is empty or not stable")
 	}
 	changes := map[string]func() string{
-		"upstream": func() string { return c.inputsDigest(base, "blueprints.app.v2", injected) },
+		"upstream": func() string { return digestNow(c, base, "blueprints.app.v2", injected) },
 		"package context": func() string {
 			pv := base.DeepCopy()
 			pv.Spec.PackageContext.Data["cluster"] = "eu-2"
-			return c.inputsDigest(pv, "blueprints.app.v1", injected)
+			return digestNow(c, pv, "blueprints.app.v1", injected)
 		},
 		"pipeline": func() string {
 			pv := base.DeepCopy()
 			pv.Spec.Pipeline.Mutators[0].Image = "other"
-			return c.inputsDigest(pv, "blueprints.app.v1", injected)
+			return digestNow(c, pv, "blueprints.app.v1", injected)
 		},
 		"injectors": func() string {
 			pv := base.DeepCopy()
 			pv.Spec.Injectors[0].Name = "us-east"
-			return c.inputsDigest(pv, "blueprints.app.v1", injected)
+			return digestNow(c, pv, "blueprints.app.v1", injected)
 		},
 		"variant name": func() string {
 			pv := base.DeepCopy()
 			pv.Name = "other"
-			return c.inputsDigest(pv, "blueprints.app.v1", injected)
+			return digestNow(c, pv, "blueprints.app.v1", injected)
 		},
 		"injected object missing": func() string {
-			return c.inputsDigest(base, "blueprints.app.v1", []configv1alpha1.InjectedObject{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone"}})
+			return digestNow(c, base, "blueprints.app.v1", []configv1alpha1.InjectedObject{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone"}})
 		},
 		"injected object unreadable": func() string {
-			return c.inputsDigest(base, "blueprints.app.v1", []configv1alpha1.InjectedObject{{APIVersion: "v1/x/y", Kind: "ConfigMap", Name: "eu-west"}})
+			return digestNow(c, base, "blueprints.app.v1", []configv1alpha1.InjectedObject{{APIVersion: "v1/x/y", Kind: "ConfigMap", Name: "eu-west"}})
 		},
-		"nothing injected": func() string { return c.inputsDigest(base, "blueprints.app.v1", nil) },
+		"nothing injected": func() string { return digestNow(c, base, "blueprints.app.v1", nil) },
 	}
 	for name, digest := range changes {
 		if digest() == d {
@@ -96,7 +103,7 @@ func TestInputsDigest(t *testing.T) {
 	// Labels and annotations for new revisions do not touch the package.
 	pv := base.DeepCopy()
 	pv.Spec.Labels = map[string]string{"x": "y"}
-	if c.inputsDigest(pv, "blueprints.app.v1", injected) != d {
+	if digestNow(c, pv, "blueprints.app.v1", injected) != d {
 		t.Error("labels changed the inputs digest")
 	}
 }
@@ -106,12 +113,37 @@ func TestInjectedContentChangesDigest(t *testing.T) {
 	after := injectionController(t, configMap("eu-west", map[string]string{"region": "eu-west-2"}))
 	pv := customised("app", "app")
 	injected := []configv1alpha1.InjectedObject{{APIVersion: "v1", Kind: "ConfigMap", Name: "eu-west"}}
-	if before.inputsDigest(pv, "u", injected) == after.inputsDigest(pv, "u", injected) {
+	if digestNow(before, pv, "u", injected) == digestNow(after, pv, "u", injected) {
 		t.Error("new ConfigMap data left the digest unchanged")
 	}
 	relabelled := configMap("eu-west", map[string]string{"region": "eu-west-1"})
 	relabelled.SetLabels(map[string]string{"touched": "yes"})
-	if before.inputsDigest(pv, "u", injected) != injectionController(t, relabelled).inputsDigest(pv, "u", injected) {
+	if digestNow(before, pv, "u", injected) != digestNow(injectionController(t, relabelled), pv, "u", injected) {
 		t.Error("a label on the ConfigMap changed the digest; only its data is injected")
+	}
+}
+
+// TestDigestOfWhatInjectionRead: the digest recorded with a write is built
+// from what injection reported it read; with nothing changed since, the
+// up-to-date check (which reads the cache again, fingerprinting through the
+// same rule) computes the same digest, and a change made after the
+// injection's read is not taken into the recorded digest.
+func TestDigestOfWhatInjectionRead(t *testing.T) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	cm := configMap("eu-west", map[string]string{"region": "eu-west-1"})
+	c := injectionController(t, cm)
+	pv := customised("app", "app")
+	read := []mutate.Candidate{
+		{GVK: gvk, Name: "eu-west", Found: true, Fingerprint: mutate.Fingerprint(gvk, cm.Object)},
+		{GVK: gvk, Name: "gone"},
+	}
+	refs := injectedObjects(read)
+	recorded := inputsDigest(pv, "u", readByInjection(read))
+	if now := digestNow(c, pv, "u", refs); now != recorded {
+		t.Errorf("the up-to-date check's digest %s differs from the recorded %s with nothing changed", now, recorded)
+	}
+	changed := injectionController(t, configMap("eu-west", map[string]string{"region": "eu-west-2"}))
+	if digestNow(changed, pv, "u", refs) == recorded {
+		t.Error("a change of the injected object after the write left the digest unchanged")
 	}
 }

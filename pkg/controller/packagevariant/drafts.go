@@ -244,13 +244,17 @@ func (c *Controller) objectGetter(namespace string) mutate.ObjectGetter {
 func injectedObjects(cands []mutate.Candidate) []configv1alpha1.InjectedObject {
 	var out []configv1alpha1.InjectedObject
 	for _, cand := range cands {
-		out = append(out, configv1alpha1.InjectedObject{
-			APIVersion: cand.GVK.GroupVersion().String(),
-			Kind:       cand.GVK.Kind,
-			Name:       cand.Name,
-		})
+		out = append(out, injectedObject(cand))
 	}
 	return out
+}
+
+func injectedObject(cand mutate.Candidate) configv1alpha1.InjectedObject {
+	return configv1alpha1.InjectedObject{
+		APIVersion: cand.GVK.GroupVersion().String(),
+		Kind:       cand.GVK.Kind,
+		Name:       cand.Name,
+	}
 }
 
 // mutationError is a problem of the package or the variant that applying
@@ -274,7 +278,7 @@ func (c *Controller) upToDate(pv *configv1alpha1.PackageVariant, pr, upstream *p
 func (c *Controller) inputsUnchanged(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
 	a := pv.Status.Applied
 	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
-		a.InputsDigest != "" && a.InputsDigest == c.inputsDigest(pv, upstream.Name, a.Injected)
+		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(pv.Namespace, a.Injected))
 }
 
 // renderFailed reports whether the variant's last write to a revision
@@ -371,7 +375,7 @@ func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstre
 	pv.Status.Applied = &configv1alpha1.AppliedState{
 		Downstream:      pr.Name,
 		Upstream:        upstream.Name,
-		InputsDigest:    c.inputsDigest(pv, upstream.Name, injected),
+		InputsDigest:    inputsDigest(pv, upstream.Name, readByInjection(cands)),
 		ResourcesDigest: digest,
 		Injected:        injected,
 	}
