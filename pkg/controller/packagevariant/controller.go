@@ -80,10 +80,10 @@ type Controller struct {
 	// last reported, so a Conflict event is sent once per conflict.
 	conflicts sync.Map
 
-	cachesSynced []cache.InformerSynced
+	// loop runs the syncs: the queue, the workers, the caches to wait for.
+	loop *workloop.Loop
 
 	queue    workloop.Queue
-	tracker  *workloop.Tracker
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 
@@ -115,6 +115,8 @@ func New(ctx context.Context, client versioned.Interface,
 		metrics:       m,
 	}
 	c.syncHandler = c.sync
+	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m,
+		Sync: func(ctx context.Context, key cache.ObjectName) error { return c.syncHandler(ctx, key) }}
 	if injection == nil {
 		// Config injection off: every injection point reports it.
 		injection = ondemand.New(ctx, ondemand.Options{})
@@ -170,44 +172,21 @@ func New(ctx context.Context, client versioned.Interface,
 	if err != nil {
 		return nil, fmt.Errorf("watch PackageRevisions: %w", err)
 	}
-	c.cachesSynced = []cache.InformerSynced{pvReg.HasSynced, prReg.HasSynced}
+	c.loop.Synced = []cache.InformerSynced{pvReg.HasSynced, prReg.HasSynced}
 	return c, nil
 }
 
 // HasSynced reports whether the informers feeding this controller have
 // delivered their initial lists.
-func (c *Controller) HasSynced() bool {
-	for _, synced := range c.cachesSynced {
-		if !synced() {
-			return false
-		}
-	}
-	return true
-}
+func (c *Controller) HasSynced() bool { return c.loop.HasSynced() }
 
-// Run waits for the caches, then syncs variants on the given number of
-// workers until ctx is cancelled; syncs in progress are allowed to finish.
+// Run waits for the caches, then syncs on the given number of workers
+// until ctx is cancelled; syncs in progress are allowed to finish.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Waiting for informer caches to sync")
-	if !cache.WaitForNamedCacheSync(ControllerName, ctx.Done(), c.cachesSynced...) {
-		c.queue.ShutDown()
-		return fmt.Errorf("%s: informer caches did not sync before shutdown", ControllerName)
-	}
-	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics, Tracker: c.tracker}
-	loop.Run(ctx, workers)
-	return nil
+	return c.loop.WaitAndRun(ctx, workers)
 }
 
-func (c *Controller) enqueueVariant(obj interface{}) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("enqueue PackageVariant: %w", err))
-		return
-	}
-	c.queue.Add(key)
-}
+func (c *Controller) enqueueVariant(obj interface{}) { c.loop.Enqueue(obj, "PackageVariant") }
 
 // enqueuePeers enqueues the other variants that target the same downstream
 // package: when one appears, goes, starts deleting or moves away, the
@@ -353,7 +332,7 @@ func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {
 }
 
 // SetTracker makes the worker loop report to t; call it before Run.
-func (c *Controller) SetTracker(t *workloop.Tracker) { c.tracker = t }
+func (c *Controller) SetTracker(t *workloop.Tracker) { c.loop.Tracker = t }
 
 // QueueLen is the number of keys waiting to be synced now (not counting
 // delayed ones).

@@ -49,7 +49,7 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}
-	c.cachesSynced = []cache.InformerSynced{alwaysReady}
+	c.loop.Synced = []cache.InformerSynced{alwaysReady}
 	for _, pv := range f.pvs {
 		if err := factory.Config().V1alpha1().PackageVariants().Informer().GetIndexer().Add(pv); err != nil {
 			f.t.Fatal(err)
@@ -209,7 +209,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 	defer cancel()
 	f := newFixture(t)
 	c, factory := f.newController(ctx)
-	c.cachesSynced = nil // wait for the real informers
+	c.loop.Synced = nil // wait for the real informers
 	synced := make(chan cache.ObjectName, 100)
 	c.syncHandler = func(_ context.Context, key cache.ObjectName) error {
 		synced <- key

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -71,13 +70,14 @@ const DefaultReadinessDelay = time.Second
 type Controller struct {
 	client versioned.Interface
 
-	pvsLister   configv1alpha2listers.PackageVariantSetLister
-	pvsIndexer  cache.Indexer
-	pvLister    configv1alpha1listers.PackageVariantLister
-	pvIndexer   cache.Indexer
-	repoLister  configv1alpha1listers.RepositoryLister
-	prIndexer   cache.Indexer
-	cacheSynced []cache.InformerSynced
+	pvsLister  configv1alpha2listers.PackageVariantSetLister
+	pvsIndexer cache.Indexer
+	pvLister   configv1alpha1listers.PackageVariantLister
+	pvIndexer  cache.Indexer
+	repoLister configv1alpha1listers.RepositoryLister
+	prIndexer  cache.Indexer
+	// loop runs the syncs: the queue, the workers, the caches to wait for.
+	loop *workloop.Loop
 
 	// objects serves the kinds objectSelectors name.
 	objects *ondemand.Informers
@@ -97,7 +97,6 @@ type Controller struct {
 	queue workloop.Queue
 	// delayed holds the wake-ups waiting for the readiness delay.
 	delayed  *workloop.Delayed
-	tracker  *workloop.Tracker
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 
@@ -131,6 +130,8 @@ func New(ctx context.Context, client versioned.Interface,
 		metrics:        m,
 	}
 	c.syncHandler = c.sync
+	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m,
+		Sync: func(ctx context.Context, key cache.ObjectName) error { return c.syncHandler(ctx, key) }}
 	c.delayed = workloop.NewDelayed(c.queue)
 
 	if objects == nil {
@@ -189,45 +190,22 @@ func New(ctx context.Context, client versioned.Interface,
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", h.what, err)
 		}
-		c.cacheSynced = append(c.cacheSynced, reg.HasSynced)
+		c.loop.Synced = append(c.loop.Synced, reg.HasSynced)
 	}
 	return c, nil
 }
 
 // HasSynced reports whether the informers feeding this controller have
 // delivered their initial lists.
-func (c *Controller) HasSynced() bool {
-	for _, synced := range c.cacheSynced {
-		if !synced() {
-			return false
-		}
-	}
-	return true
-}
+func (c *Controller) HasSynced() bool { return c.loop.HasSynced() }
 
-// Run waits for the caches, then syncs sets on the given number of workers
+// Run waits for the caches, then syncs on the given number of workers
 // until ctx is cancelled; syncs in progress are allowed to finish.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName)
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Waiting for informer caches to sync")
-	if !cache.WaitForNamedCacheSync(ControllerName, ctx.Done(), c.cacheSynced...) {
-		c.queue.ShutDown()
-		return fmt.Errorf("%s: informer caches did not sync before shutdown", ControllerName)
-	}
-	loop := &workloop.Loop{Name: ControllerName, Queue: c.queue, Sync: c.syncHandler, Metrics: c.metrics, Tracker: c.tracker}
-	loop.Run(ctx, workers)
-	return nil
+	return c.loop.WaitAndRun(ctx, workers)
 }
 
-func (c *Controller) enqueueSet(obj interface{}) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("enqueue PackageVariantSet: %w", err))
-		return
-	}
-	c.queue.Add(key)
-}
+func (c *Controller) enqueueSet(obj interface{}) { c.loop.Enqueue(obj, "PackageVariantSet") }
 
 // ownStatusWrite reports whether an update of a set is the echo of its
 // own last status write. Syncing again for it would compute the same
@@ -466,7 +444,7 @@ func setIndexFunc(obj interface{}) ([]string, error) {
 }
 
 // SetTracker makes the worker loop report to t; call it before Run.
-func (c *Controller) SetTracker(t *workloop.Tracker) { c.tracker = t }
+func (c *Controller) SetTracker(t *workloop.Tracker) { c.loop.Tracker = t }
 
 // QueueLen is the number of keys waiting to be synced now (not counting
 // delayed ones).

@@ -63,7 +63,7 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 // into the informer indexers and the caches reporting synced.
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
 	c, factory := f.newInformerController(ctx)
-	c.cacheSynced = []cache.InformerSynced{alwaysReady}
+	c.loop.Synced = []cache.InformerSynced{alwaysReady}
 	for _, s := range f.sets {
 		if err := factory.Config().V1alpha2().PackageVariantSets().Informer().GetIndexer().Add(s); err != nil {
 			f.t.Fatal(err)
@@ -416,7 +416,7 @@ func TestRunFailsWhenCachesNeverSync(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	f := newFixture(t)
 	c, _ := f.newController(ctx)
-	c.cacheSynced = []cache.InformerSynced{func() bool { return false }}
+	c.loop.Synced = []cache.InformerSynced{func() bool { return false }}
 	cancel()
 	if err := c.Run(ctx, 1); err == nil {
 		t.Fatal("Run returned no error although the caches never synced")

@@ -111,6 +111,45 @@ type Loop struct {
 	Metrics *metrics.Metrics
 	// Tracker, when set, follows the syncs in hand.
 	Tracker *Tracker
+	// Synced are the informer registrations whose caches must have synced
+	// before the first sync (WaitAndRun, HasSynced).
+	Synced []cache.InformerSynced
+}
+
+// HasSynced reports whether every cache in Synced has synced.
+func (l *Loop) HasSynced() bool {
+	for _, synced := range l.Synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitAndRun waits for the caches in Synced, then runs the workers as Run
+// does. If ctx ends first, it shuts the queue down and says so.
+func (l *Loop) WaitAndRun(ctx context.Context, workers int) error {
+	logger := klog.FromContext(ctx).WithValues("controller", l.Name)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForNamedCacheSync(l.Name, ctx.Done(), l.Synced...) {
+		l.Queue.ShutDown()
+		return fmt.Errorf("%s: informer caches did not sync before shutdown", l.Name)
+	}
+	l.Run(ctx, workers)
+	return nil
+}
+
+// Enqueue adds the key of an informer's object (or of the last state of a
+// deleted one) to the queue; what names the kind in the error an object
+// without a key gets.
+func (l *Loop) Enqueue(obj any, what string) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("enqueue %s: %w", what, err))
+		return
+	}
+	l.Queue.Add(key)
 }
 
 // Run starts workers and blocks until ctx is cancelled. Then it stops
