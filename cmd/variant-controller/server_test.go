@@ -12,8 +12,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
-	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
+	"github.com/porch-variants/variant-controller/pkg/metrics"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 func get(t *testing.T, srv *httptest.Server, path string) (int, string) {

@@ -21,17 +21,17 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
-	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
-	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
 	porchinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/porch/v1alpha1"
 	configlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha1"
 	porchlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/metrics"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // ControllerName names the controller in logs, metrics, events and the

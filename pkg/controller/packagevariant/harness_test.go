@@ -27,10 +27,10 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
-	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // The integration tests run the controller as the binary does (shared

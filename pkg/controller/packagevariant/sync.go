@@ -20,7 +20,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
-	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // sync reconciles one PackageVariant. Contract: NotFound -> nil; an invalid

@@ -12,7 +12,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
-	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // target is one downstream a set asks for, before its template is rendered.

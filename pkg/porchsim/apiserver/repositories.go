@@ -12,10 +12,10 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/workloop"
 	configinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
 	configlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // RepositoryMirrorName names the mirror's queue and logs.

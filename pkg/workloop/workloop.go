@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/porch-variants/variant-controller/pkg/controller/metrics"
+	"github.com/porch-variants/variant-controller/pkg/metrics"
 )
 
 // MaxRetries is how many times a key is retried after errors before it is
