@@ -24,15 +24,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
@@ -98,13 +99,18 @@ func TestExamplesDecodeStrictly(t *testing.T) {
 			switch obj := d.obj.(type) {
 			case *configv1alpha1.PackageVariant:
 				checkNamespace(t, obj.ObjectMeta)
-				if errs := packagevariant.Validate(obj); len(errs) > 0 {
-					t.Errorf("PackageVariant %s is invalid:\n%s", obj.Name, strings.Join(errs, "\n"))
+				if errs := validation.ValidatePackageVariant(obj); len(errs) > 0 {
+					t.Errorf("PackageVariant %s is invalid:\n%s", obj.Name, strings.Join(validation.Messages(errs), "\n"))
 				}
 			case *configv1alpha2.PackageVariantSet:
 				checkNamespace(t, obj.ObjectMeta)
-				if errs := packagevariantset.Validate(obj); len(errs) > 0 {
-					t.Errorf("PackageVariantSet %s is invalid:\n%s", obj.Name, strings.Join(errs, "\n"))
+				cel := celtemplate.NewCache(celtemplate.Options{})
+				set := celtemplate.SetKey{UID: obj.UID, Generation: obj.Generation}
+				check := func(fldPath *field.Path, expr string, withRepository bool) error {
+					return cel.Check(set, fldPath.String(), expr, withRepository)
+				}
+				if errs := validation.ValidatePackageVariantSet(obj, check); len(errs) > 0 {
+					t.Errorf("PackageVariantSet %s is invalid:\n%s", obj.Name, strings.Join(validation.Messages(errs), "\n"))
 				}
 			case *configv1alpha1.Repository:
 				checkNamespace(t, obj.ObjectMeta)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/offline"
 )
 
@@ -46,10 +48,15 @@ func specProblems(in *offline.Input) []string {
 		}
 	}
 	for _, pv := range in.Variants {
-		report("PackageVariant", pv.Obj.Namespace, pv.Obj.Name, pv.Source, packagevariant.Validate(pv.Obj))
+		report("PackageVariant", pv.Obj.Namespace, pv.Obj.Name, pv.Source, validation.Messages(validation.ValidatePackageVariant(pv.Obj)))
 	}
+	cel := celtemplate.NewCache(celtemplate.Options{})
 	for _, pvs := range in.Sets {
-		report("PackageVariantSet", pvs.Obj.Namespace, pvs.Obj.Name, pvs.Source, packagevariantset.Validate(pvs.Obj))
+		set := celtemplate.SetKey{UID: pvs.Obj.UID, Generation: pvs.Obj.Generation}
+		check := func(fldPath *field.Path, expr string, withRepository bool) error {
+			return cel.Check(set, fldPath.String(), expr, withRepository)
+		}
+		report("PackageVariantSet", pvs.Obj.Namespace, pvs.Obj.Name, pvs.Source, validation.Messages(validation.ValidatePackageVariantSet(pvs.Obj, check)))
 	}
 	return lines
 }

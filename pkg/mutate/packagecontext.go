@@ -9,6 +9,7 @@ import (
 	apifield "k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 )
 
 // Package context facts from the Porch wire contract.
@@ -21,51 +22,16 @@ const (
 	PackageContextConfigMapName = "kptfile.kpt.dev"
 )
 
-// reservedContextKeys are set by kpt and Porch themselves (the package name
-// and path); a variant that changed them would break every function that
-// relies on them.
-var reservedContextKeys = []string{"name", "package-path"}
-
-// ValidatePackageContext returns the problems of spec.packageContext, each a
-// message with its field path, so the controller can report them all at
-// once (Stalled, ValidationError) instead of failing on the first when it
-// edits the package. The reserved keys name and package-path may appear
-// neither in data nor in removeKeys.
-func ValidatePackageContext(pc *configv1alpha1.PackageContext) []string {
-	if pc == nil {
-		return nil
-	}
-	var errs apifield.ErrorList
-	base := apifield.NewPath("spec", "packageContext")
-	for _, k := range reservedContextKeys {
-		if _, ok := pc.Data[k]; ok {
-			errs = append(errs, apifield.Forbidden(base.Child("data").Key(k), reservedMessage(k)))
-		}
-	}
-	for i, k := range pc.RemoveKeys {
-		if indexOf(reservedContextKeys, k) >= 0 {
-			errs = append(errs, apifield.Forbidden(base.Child("removeKeys").Index(i), reservedMessage(k)))
-		}
-	}
-	var msgs []string
-	for _, e := range errs {
-		msgs = append(msgs, e.Error())
-	}
-	return msgs
-}
-
-func reservedMessage(k string) string {
-	return fmt.Sprintf("must not contain the key %q: it is reserved for kpt and Porch", k)
-}
-
 // applyPackageContext sets spec.packageContext.data in, and removes
 // removeKeys from, the data of the package context ConfigMap.
 func applyPackageContext(p *pkgFiles, pc *configv1alpha1.PackageContext) error {
 	if pc == nil || (len(pc.Data) == 0 && len(pc.RemoveKeys) == 0) {
 		return nil
 	}
-	if problems := ValidatePackageContext(pc); len(problems) > 0 {
-		return fmt.Errorf("invalid package context: %s", strings.Join(problems, "; "))
+	// The controller refuses such a variant before it edits anything; this
+	// keeps a caller that did not from writing the reserved keys.
+	if errs := validation.ValidatePackageContext(pc, apifield.NewPath("spec", "packageContext")); len(errs) > 0 {
+		return fmt.Errorf("invalid package context: %s", strings.Join(validation.Messages(errs), "; "))
 	}
 	cm, err := findPackageContext(p)
 	if err != nil {

@@ -8,37 +8,6 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 )
 
-func TestValidatePackageContext(t *testing.T) {
-	cases := map[string]struct {
-		pc   *configv1alpha1.PackageContext
-		want []string
-	}{
-		"nil": {},
-		"ordinary keys": {
-			pc: &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}, RemoveKeys: []string{"old"}},
-		},
-		"reserved keys in data and removeKeys": {
-			pc: &configv1alpha1.PackageContext{
-				Data:       map[string]string{"package-path": "x", "name": "y", "ok": "z"},
-				RemoveKeys: []string{"ok", "name", "package-path"},
-			},
-			want: []string{
-				`spec.packageContext.data[name]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
-				`spec.packageContext.data[package-path]: Forbidden: must not contain the key "package-path": it is reserved for kpt and Porch`,
-				`spec.packageContext.removeKeys[1]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
-				`spec.packageContext.removeKeys[2]: Forbidden: must not contain the key "package-path": it is reserved for kpt and Porch`,
-			},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ValidatePackageContext(tc.pc)); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestApplyPackageContext(t *testing.T) {
 	cases := map[string]struct {
 		files   map[string]string

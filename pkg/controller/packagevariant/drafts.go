@@ -21,9 +21,6 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
-// workspacePrefix starts the workspace name of every draft a variant makes.
-const workspacePrefix = "packagevariant-"
-
 // errDraftPending means a draft was just created (or already existed) and
 // the informer cache must show it before the variant does anything more.
 var errDraftPending = errors.New("draft created; waiting for it to appear in the cache")
@@ -96,7 +93,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		return nil, &otherDraftOpen{pv: pv, revisions: open}
 	}
 	ds := pv.Spec.Downstream
-	ws := helper.NextWorkspace(workspacePrefix, revs)
+	ws := helper.NextWorkspace(configv1alpha1.DraftWorkspacePrefix, revs)
 	pr := &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            helper.PackageRevisionName(ds.Repo, ds.Package, ws),

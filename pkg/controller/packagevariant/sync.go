@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
@@ -132,9 +133,9 @@ func refusedForGood(err error) (string, bool) {
 // reconcile brings the downstream up to date and records the outcome in
 // pv.Status (pv is the caller's copy).
 func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	if errs := validate(pv); len(errs) > 0 {
+	if errs := validation.ValidatePackageVariant(pv); len(errs) > 0 {
 		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionConflict)
-		setInvalid(pv, strings.Join(errs, "; "), "invalid packagevariant object: fix the problems the Stalled condition lists")
+		setInvalid(pv, strings.Join(validation.Messages(errs), "; "), "invalid packagevariant object: fix the problems the Stalled condition lists")
 		return nil
 	}
 

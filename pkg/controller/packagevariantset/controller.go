@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -394,19 +395,19 @@ func repositoryIndexFunc(obj interface{}) ([]string, error) {
 			keys = append(keys, k)
 		}
 	}
-	for _, t := range pvs.Spec.Targets {
+	for i, t := range pvs.Spec.Targets {
 		for _, r := range t.Repositories {
 			add(r.Name)
 		}
 		if t.RepositorySelector != nil || t.ObjectSelector != nil {
 			add(anyRepository)
 		}
-		if d := t.Template; d != nil && d.Downstream != nil {
-			if d.Downstream.RepoExpr != nil {
+		if tpl := confighelper.WalkTemplate(t.Template, confighelper.TemplatePath(i)); tpl != nil {
+			if tpl.DownstreamRepo.Expr != nil {
 				add(anyRepository)
 			}
-			if d.Downstream.Repo != nil {
-				add(*d.Downstream.Repo)
+			if v := tpl.DownstreamRepo.Value; v != nil {
+				add(*v)
 			}
 		}
 	}

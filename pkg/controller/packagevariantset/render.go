@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -32,11 +33,10 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 		Upstream:   &up,
 		Downstream: &configv1alpha1.Downstream{Repo: t.repoDefault, Package: t.packageDefault},
 	}
-	tpl := t.template
+	tpl := confighelper.WalkTemplate(t.template, confighelper.TemplatePath(t.index))
 	if tpl == nil {
 		return spec, nil
 	}
-	field := fmt.Sprintf("spec.targets[%d].template", t.index)
 	vars := celtemplate.Vars{
 		RepoDefault:    t.repoDefault,
 		PackageDefault: t.packageDefault,
@@ -47,58 +47,40 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 	} else {
 		vars.Target = celtemplate.RepoPackageTarget(t.repoDefault, t.packageDefault)
 	}
-	eval := func(f string, expr string, withRepository bool) (string, error) {
-		return r.cel.Evaluate(r.set, f, expr, withRepository, vars)
+	eval := func(s confighelper.String) (string, error) {
+		return r.cel.Evaluate(r.set, s.ExprPath.String(), *s.Expr, s.WithRepository, vars)
 	}
 
-	if d := tpl.Downstream; d != nil {
-		if d.Repo != nil && *d.Repo != "" {
-			spec.Downstream.Repo = *d.Repo
-		}
-		if d.RepoExpr != nil && *d.RepoExpr != "" {
-			repo, err := eval(field+".downstream.repoExpr", *d.RepoExpr, false)
-			if err != nil {
-				return nil, err
-			}
-			spec.Downstream.Repo = repo
-		}
+	var err error
+	if spec.Downstream.Repo, err = downstream(tpl.DownstreamRepo, spec.Downstream.Repo, eval); err != nil {
+		return nil, err
 	}
 	repo, ok := r.repository(spec.Downstream.Repo)
 	if !ok {
-		return nil, fmt.Errorf("%s: downstream repository %q could not be loaded: there is no Repository of that name in namespace %s", field, spec.Downstream.Repo, r.pvs.Namespace)
+		return nil, fmt.Errorf("%s: downstream repository %q could not be loaded: there is no Repository of that name in namespace %s", tpl.Path, spec.Downstream.Repo, r.pvs.Namespace)
 	}
 	vars.Repository = celtemplate.Object{Name: repo.Name, Namespace: repo.Namespace, Labels: repo.Labels, Annotations: repo.Annotations}
 
-	if d := tpl.Downstream; d != nil {
-		if d.Package != nil && *d.Package != "" {
-			spec.Downstream.Package = *d.Package
-		}
-		if d.PackageExpr != nil && *d.PackageExpr != "" {
-			pkg, err := eval(field+".downstream.packageExpr", *d.PackageExpr, true)
-			if err != nil {
-				return nil, err
-			}
-			spec.Downstream.Package = pkg
-		}
-	}
-	if tpl.AdoptionPolicy != nil {
-		spec.AdoptionPolicy = *tpl.AdoptionPolicy
-	}
-	if tpl.DeletionPolicy != nil {
-		spec.DeletionPolicy = *tpl.DeletionPolicy
-	}
-	if tpl.UpgradePolicy != nil {
-		spec.UpgradePolicy = *tpl.UpgradePolicy
-	}
-	var err error
-	if spec.Labels, err = overlay(field+".labelExprs", tpl.Labels, tpl.LabelExprs, eval); err != nil {
+	if spec.Downstream.Package, err = downstream(tpl.DownstreamPackage, spec.Downstream.Package, eval); err != nil {
 		return nil, err
 	}
-	if spec.Annotations, err = overlay(field+".annotationExprs", tpl.Annotations, tpl.AnnotationExprs, eval); err != nil {
+	if p := tpl.Source.AdoptionPolicy; p != nil {
+		spec.AdoptionPolicy = *p
+	}
+	if p := tpl.Source.DeletionPolicy; p != nil {
+		spec.DeletionPolicy = *p
+	}
+	if p := tpl.Source.UpgradePolicy; p != nil {
+		spec.UpgradePolicy = *p
+	}
+	if spec.Labels, err = overlay(tpl.Labels, eval); err != nil {
+		return nil, err
+	}
+	if spec.Annotations, err = overlay(tpl.Annotations, eval); err != nil {
 		return nil, err
 	}
 	if pc := tpl.PackageContext; pc != nil {
-		data, err := overlay(field+".packageContext.dataExprs", pc.Data, pc.DataExprs, eval)
+		data, err := overlay(pc.Data, eval)
 		if err != nil {
 			return nil, err
 		}
@@ -106,8 +88,8 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 		for _, k := range pc.RemoveKeys {
 			keys[k] = true
 		}
-		for i, e := range pc.RemoveKeyExprs {
-			k, err := eval(fmt.Sprintf("%s.packageContext.removeKeyExprs[%d]", field, i), e, true)
+		for _, e := range pc.RemoveKeyExprs {
+			k, err := eval(e)
 			if err != nil {
 				return nil, err
 			}
@@ -122,40 +104,57 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 			spec.PackageContext = &configv1alpha1.PackageContext{Data: data, RemoveKeys: removeKeys}
 		}
 	}
-	for i, inj := range tpl.Injectors {
-		sel := configv1alpha1.InjectionSelector{Group: inj.Group, Version: inj.Version, Kind: inj.Kind}
-		if inj.Name != nil {
-			sel.Name = *inj.Name
-		}
-		if inj.NameExpr != nil {
-			if sel.Name, err = eval(fmt.Sprintf("%s.injectors[%d].nameExpr", field, i), *inj.NameExpr, true); err != nil {
-				return nil, err
-			}
+	for _, inj := range tpl.Injectors {
+		sel := configv1alpha1.InjectionSelector{Group: inj.Selector.Group, Version: inj.Selector.Version, Kind: inj.Selector.Kind}
+		if sel.Name, err = value(inj.Name, eval); err != nil {
+			return nil, err
 		}
 		spec.Injectors = append(spec.Injectors, sel)
 	}
-	if p := tpl.Pipeline; p != nil {
-		var pipeline kptfilev1.Pipeline
-		if pipeline.Validators, err = renderFunctions(field+".pipeline.validators", p.Validators, eval); err != nil {
-			return nil, err
-		}
-		if pipeline.Mutators, err = renderFunctions(field+".pipeline.mutators", p.Mutators, eval); err != nil {
-			return nil, err
-		}
-		if len(pipeline.Validators) > 0 || len(pipeline.Mutators) > 0 {
-			spec.Pipeline = &pipeline
-		}
+	var pipeline kptfilev1.Pipeline
+	if pipeline.Validators, err = renderFunctions(tpl.Validators, eval); err != nil {
+		return nil, err
+	}
+	if pipeline.Mutators, err = renderFunctions(tpl.Mutators, eval); err != nil {
+		return nil, err
+	}
+	if len(pipeline.Validators) > 0 || len(pipeline.Mutators) > 0 {
+		spec.Pipeline = &pipeline
 	}
 	return spec, nil
 }
 
-type evalFunc func(field, expr string, withRepository bool) (string, error)
+type evalFunc func(s confighelper.String) (string, error)
 
-func renderFunctions(field string, fns []configv1alpha2.FunctionTemplate, eval evalFunc) ([]kptfilev1.Function, error) {
+// value is a string of the spec: its expression's result when it has one,
+// else the value as written ("" when neither is given).
+func value(s confighelper.String, eval evalFunc) (string, error) {
+	if s.Expr != nil {
+		return eval(s)
+	}
+	if s.Value != nil {
+		return *s.Value, nil
+	}
+	return "", nil
+}
+
+// downstream is the downstream repository or package: def unless the
+// template gives a non-empty value or expression.
+func downstream(s confighelper.String, def string, eval evalFunc) (string, error) {
+	if s.Expr != nil && *s.Expr != "" {
+		return eval(s)
+	}
+	if s.Value != nil && *s.Value != "" {
+		return *s.Value, nil
+	}
+	return def, nil
+}
+
+func renderFunctions(fns []confighelper.Function, eval evalFunc) ([]kptfilev1.Function, error) {
 	var out []kptfilev1.Function
-	for i := range fns {
-		f := *fns[i].Function.DeepCopy()
-		cm, err := overlay(fmt.Sprintf("%s[%d].configMapExprs", field, i), f.ConfigMap, fns[i].ConfigMapExprs, eval)
+	for _, fn := range fns {
+		f := *fn.Template.Function.DeepCopy()
+		cm, err := overlay(fn.ConfigMap, eval)
 		if err != nil {
 			return nil, err
 		}
@@ -167,29 +166,19 @@ func renderFunctions(field string, fns []configv1alpha2.FunctionTemplate, eval e
 
 // overlay copies a plain map and sets the entries its expressions compute;
 // nil when the result is empty.
-func overlay(field string, plain map[string]string, exprs []configv1alpha2.MapExpr, eval evalFunc) (map[string]string, error) {
-	out := make(map[string]string, len(plain)+len(exprs))
-	for k, v := range plain {
+func overlay(m confighelper.Map, eval evalFunc) (map[string]string, error) {
+	out := make(map[string]string, len(m.Plain)+len(m.Entries))
+	for k, v := range m.Plain {
 		out[k] = v
 	}
-	for i, me := range exprs {
-		var k, v string
-		var err error
-		if me.Key != nil {
-			k = *me.Key
+	for _, e := range m.Entries {
+		k, err := value(e.Key, eval)
+		if err != nil {
+			return nil, err
 		}
-		if me.KeyExpr != nil {
-			if k, err = eval(fmt.Sprintf("%s[%d].keyExpr", field, i), *me.KeyExpr, true); err != nil {
-				return nil, err
-			}
-		}
-		if me.Value != nil {
-			v = *me.Value
-		}
-		if me.ValueExpr != nil {
-			if v, err = eval(fmt.Sprintf("%s[%d].valueExpr", field, i), *me.ValueExpr, true); err != nil {
-				return nil, err
-			}
+		v, err := value(e.Value, eval)
+		if err != nil {
+			return nil, err
 		}
 		out[k] = v
 	}

@@ -14,6 +14,18 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 )
 
+func validSet() *configv1alpha2.PackageVariantSet {
+	return &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}},
+			}},
+		},
+	}
+}
+
 func testRenderer(tpl *configv1alpha2.PackageVariantTemplate) *renderer {
 	pvs := validSet()
 	pvs.UID = "uid-set"

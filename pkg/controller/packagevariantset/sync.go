@@ -12,11 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
@@ -93,11 +96,11 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	pvs.Status.ReadyVariants = countReady(byName)
 
 	set := celtemplate.SetKey{UID: pvs.UID, Generation: pvs.Generation}
-	check := func(field, expr string, withRepository bool) error {
-		return c.cel.Check(set, field, expr, withRepository)
+	check := func(fldPath *field.Path, expr string, withRepository bool) error {
+		return c.cel.Check(set, fldPath.String(), expr, withRepository)
 	}
-	if errs := validate(pvs, check); len(errs) > 0 {
-		setStalled(pvs, ReasonValidationError, strings.Join(errs, "; "))
+	if errs := validation.ValidatePackageVariantSet(pvs, check); len(errs) > 0 {
+		setStalled(pvs, ReasonValidationError, strings.Join(validation.Messages(errs), "; "))
 		return nil
 	}
 	up := pvs.Spec.Upstream
@@ -122,30 +125,7 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 		repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
 		return repo, err == nil
 	}}
-	type want struct {
-		id   string
-		spec *configv1alpha1.PackageVariantSpec
-	}
-	var wants []want
-	firstTarget := map[string]int{}
-	var problems []string
-	renderFailed := false
-	for _, t := range targets {
-		spec, err := r.render(t)
-		if err != nil {
-			renderFailed = true
-			problems = append(problems, err.Error())
-			continue
-		}
-		id := variantIdentifier(pvs.Name, spec.Downstream.Repo, spec.Downstream.Package)
-		if first, dup := firstTarget[id]; dup {
-			problems = append(problems, fmt.Sprintf("spec.targets[%d] and spec.targets[%d] both render downstream %s/%s; only the first is used: give each a different downstream",
-				first, t.index, spec.Downstream.Repo, spec.Downstream.Package))
-			continue
-		}
-		firstTarget[id] = t.index
-		wants = append(wants, want{id, spec})
-	}
+	wants, problems, renderFailed := desiredVariants(pvs, r, targets)
 	pvs.Status.DesiredVariants = int32(len(wants))
 
 	var writeErrs []error
@@ -248,6 +228,47 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 			readyMessage, pvs.Status.DesiredVariants, pvs.Status.ExistingVariants, pvs.Status.ReadyVariants))
 	}
 	return errors.Join(writeErrs...)
+}
+
+// want is the spec the set renders for one of its variants.
+type want struct {
+	id   string
+	spec *configv1alpha1.PackageVariantSpec
+}
+
+// desiredVariants renders every target into the spec of its variant. A
+// target that cannot be rendered, renders a spec the PackageVariant
+// controller would refuse, or renders the downstream of an earlier target
+// is a problem for the set's condition. renderFailed says that a target
+// has no valid spec: an existing variant may be that target's, so none may
+// be taken for stale.
+func desiredVariants(pvs *configv1alpha2.PackageVariantSet, r *renderer, targets []target) (wants []want, problems []string, renderFailed bool) {
+	firstTarget := map[string]int{}
+	for _, t := range targets {
+		spec, err := r.render(t)
+		if err != nil {
+			renderFailed = true
+			problems = append(problems, err.Error())
+			continue
+		}
+		id := variantIdentifier(pvs.Name, spec.Downstream.Repo, spec.Downstream.Package)
+		// Created, it would only be a Stalled variant; an existing one
+		// keeps the spec it has.
+		if errs := validation.ValidatePackageVariantSpec(spec, field.NewPath("spec")); len(errs) > 0 {
+			renderFailed = true
+			problems = append(problems, fmt.Sprintf("%s renders PackageVariant %s (for downstream %s/%s) with an invalid spec, so it is not created or updated: %s",
+				confighelper.TargetPath(t.index), variantName(id), spec.Downstream.Repo, spec.Downstream.Package, strings.Join(validation.Messages(errs), "; ")))
+			continue
+		}
+		if first, dup := firstTarget[id]; dup {
+			problems = append(problems, fmt.Sprintf("%s and %s both render downstream %s/%s; only the first is used: give each a different downstream",
+				confighelper.TargetPath(first), confighelper.TargetPath(t.index), spec.Downstream.Repo, spec.Downstream.Package))
+			continue
+		}
+		firstTarget[id] = t.index
+		wants = append(wants, want{id, spec})
+	}
+	return wants, problems, renderFailed
 }
 
 // newVariant is a PackageVariant of the set: labelled with the set's UID,

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
@@ -56,13 +57,14 @@ func (c *Controller) expandTargets(pvs *configv1alpha2.PackageVariantSet) ([]tar
 				}
 			}
 		case t.RepositorySelector != nil:
+			path := confighelper.TargetPath(i).Child("repositorySelector")
 			sel, err := metav1.LabelSelectorAsSelector(&t.RepositorySelector.LabelSelector)
 			if err != nil {
-				return nil, &targetError{fmt.Sprintf("spec.targets[%d].repositorySelector: %v", i, err)}
+				return nil, &targetError{fmt.Sprintf("%s: %v", path, err)}
 			}
 			repos, err := c.repoLister.Repositories(pvs.Namespace).List(sel)
 			if err != nil {
-				return nil, fmt.Errorf("spec.targets[%d].repositorySelector: list Repositories: %w", i, err)
+				return nil, fmt.Errorf("%s: list Repositories: %w", path, err)
 			}
 			sortRepositories(repos)
 			for _, r := range repos {
@@ -89,14 +91,14 @@ func (c *Controller) expandTargets(pvs *configv1alpha2.PackageVariantSet) ([]tar
 // selectObjects serves an objectSelector from the on-demand informer of
 // its kind (Repositories from their own informer).
 func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.ObjectSelector) ([]*celtemplate.Object, error) {
-	field := fmt.Sprintf("spec.targets[%d].objectSelector", i)
+	path := confighelper.TargetPath(i).Child("objectSelector")
 	sel, err := metav1.LabelSelectorAsSelector(&s.LabelSelector)
 	if err != nil {
-		return nil, &targetError{fmt.Sprintf("%s: %v", field, err)}
+		return nil, &targetError{fmt.Sprintf("%s: %v", path, err)}
 	}
 	gv, err := schema.ParseGroupVersion(s.APIVersion)
 	if err != nil {
-		return nil, &targetError{fmt.Sprintf("%s.apiVersion %q: %v", field, s.APIVersion, err)}
+		return nil, &targetError{fmt.Sprintf("%s %q: %v", path.Child("apiVersion"), s.APIVersion, err)}
 	}
 	gvk := gv.WithKind(s.Kind)
 	var out []*celtemplate.Object
@@ -104,7 +106,7 @@ func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.Ob
 	if gvk.GroupKind() == configv1alpha1.SchemeGroupVersion.WithKind("Repository").GroupKind() {
 		repos, err := c.repoLister.Repositories(namespace).List(sel)
 		if err != nil {
-			return nil, fmt.Errorf("%s: list Repositories: %w", field, err)
+			return nil, fmt.Errorf("%s: list Repositories: %w", path, err)
 		}
 		sortRepositories(repos)
 		for _, r := range repos {
@@ -117,17 +119,17 @@ func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.Ob
 	items, err := c.objects.List(gvk, namespace, sel)
 	var unusable *ondemand.UnusableKindError
 	if errors.As(err, &unusable) {
-		return nil, &targetError{fmt.Sprintf("%s: %v", field, err)}
+		return nil, &targetError{fmt.Sprintf("%s: %v", path, err)}
 	}
 	var denied *ondemand.AccessError
 	if errors.As(err, &denied) {
 		// Reported on the set (Ready=False, with what to grant) and tried
 		// again as long as it takes, when the refusal expires: a grant then
 		// takes effect even if the kind has no objects to send events.
-		return nil, workloop.RetryAfter(denied.RetryAfter, fmt.Errorf("%s: %w", field, err))
+		return nil, workloop.RetryAfter(denied.RetryAfter, fmt.Errorf("%s: %w", path, err))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", field, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, u := range items {
 		if keep(u.GetName()) {

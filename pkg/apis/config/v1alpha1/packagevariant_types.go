@@ -11,6 +11,13 @@ import (
 // revisions have been deleted or orphaned as its deletion policy says.
 const Finalizer = "config.porch.kpt.dev/packagevariants"
 
+// DraftWorkspacePrefix starts the workspace name of every draft a
+// PackageVariant makes: packagevariant-1, -2, ..., as the reference
+// controller numbers them. Porch names a draft
+// <repo>.<package path with "/" as ".">.<workspace>, so the prefix limits
+// the downstream names a variant can use.
+const DraftWorkspacePrefix = "packagevariant-"
+
 // ReplacingAnnotation marks a draft the controller has proposed on its way
 // to deleting it: the draft was based on an old upstream and nobody had
 // edited it, and a new draft from the upstream the value names replaces it.

@@ -1,4 +1,4 @@
-package packagevariantset
+package validation
 
 import (
 	"errors"
@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -15,16 +17,18 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 )
 
+func ptr[T any](v T) *T { return &v }
+
 // fakeCheck fails every expression containing "bad", naming its field, and
 // records which expressions were checked with the repository variable.
 type fakeCheck struct{ withoutRepository []string }
 
-func (f *fakeCheck) check(field, expr string, withRepository bool) error {
+func (f *fakeCheck) check(fldPath *field.Path, expr string, withRepository bool) error {
 	if !withRepository {
-		f.withoutRepository = append(f.withoutRepository, field)
+		f.withoutRepository = append(f.withoutRepository, fldPath.String())
 	}
 	if strings.Contains(expr, "bad") {
-		return errors.New(field + ": syntax error")
+		return errors.New(fldPath.String() + ": syntax error")
 	}
 	return nil
 }
@@ -41,7 +45,7 @@ func validSet() *configv1alpha2.PackageVariantSet {
 	}
 }
 
-func TestValidate(t *testing.T) {
+func TestValidatePackageVariantSet(t *testing.T) {
 	cases := map[string]struct {
 		change func(*configv1alpha2.PackageVariantSet)
 		want   []string
@@ -146,7 +150,7 @@ func TestValidate(t *testing.T) {
 			s := validSet()
 			tc.change(s)
 			f := &fakeCheck{}
-			if diff := cmp.Diff(tc.want, validate(s, f.check)); diff != "" {
+			if diff := cmp.Diff(tc.want, Messages(ValidatePackageVariantSet(s, f.check))); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
@@ -162,7 +166,7 @@ func TestValidateRepoExprHasNoRepository(t *testing.T) {
 		LabelExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("'k'"), ValueExpr: ptr("repository.name")}},
 	}
 	f := &fakeCheck{}
-	if errs := validate(s, f.check); len(errs) > 0 {
+	if errs := ValidatePackageVariantSet(s, f.check); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if diff := cmp.Diff([]string{"spec.targets[0].template.downstream.repoExpr"}, f.withoutRepository); diff != "" {
@@ -222,9 +226,9 @@ func TestValidateCEL(t *testing.T) {
 			s.Spec.Targets[0].Template = tc.template
 			cache := celtemplate.NewCache(celtemplate.Options{})
 			set := celtemplate.SetKey{UID: s.UID, Generation: s.Generation}
-			got := validate(s, func(field, expr string, withRepository bool) error {
-				return cache.Check(set, field, expr, withRepository)
-			})
+			got := Messages(ValidatePackageVariantSet(s, func(fldPath *field.Path, expr string, withRepository bool) error {
+				return cache.Check(set, fldPath.String(), expr, withRepository)
+			}))
 			// The estimate itself is CEL's to refine.
 			for i := range got {
 				got[i] = estimate.ReplaceAllString(got[i], "estimated cost N")
@@ -237,3 +241,34 @@ func TestValidateCEL(t *testing.T) {
 }
 
 var estimate = regexp.MustCompile(`estimated cost \d+`)
+
+// TestPackageVariantSetErrorFields: each error names the field it is about
+// (in its API spelling, where the reference's message does not) and says
+// how it is wrong; a CEL error is an invalid value of the expression's
+// field.
+func TestPackageVariantSetErrorFields(t *testing.T) {
+	s := validSet()
+	s.Spec.Targets = []configv1alpha2.Target{
+		{ObjectSelector: &configv1alpha2.ObjectSelector{Kind: "Site"}, Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}}},
+		{Template: &configv1alpha2.PackageVariantTemplate{
+			UpgradePolicy: ptr(configv1alpha1.UpgradePolicy("weekly")),
+			Downstream:    &configv1alpha2.DownstreamTemplate{Repo: ptr("r"), RepoExpr: ptr("'r'")},
+			LabelExprs:    []configv1alpha2.MapExpr{{ValueExpr: ptr("bad")}},
+			Pipeline:      &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{}}},
+		}},
+	}
+	f := &fakeCheck{}
+	want := field.ErrorList{
+		{Type: field.ErrorTypeRequired, Field: "spec.targets[0].objectSelector.apiVersion", BadValue: ""},
+		{Type: field.ErrorTypeForbidden, Field: "spec.targets[0]", BadValue: ""},
+		{Type: field.ErrorTypeRequired, Field: "spec.targets[1]", BadValue: ""},
+		{Type: field.ErrorTypeNotSupported, Field: "spec.targets[1].template.upgradePolicy", BadValue: configv1alpha1.UpgradePolicy("weekly")},
+		{Type: field.ErrorTypeForbidden, Field: "spec.targets[1].template.downstream.repoExpr", BadValue: ""},
+		{Type: field.ErrorTypeRequired, Field: "spec.targets[1].template.labelExprs[0].key", BadValue: ""},
+		{Type: field.ErrorTypeInvalid, Field: "spec.targets[1].template.labelExprs[0].valueExpr", BadValue: "bad"},
+		{Type: field.ErrorTypeRequired, Field: "spec.targets[1].template.pipeline.mutators[0].image", BadValue: ""},
+	}
+	if diff := cmp.Diff(want, ValidatePackageVariantSet(s, f.check), cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}

@@ -1,36 +1,46 @@
-package packagevariant
+package validation
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 )
 
-// validVariant passes every check; each case breaks one thing.
-func validVariant() *configv1alpha1.PackageVariant {
-	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
-	pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
-	pv.Spec.DeletionPolicy = configv1alpha1.DeletionPolicyOrphan
-	pv.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
-	pv.Spec.Upstream.Revision = 2
-	pv.Spec.Upstream.WorkspaceName = "v2"
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}, RemoveKeys: []string{"old"}}
-	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Name: "settings"}}
-	pv.Spec.Pipeline = &kptfilev1.Pipeline{
-		Mutators:   []kptfilev1.Function{{Image: "gcr.io/kpt-fn/set-namespace:v0.4.1"}},
-		Validators: []kptfilev1.Function{{Exec: "/bin/check"}},
-	}
-	return pv
+// notDNSSubdomain is what apimachinery says of a name that is not a DNS
+// subdomain.
+func notDNSSubdomain(name string) string {
+	return strings.Join(utilvalidation.IsDNS1123Subdomain(name), "; ")
 }
 
-func TestValidate(t *testing.T) {
+// validVariant passes every check; each case breaks one thing.
+func validVariant() *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pv"},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:       &configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: 2, WorkspaceName: "v2"},
+			Downstream:     &configv1alpha1.Downstream{Repo: "deploy", Package: "app"},
+			AdoptionPolicy: configv1alpha1.AdoptionPolicyAdoptExisting,
+			DeletionPolicy: configv1alpha1.DeletionPolicyOrphan,
+			UpgradePolicy:  configv1alpha1.UpgradePolicyManual,
+			PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}, RemoveKeys: []string{"old"}},
+			Injectors:      []configv1alpha1.InjectionSelector{{Name: "settings"}},
+			Pipeline: &kptfilev1.Pipeline{
+				Mutators:   []kptfilev1.Function{{Image: "gcr.io/kpt-fn/set-namespace:v0.4.1"}},
+				Validators: []kptfilev1.Function{{Exec: "/bin/check"}},
+			},
+		},
+	}
+}
+
+func TestValidatePackageVariant(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		mutate func(pv *configv1alpha1.PackageVariant)
@@ -127,6 +137,40 @@ func TestValidate(t *testing.T) {
 				"spec.pipeline.validators[0]: image or exec is required",
 			},
 		},
+		"RepositoryNameNotAnObjectName": {
+			reason: "Porch cannot find a Repository whose name is not a Kubernetes object name",
+			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Repo = "Deploy_1" },
+			want:   []string{`spec.downstream.repo "Deploy_1" is not a Repository name: ` + notDNSSubdomain("Deploy_1")},
+		},
+		"PackagePathSegments": {
+			reason: "an empty, . or .. segment is not a package path, reported once",
+			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "a//../b" },
+			want:   []string{`spec.downstream.package "a//../b" is not a package path: give a relative path without empty, "." or ".." segments`},
+		},
+		"NestedPackageIsFine": {
+			reason: "a nested package path makes a valid draft name",
+			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "apps/web-1" },
+		},
+		"DraftNameUpperCase": {
+			reason: "Porch names the first draft deploy.App.packagevariant-1, which is not a DNS subdomain",
+			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "App" },
+			want: []string{`spec.downstream: Porch would name the draft "deploy.App.packagevariant-1", which it refuses: ` + notDNSSubdomain("deploy.App.packagevariant-1") +
+				"; use a lower-case package path of letters, digits, '-' and '/' that keeps the name within 253 characters"},
+		},
+		"DraftNameTooLong": {
+			reason: "the draft name counts the repository, the package and the workspace packagevariant-1 against 253 characters",
+			mutate: func(pv *configv1alpha1.PackageVariant) {
+				pv.Spec.Downstream.Package = strings.Repeat("a", 253-len("deploy..packagevariant-1")+1)
+			},
+			want: []string{`spec.downstream: Porch would name the draft "deploy.` + strings.Repeat("a", 253-len("deploy..packagevariant-1")+1) + `.packagevariant-1", which it refuses: ` +
+				"must be no more than 253 characters; use a lower-case package path of letters, digits, '-' and '/' that keeps the name within 253 characters"},
+		},
+		"DraftNameAtTheLimit": {
+			reason: "a draft name of exactly 253 characters is accepted",
+			mutate: func(pv *configv1alpha1.PackageVariant) {
+				pv.Spec.Downstream.Package = strings.Repeat("a", 253-len("deploy..packagevariant-1"))
+			},
+		},
 		"AllProblemsTogether": {
 			reason: "a person sees every problem at once, in a stable order",
 			mutate: func(pv *configv1alpha1.PackageVariant) {
@@ -158,81 +202,77 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pv := validVariant()
 			tc.mutate(pv)
-			if diff := cmp.Diff(tc.want, validate(pv)); diff != "" {
-				t.Errorf("%s: validate() (-want +got):\n%s", tc.reason, diff)
+			if diff := cmp.Diff(tc.want, Messages(ValidatePackageVariant(pv))); diff != "" {
+				t.Errorf("%s: ValidatePackageVariant (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
 }
 
-// TestInvalidVariantStalls checks that every problem reaches the Stalled
-// condition, joined by "; ", and that a stale Conflict condition goes.
-func TestInvalidVariantStalls(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
+// TestPackageVariantErrorFields: besides the message, each error names the
+// field it is about and says how it is wrong, for programs.
+func TestPackageVariantErrorFields(t *testing.T) {
 	pv := validVariant()
-	pv.Generation = 4
-	pv.Spec.Downstream = nil
-	pv.Spec.DeletionPolicy = "y"
-	pv.Status.Conditions = []metav1.Condition{{Type: ConditionConflict, Status: metav1.ConditionTrue, Reason: ReasonConflict}}
-	f := newFixture(t)
-	c, _ := f.newController(ctx)
-	if err := c.reconcile(ctx, pv); err != nil {
-		t.Fatalf("reconcile: %v", err)
+	pv.Spec.Upstream.Repo = ""
+	pv.Spec.Upstream.WorkspaceName = "main"
+	pv.Spec.Downstream.Package = "App"
+	pv.Spec.DeletionPolicy = "keep"
+	pv.Spec.PackageContext.RemoveKeys = []string{"name"}
+	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Name: " "}}
+	pv.Spec.Pipeline.Mutators = []kptfilev1.Function{{Name: "no-image"}}
+	want := field.ErrorList{
+		{Type: field.ErrorTypeRequired, Field: "spec.upstream.repo", BadValue: ""},
+		{Type: field.ErrorTypeInvalid, Field: "spec.upstream.workspaceName", BadValue: "main"},
+		{Type: field.ErrorTypeInvalid, Field: "spec.downstream", BadValue: "deploy.App.packagevariant-1"},
+		{Type: field.ErrorTypeNotSupported, Field: "spec.deletionPolicy", BadValue: configv1alpha1.DeletionPolicy("keep")},
+		{Type: field.ErrorTypeForbidden, Field: "spec.packageContext.removeKeys[0]", BadValue: ""},
+		{Type: field.ErrorTypeRequired, Field: "spec.injectors[0].name", BadValue: ""},
+		{Type: field.ErrorTypeRequired, Field: "spec.pipeline.mutators[0].image", BadValue: ""},
 	}
-	want := []metav1.Condition{
-		{Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonValidationError, ObservedGeneration: 4,
-			Message: `missing required field spec.downstream; spec.deletionPolicy can only be "orphan" or "delete"`},
-		{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonError, ObservedGeneration: 4,
-			Message: "invalid packagevariant object: fix the problems the Stalled condition lists"},
-	}
-	if diff := cmp.Diff(want, pv.Status.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
-		cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
-		t.Errorf("conditions (-want +got):\n%s", diff)
-	}
-	if meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict) != nil {
-		t.Errorf("an invalid variant must not keep a Conflict condition")
-	}
-	if got := writeActions(f.client.Actions()); len(got) != 0 {
-		t.Errorf("an invalid variant must not touch any package; got %d API calls", len(got))
+	if diff := cmp.Diff(want, ValidatePackageVariant(pv), cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
 
-func TestEffectivePolicies(t *testing.T) {
-	type policies struct {
-		Adoption configv1alpha1.AdoptionPolicy
-		Deletion configv1alpha1.DeletionPolicy
-		Manual   bool
+// TestValidatePackageVariantSpecPath: the messages name the fields from
+// the path the spec is found at.
+func TestValidatePackageVariantSpecPath(t *testing.T) {
+	spec := validVariant().Spec
+	spec.Downstream = nil
+	spec.Injectors = []configv1alpha1.InjectionSelector{{}}
+	got := Messages(ValidatePackageVariantSpec(&spec, field.NewPath("variant", "spec")))
+	want := []string{"missing required field variant.spec.downstream", "variant.spec.injectors[0].name must not be empty"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
 	}
+}
+
+func TestValidatePackageContext(t *testing.T) {
 	cases := map[string]struct {
-		reason string
-		spec   configv1alpha1.PackageVariantSpec
-		want   policies
+		pc   *configv1alpha1.PackageContext
+		want []string
 	}{
-		"Defaults": {
-			reason: "empty policies are adoptNone, delete and Automatic",
-			want:   policies{Adoption: configv1alpha1.AdoptionPolicyAdoptNone, Deletion: configv1alpha1.DeletionPolicyDelete},
+		"nil": {},
+		"ordinary keys": {
+			pc: &configv1alpha1.PackageContext{Data: map[string]string{"env": "prod"}, RemoveKeys: []string{"old"}},
 		},
-		"Explicit": {
-			reason: "set policies are used as given",
-			spec: configv1alpha1.PackageVariantSpec{
-				AdoptionPolicy: configv1alpha1.AdoptionPolicyAdoptExisting,
-				DeletionPolicy: configv1alpha1.DeletionPolicyOrphan,
-				UpgradePolicy:  configv1alpha1.UpgradePolicyManual,
+		"reserved keys in data and removeKeys": {
+			pc: &configv1alpha1.PackageContext{
+				Data:       map[string]string{"package-path": "x", "name": "y", "ok": "z"},
+				RemoveKeys: []string{"ok", "name", "package-path"},
 			},
-			want: policies{Adoption: configv1alpha1.AdoptionPolicyAdoptExisting, Deletion: configv1alpha1.DeletionPolicyOrphan, Manual: true},
-		},
-		"ExplicitAutomatic": {
-			reason: "Automatic is not manual",
-			spec:   configv1alpha1.PackageVariantSpec{UpgradePolicy: configv1alpha1.UpgradePolicyAutomatic},
-			want:   policies{Adoption: configv1alpha1.AdoptionPolicyAdoptNone, Deletion: configv1alpha1.DeletionPolicyDelete},
+			want: []string{
+				`spec.packageContext.data[name]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
+				`spec.packageContext.data[package-path]: Forbidden: must not contain the key "package-path": it is reserved for kpt and Porch`,
+				`spec.packageContext.removeKeys[1]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch`,
+				`spec.packageContext.removeKeys[2]: Forbidden: must not contain the key "package-path": it is reserved for kpt and Porch`,
+			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pv := &configv1alpha1.PackageVariant{Spec: tc.spec}
-			got := policies{Adoption: adoptionPolicy(pv), Deletion: deletionPolicy(pv), Manual: manualUpgrades(pv)}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s: effective policies (-want +got):\n%s", tc.reason, diff)
+			if diff := cmp.Diff(tc.want, Messages(ValidatePackageContext(tc.pc, field.NewPath("spec", "packageContext")))); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
 			}
 		})
 	}

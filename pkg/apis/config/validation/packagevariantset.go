@@ -1,0 +1,193 @@
+package validation
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// ExprChecker compiles one CEL expression of a template, found at fldPath,
+// without evaluating it; withRepository says whether the repository
+// variable is declared for it. The error names the field.
+// celtemplate.Cache.Check is the checker of the controller and variantctl.
+type ExprChecker func(fldPath *field.Path, expr string, withRepository bool) error
+
+// ValidatePackageVariantSet returns every problem of a set's spec at once,
+// in the reference controller's words where it has them. check compiles
+// each CEL expression, so that whatever can be known before a target is (a
+// syntax error, an unknown variable or field, a result that is not a
+// string, an estimated cost over the limit, an error whatever the target)
+// is reported with its field path before anything is rendered.
+func ValidatePackageVariantSet(pvs *configv1alpha2.PackageVariantSet, check ExprChecker) field.ErrorList {
+	var errs field.ErrorList
+	upPath := field.NewPath("spec", "upstream")
+	if up := pvs.Spec.Upstream; up == nil {
+		errs = append(errs, field.Required(upPath, upPath.String()+" is a required field"))
+	} else {
+		if path := upPath.Child("package"); up.Package == "" {
+			errs = append(errs, field.Required(path, path.String()+" is a required field"))
+		}
+		if path := upPath.Child("repo"); up.Repo == "" {
+			errs = append(errs, field.Required(path, path.String()+" is a required field"))
+		}
+		if path := upPath.Child("revision"); up.Revision < 0 {
+			errs = append(errs, field.Invalid(path, up.Revision, fmt.Sprintf(
+				"%s %d is invalid: give a published revision number (1 or more), or leave it out to follow the latest published revision", path, up.Revision)))
+		}
+	}
+	if path := field.NewPath("spec", "targets"); len(pvs.Spec.Targets) == 0 {
+		errs = append(errs, field.Required(path, "must specify at least one item in "+path.String()))
+	}
+	for i := range pvs.Spec.Targets {
+		errs = append(errs, validateTarget(&pvs.Spec.Targets[i], confighelper.TargetPath(i), check)...)
+	}
+	return errs
+}
+
+func validateTarget(t *configv1alpha2.Target, fldPath *field.Path, check ExprChecker) field.ErrorList {
+	var errs field.ErrorList
+	count := 0
+	if t.Repositories != nil {
+		count++
+		path := fldPath.Child("repositories")
+		if len(t.Repositories) == 0 {
+			errs = append(errs, field.Required(path, path.String()+" must not be an empty list if specified"))
+		}
+		for j, r := range t.Repositories {
+			if path := path.Index(j).Child("name"); r.Name == "" {
+				errs = append(errs, field.Required(path, path.String()+" cannot be empty"))
+			}
+			errs = append(errs, validatePackageNames(r.PackageNames, path.Index(j).Child("packageNames"))...)
+		}
+	}
+	if s := t.RepositorySelector; s != nil {
+		count++
+		path := fldPath.Child("repositorySelector")
+		errs = append(errs, validateLabelSelector(&s.LabelSelector, path)...)
+		errs = append(errs, validatePackageNames(s.PackageNames, path.Child("packageNames"))...)
+	}
+	if s := t.ObjectSelector; s != nil {
+		count++
+		path := fldPath.Child("objectSelector")
+		// The reference controller's messages spell the field in lower
+		// case here.
+		if s.APIVersion == "" {
+			errs = append(errs, field.Required(path.Child("apiVersion"), fldPath.String()+".objectselector.apiVersion cannot be empty"))
+		}
+		if s.Kind == "" {
+			errs = append(errs, field.Required(path.Child("kind"), fldPath.String()+".objectselector.kind cannot be empty"))
+		}
+		errs = append(errs, validateLabelSelector(&s.LabelSelector, path)...)
+		if path := path.Child("name"); s.Name != nil && *s.Name == "" {
+			errs = append(errs, field.Invalid(path, *s.Name, path.String()+" cannot be empty if specified"))
+		}
+		errs = append(errs, validatePackageNames(s.PackageNames, path.Child("packageNames"))...)
+	}
+	const oneOf = " must specify one of `repositories`, `repositorySelector`, or `objectSelector`"
+	switch {
+	case count == 0:
+		errs = append(errs, field.Required(fldPath, fldPath.String()+oneOf))
+	case count > 1:
+		errs = append(errs, field.Forbidden(fldPath, fldPath.String()+oneOf))
+	}
+	errs = append(errs, validateTemplate(confighelper.WalkTemplate(t.Template, fldPath.Child("template")), check)...)
+	return errs
+}
+
+func validatePackageNames(names []string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for k, pn := range names {
+		if path := fldPath.Index(k); pn == "" {
+			errs = append(errs, field.Required(path, path.String()+" cannot be empty"))
+		}
+	}
+	return errs
+}
+
+func validateLabelSelector(s *metav1.LabelSelector, fldPath *field.Path) field.ErrorList {
+	if _, err := metav1.LabelSelectorAsSelector(s); err != nil {
+		return field.ErrorList{field.Invalid(fldPath, s, fmt.Sprintf("%s is not a valid label selector: %v", fldPath, err))}
+	}
+	return nil
+}
+
+// validateTemplate checks a template taken apart by WalkTemplate (nil when
+// the target has none): its policies, that each string is given once, and
+// that its expressions compile.
+func validateTemplate(t *confighelper.Template, check ExprChecker) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	expr := func(s confighelper.String) {
+		if s.Expr == nil {
+			return
+		}
+		if err := check(s.ExprPath, *s.Expr, s.WithRepository); err != nil {
+			errs = append(errs, field.Invalid(s.ExprPath, *s.Expr, err.Error()))
+		}
+	}
+	// onlyOne refuses a string given both as written and as an expression;
+	// owner is where the message puts the blame, names how it names the two.
+	onlyOne := func(s confighelper.String, owner *field.Path, name string) {
+		if s.Value != nil && s.Expr != nil {
+			errs = append(errs, field.Forbidden(s.ExprPath, fmt.Sprintf("%s may specify only one of `%s` and `%sExpr`", owner, name, name)))
+		}
+	}
+	required := func(s confighelper.String, owner *field.Path, name string) {
+		if s.Value == nil && s.Expr == nil {
+			errs = append(errs, field.Required(s.Path, fmt.Sprintf("%s must specify either `%s` or `%sExpr`", owner, name, name)))
+		}
+	}
+	mapExprs := func(m confighelper.Map) {
+		for _, e := range m.Entries {
+			onlyOne(e.Key, e.Path, "key")
+			onlyOne(e.Value, e.Path, "value")
+			required(e.Key, e.Path, "key")
+			expr(e.Key)
+			expr(e.Value)
+		}
+	}
+
+	tpl := t.Source
+	if p, path := tpl.AdoptionPolicy, t.Path.Child("adoptionPolicy"); p != nil && *p != configv1alpha1.AdoptionPolicyAdoptNone && *p != configv1alpha1.AdoptionPolicyAdoptExisting {
+		errs = append(errs, notSupported(path, *p, fmt.Sprintf("%s can only be %q or %q", path, configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting)))
+	}
+	if p, path := tpl.DeletionPolicy, t.Path.Child("deletionPolicy"); p != nil && *p != configv1alpha1.DeletionPolicyOrphan && *p != configv1alpha1.DeletionPolicyDelete {
+		errs = append(errs, notSupported(path, *p, deletionPolicyMessage(path)))
+	}
+	if p, path := tpl.UpgradePolicy, t.Path.Child("upgradePolicy"); p != nil && *p != configv1alpha1.UpgradePolicyAutomatic && *p != configv1alpha1.UpgradePolicyManual {
+		errs = append(errs, notSupported(path, *p, upgradePolicyMessage(path)))
+	}
+	onlyOne(t.DownstreamRepo, t.Path, "downstream.repo")
+	onlyOne(t.DownstreamPackage, t.Path, "downstream.package")
+	expr(t.DownstreamRepo)
+	expr(t.DownstreamPackage)
+	mapExprs(t.Labels)
+	mapExprs(t.Annotations)
+	if pc := t.PackageContext; pc != nil {
+		mapExprs(pc.Data)
+		for _, s := range pc.RemoveKeyExprs {
+			expr(s)
+		}
+	}
+	for _, inj := range t.Injectors {
+		onlyOne(inj.Name, inj.Path, "name")
+		required(inj.Name, inj.Path, "name")
+		expr(inj.Name)
+	}
+	for _, fns := range [][]confighelper.Function{t.Validators, t.Mutators} {
+		for _, fn := range fns {
+			if path := fn.Path.Child("image"); fn.Template.Image == "" && fn.Template.Exec == "" {
+				errs = append(errs, field.Required(path, path.String()+" must not be empty"))
+			}
+			mapExprs(fn.ConfigMap)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,130 @@
+package packagevariantset
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// variantWrites are the creates, updates and deletes of PackageVariants
+// the actions make, as "<verb> <name>".
+func variantWrites(actions []core.Action) []string {
+	var out []string
+	for _, a := range actions {
+		if a.GetResource().Resource != "packagevariants" {
+			continue
+		}
+		// Matched by verb: an update action is also a CreateAction (both
+		// have GetObject).
+		switch a.GetVerb() {
+		case "create", "update":
+			out = append(out, a.GetVerb()+" "+a.(core.CreateAction).GetObject().(*configv1alpha1.PackageVariant).Name)
+		case "delete":
+			out = append(out, "delete "+a.(core.DeleteAction).GetName())
+		}
+	}
+	return out
+}
+
+// TestSyncValidatesRenderedSpecs: a target whose template renders a spec
+// the PackageVariant controller refuses, though the set's own validation
+// lets it through, makes no variant and changes none (one would only be a
+// Stalled variant); the set's Stalled condition names the target, the
+// variant, the field and why. The other targets are served as when a
+// target cannot be rendered: their variants are made, none is deleted.
+func TestSyncValidatesRenderedSpecs(t *testing.T) {
+	const notKept = "; variants of the other targets are kept up to date, and none is deleted until every target renders"
+	existing := func(name, repo, pkg string, injectors ...configv1alpha1.InjectionSelector) *configv1alpha1.PackageVariant {
+		pv := variantOf("ns", name, "s", "uid-s")
+		pv.Labels = map[string]string{configv1alpha2.SetLabel: "uid-s"}
+		pv.Spec.Downstream = &configv1alpha1.Downstream{Repo: repo, Package: pkg}
+		pv.Spec.Injectors = injectors
+		return pv
+	}
+	cases := map[string]struct {
+		reason   string
+		targets  []string
+		template *configv1alpha2.PackageVariantTemplate
+		existing []*configv1alpha1.PackageVariant
+		want     []string
+		message  string
+	}{
+		"DownstreamPorchRefuses": {
+			reason:   "a packageExpr that renders an upper-case package for one target: Porch would refuse every draft of it",
+			targets:  []string{"edge-1", "edge-2"},
+			template: &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr("repoDefault == 'edge-2' ? 'Web' : 'web'")}},
+			existing: []*configv1alpha1.PackageVariant{existing("s-edge-2-app", "edge-2", "app")},
+			want:     []string{"create s-edge-1-web"},
+			message: fmt.Sprintf("spec.targets[0] renders PackageVariant %s (for downstream edge-2/Web) with an invalid spec, so it is not created or updated: "+
+				`spec.downstream: Porch would name the draft "edge-2.Web.packagevariant-1", which it refuses: %s; `+
+				"use a lower-case package path of letters, digits, '-' and '/' that keeps the name within 253 characters"+notKept,
+				variantName("s-edge-2-Web"), strings.Join(validation.IsDNS1123Subdomain("edge-2.Web.packagevariant-1"), "; ")),
+		},
+		"EmptyInjectorNameAndReservedKey": {
+			reason:  "an injector named \"\" and the reserved package context key name: the existing variant keeps its spec",
+			targets: []string{"edge-1"},
+			template: &configv1alpha2.PackageVariantTemplate{
+				PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"name": "x"}},
+				Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("")}},
+			},
+			existing: []*configv1alpha1.PackageVariant{existing("s-edge-1-app", "edge-1", "app", configv1alpha1.InjectionSelector{Name: "cm"})},
+			message: "spec.targets[0] renders PackageVariant s-edge-1-app (for downstream edge-1/app) with an invalid spec, so it is not created or updated: " +
+				`spec.packageContext.data[name]: Forbidden: must not contain the key "name": it is reserved for kpt and Porch; ` +
+				"spec.injectors[0].name must not be empty" + notKept,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			target := byName(tc.targets...)
+			target.Template = tc.template
+			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
+			s.Generation = 2
+			f.sets = append(f.sets, s)
+			f.objects = append(f.objects, s)
+			for _, r := range tc.targets {
+				f.repos = append(f.repos, repository("ns", r, nil))
+			}
+			for _, pv := range tc.existing {
+				f.variants = append(f.variants, pv)
+				f.objects = append(f.objects, pv)
+			}
+			c, factory := f.newController(ctx)
+			upstream := revision("ns", "blueprints", "app", "v1")
+			upstream.Spec.Revision = 1
+			if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, variantWrites(f.client.Actions())); diff != "" {
+				t.Errorf("%s: PackageVariant writes (-want +got):\n%s", tc.reason, diff)
+			}
+			got, err := f.client.ConfigV1alpha2().PackageVariantSets("ns").Get(ctx, "s", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, ConditionStalled)
+			if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != ReasonValidationError || cond.ObservedGeneration != 2 {
+				t.Fatalf("%s: Stalled condition %+v, want True, %s, generation 2", tc.reason, cond, ReasonValidationError)
+			}
+			if diff := cmp.Diff(tc.message, cond.Message); diff != "" {
+				t.Errorf("%s: Stalled message (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
