@@ -30,9 +30,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/controllers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/scheme"
@@ -53,12 +52,6 @@ func main() {
 	stop()
 	klog.Flush()
 	os.Exit(code)
-}
-
-// controllerRunner is what both controllers offer the manager.
-type controllerRunner interface {
-	Run(ctx context.Context, workers int) error
-	HasSynced() bool
 }
 
 // run is the whole program; it returns the exit code.
@@ -169,9 +162,19 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 		Namespace:    o.namespace,
 		ResyncPeriod: o.resyncPeriod,
 	})
-	controllers, checks, err := buildControllers(ctx, client, factory, objects, recorder, m, enabled)
+	built, err := controllers.Build(ctx, controllers.Dependencies{
+		Client:    client,
+		Informers: controllers.InformersOf(factory),
+		Objects:   objects,
+		Recorder:  recorder,
+		Metrics:   m,
+	}, controllers.Options{Enabled: enabled})
 	if err != nil {
 		return err
+	}
+	var checks []readyCheck
+	for _, b := range built {
+		checks = append(checks, readyCheck{name: b.Name, ready: b.Controller.HasSynced})
 	}
 
 	var watchdog *leaderelection.HealthzAdaptor
@@ -200,11 +203,11 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 
 	runAll := func(ctx context.Context) {
 		var wg sync.WaitGroup
-		for _, c := range controllers {
+		for _, b := range built {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := c.Run(ctx, o.workers); err != nil {
+				if err := b.Controller.Run(ctx, o.workers); err != nil {
 					logger.Error(err, "Controller stopped")
 				}
 			}()
@@ -318,37 +321,4 @@ func waitWithGrace(ctx context.Context, grace time.Duration, fn func(context.Con
 	case <-time.After(grace):
 		return fmt.Errorf("syncs still running %s after shutdown began; exiting anyway", grace)
 	}
-}
-
-// buildControllers creates the enabled controllers and their readiness checks.
-func buildControllers(ctx context.Context, client versioned.Interface, factory informers.SharedInformerFactory,
-	objects *ondemand.Informers, recorder record.EventRecorder, m *metrics.Metrics, enabled []string) ([]controllerRunner, []readyCheck, error) {
-	var controllers []controllerRunner
-	var checks []readyCheck
-	for _, name := range enabled {
-		var c controllerRunner
-		var err error
-		switch name {
-		case packagevariant.ControllerName:
-			c, err = packagevariant.New(ctx, client,
-				factory.Config().V1alpha1().PackageVariants(),
-				factory.Porch().V1alpha1().PackageRevisions(),
-				objects, recorder, m)
-		case packagevariantset.ControllerName:
-			c, err = packagevariantset.New(ctx, client,
-				factory.Config().V1alpha2().PackageVariantSets(),
-				factory.Config().V1alpha1().PackageVariants(),
-				factory.Config().V1alpha1().Repositories(),
-				factory.Porch().V1alpha1().PackageRevisions(),
-				objects, recorder, m)
-		default:
-			return nil, nil, fmt.Errorf("unknown reconciler %q", name)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("create %s controller: %w", name, err)
-		}
-		controllers = append(controllers, c)
-		checks = append(checks, readyCheck{name: name, ready: c.HasSynced})
-	}
-	return controllers, checks, nil
 }

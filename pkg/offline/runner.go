@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/controllers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
@@ -68,8 +69,7 @@ type Runner struct {
 	sim      *porchsim.Sim
 	tracker  *workloop.Tracker
 	progress *progress
-	pv       *packagevariant.Controller
-	set      *packagevariantset.Controller
+	resync   *workloop.Resync
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -102,6 +102,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	r := &Runner{
 		sim:      sim,
 		tracker:  workloop.NewTracker(),
+		resync:   &workloop.Resync{},
 		progress: newProgress(sim),
 		cancel:   cancel,
 		done:     make(chan struct{}),
@@ -124,32 +125,35 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	prInf := revisionInformer{prs, track("packagerevisions", prs)}
 
 	recorder := &eventRecorder{r: r}
-	runs := []func(context.Context, int) error{}
-	if !opts.SetsOnly {
-		r.pv, err = packagevariant.New(ctx, client, pvInf, prInf, objects, recorder, opts.Metrics)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		r.pv.SetTracker(r.tracker)
-		runs = append(runs, r.pv.Run)
+	enabled := controllers.Names
+	if opts.SetsOnly {
+		enabled = []string{packagevariantset.ControllerName}
 	}
-	r.set, err = packagevariantset.New(ctx, client, setInf, pvInf, repoInf, prInf, objects, recorder, opts.Metrics)
+	delay := opts.ReadinessDelay
+	built, err := controllers.Build(ctx, controllers.Dependencies{
+		Client: client,
+		Informers: controllers.Informers{
+			PackageVariants:    pvInf,
+			PackageVariantSets: setInf,
+			Repositories:       repoInf,
+			PackageRevisions:   prInf,
+		},
+		Objects:  objects,
+		Recorder: recorder,
+		Metrics:  opts.Metrics,
+	}, controllers.Options{Enabled: enabled, Tracker: r.tracker, Resync: r.resync, ReadinessDelay: &delay})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	r.set.SetReadinessDelay(opts.ReadinessDelay)
-	r.set.SetTracker(r.tracker)
-	runs = append(runs, r.set.Run)
 
 	factory.Start(ctx.Done())
 	var wg sync.WaitGroup
-	for _, run := range runs {
+	for _, b := range built {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := run(ctx, workers); err != nil {
+			if err := b.Controller.Run(ctx, workers); err != nil {
 				r.mu.Lock()
 				r.runErr = err
 				r.mu.Unlock()
@@ -259,13 +263,7 @@ func (r *Runner) busy() string {
 	return strings.Join(parts, "; ")
 }
 
-func (r *Runner) queued() int {
-	n := r.set.QueueLen() + r.set.PendingWakeUps()
-	if r.pv != nil {
-		n += r.pv.QueueLen()
-	}
-	return n
-}
+func (r *Runner) queued() int { return r.tracker.Queued() }
 
 func (r *Runner) err() error {
 	r.mu.Lock()
@@ -283,11 +281,7 @@ func (r *Runner) Syncs() map[string]int {
 
 // ResyncVariants queues every PackageVariant, as a full informer resync
 // would.
-func (r *Runner) ResyncVariants() {
-	if r.pv != nil {
-		r.pv.EnqueueAll()
-	}
-}
+func (r *Runner) ResyncVariants() { r.resync.Now() }
 
 // Events returns the Events the controllers recorded, in order.
 func (r *Runner) Events() []Event {

@@ -2,6 +2,7 @@ package workloop
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -17,6 +18,8 @@ type Tracker struct {
 	inflight int
 	failing  map[string]map[cache.ObjectName]error // by loop: the last error
 	syncs    map[string]int
+	// backlogs count keys waiting: queued, or held back for later.
+	backlogs []func() int
 }
 
 // NewTracker returns an empty Tracker.
@@ -91,4 +94,49 @@ func (t *Tracker) Failing() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Watch adds a count of keys waiting (a queue's length, wake-ups held for a
+// delay) to Queued. Controllers given a Tracker register their own.
+func (t *Tracker) Watch(backlog func() int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.backlogs = append(t.backlogs, backlog)
+}
+
+// Queued is the number of keys waiting in the watched queues.
+func (t *Tracker) Queued() int {
+	t.mu.Lock()
+	backlogs := slices.Clone(t.backlogs)
+	t.mu.Unlock()
+	n := 0
+	for _, b := range backlogs {
+		n += b()
+	}
+	return n
+}
+
+// Resync queues, on demand, every object the controllers registered with
+// it know of, as a full informer resync would (the benchmark measures what
+// that costs). Controllers given one register at construction.
+type Resync struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// Add registers fn, which queues everything of one controller.
+func (r *Resync) Add(fn func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fns = append(r.fns, fn)
+}
+
+// Now queues everything; the keys are queued when it returns.
+func (r *Resync) Now() {
+	r.mu.Lock()
+	fns := slices.Clone(r.fns)
+	r.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }

@@ -91,6 +91,17 @@ type Controller struct {
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
+// Options are what callers other than the binary give a Controller at
+// construction.
+type Options struct {
+	// Tracker, when set, follows every sync and the queue (pkg/offline
+	// tells from it when the controllers are idle).
+	Tracker *workloop.Tracker
+	// Resync, when set, queues every PackageVariant when its Now is
+	// called (the benchmark's full resync).
+	Resync *workloop.Resync
+}
+
 // New wires a Controller to its informers. injection serves the in-cluster
 // objects config injection reads (nil turns config injection off). Event handlers are registered
 // here, so events queue up from the moment the informers start, whether or
@@ -99,7 +110,7 @@ func New(ctx context.Context, client versioned.Interface,
 	pvInformer configinformers.PackageVariantInformer,
 	prInformer porchinformers.PackageRevisionInformer,
 	injection *ondemand.Informers,
-	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
+	recorder record.EventRecorder, m *metrics.Metrics, opts Options) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:        client,
@@ -115,8 +126,14 @@ func New(ctx context.Context, client versioned.Interface,
 		metrics:       m,
 	}
 	c.syncHandler = c.sync
-	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m,
+	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m, Tracker: opts.Tracker,
 		Sync: func(ctx context.Context, key cache.ObjectName) error { return c.syncHandler(ctx, key) }}
+	if opts.Tracker != nil {
+		opts.Tracker.Watch(c.queue.Len)
+	}
+	if opts.Resync != nil {
+		opts.Resync.Add(c.enqueueAll)
+	}
 	if injection == nil {
 		// Config injection off: every injection point reports it.
 		injection = ondemand.New(ctx, ondemand.Options{})
@@ -331,16 +348,9 @@ func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {
 	return uids, nil
 }
 
-// SetTracker makes the worker loop report to t; call it before Run.
-func (c *Controller) SetTracker(t *workloop.Tracker) { c.loop.Tracker = t }
-
-// QueueLen is the number of keys waiting to be synced now (not counting
-// delayed ones).
-func (c *Controller) QueueLen() int { return c.queue.Len() }
-
-// EnqueueAll queues every PackageVariant in the informer cache, as a full
-// resync would (the benchmark measures what that costs).
-func (c *Controller) EnqueueAll() {
+// enqueueAll queues every PackageVariant in the informer cache, as a full
+// resync would.
+func (c *Controller) enqueueAll() {
 	pvs, err := c.pvLister.List(labels.Everything())
 	if err != nil {
 		return

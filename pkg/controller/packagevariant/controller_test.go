@@ -45,7 +45,7 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	c, err := New(ctx, f.client,
 		factory.Config().V1alpha1().PackageVariants(),
 		factory.Porch().V1alpha1().PackageRevisions(),
-		nil, record.NewFakeRecorder(10), nil)
+		nil, record.NewFakeRecorder(10), nil, Options{})
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}

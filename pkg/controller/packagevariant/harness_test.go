@@ -181,7 +181,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	prInformer := factory.Porch().V1alpha1().PackageRevisions()
 	recorder := record.NewFakeRecorder(1000)
 	c, err := New(ctx, h.client, pvInformer, prInformer,
-		ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper}), recorder, nil)
+		ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper}), recorder, nil, Options{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -105,6 +105,19 @@ type Controller struct {
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
+// Options are what callers other than the binary give a Controller at
+// construction.
+type Options struct {
+	// Tracker, when set, follows every sync, the queue and the wake-ups
+	// held for the readiness delay (pkg/offline tells from it when the
+	// controllers are idle).
+	Tracker *workloop.Tracker
+	// ReadinessDelay is how long a readiness change of a variant waits
+	// before it wakes its set, batched with others; nil means
+	// DefaultReadinessDelay (variantctl uses 0).
+	ReadinessDelay *time.Duration
+}
+
 // New wires a Controller to its informers. objects serves the kinds that
 // objectSelectors name (nil: such targets report that they cannot be read).
 func New(ctx context.Context, client versioned.Interface,
@@ -113,7 +126,7 @@ func New(ctx context.Context, client versioned.Interface,
 	repoInformer configv1alpha1informers.RepositoryInformer,
 	prInformer porchinformers.PackageRevisionInformer,
 	objects *ondemand.Informers,
-	recorder record.EventRecorder, m *metrics.Metrics) (*Controller, error) {
+	recorder record.EventRecorder, m *metrics.Metrics, opts Options) (*Controller, error) {
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:         client,
@@ -131,9 +144,16 @@ func New(ctx context.Context, client versioned.Interface,
 		metrics:        m,
 	}
 	c.syncHandler = c.sync
-	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m,
+	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m, Tracker: opts.Tracker,
 		Sync: func(ctx context.Context, key cache.ObjectName) error { return c.syncHandler(ctx, key) }}
 	c.delayed = workloop.NewDelayed(c.queue)
+	if opts.ReadinessDelay != nil {
+		c.readinessDelay = *opts.ReadinessDelay
+	}
+	if opts.Tracker != nil {
+		opts.Tracker.Watch(c.queue.Len)
+		opts.Tracker.Watch(c.delayed.Pending)
+	}
 
 	if objects == nil {
 		objects = ondemand.New(ctx, ondemand.Options{})
@@ -443,19 +463,3 @@ func setIndexFunc(obj interface{}) ([]string, error) {
 	}
 	return []string{pv.Namespace + "/" + uid}, nil
 }
-
-// SetTracker makes the worker loop report to t; call it before Run.
-func (c *Controller) SetTracker(t *workloop.Tracker) { c.loop.Tracker = t }
-
-// QueueLen is the number of keys waiting to be synced now (not counting
-// delayed ones).
-func (c *Controller) QueueLen() int { return c.queue.Len() }
-
-// PendingWakeUps is the number of sets a readiness change of a variant
-// will queue once the readiness delay has passed.
-func (c *Controller) PendingWakeUps() int { return c.delayed.Pending() }
-
-// SetReadinessDelay sets how long a readiness change of a variant waits
-// before it wakes its set, batched with others (default one second; the
-// offline tool uses 0). Call it before the informers start.
-func (c *Controller) SetReadinessDelay(d time.Duration) { c.readinessDelay = d }

@@ -52,7 +52,7 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 		factory.Config().V1alpha1().PackageVariants(),
 		factory.Config().V1alpha1().Repositories(),
 		factory.Porch().V1alpha1().PackageRevisions(),
-		nil, record.NewFakeRecorder(10), nil)
+		nil, record.NewFakeRecorder(10), nil, Options{})
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}

@@ -114,13 +114,13 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(h.client), 0)
 	recorder := record.NewFakeRecorder(100000)
 	pvc, err := packagevariant.New(ctx, h.client, factory.Config().V1alpha1().PackageVariants(),
-		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil)
+		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil, packagevariant.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	setc, err := New(ctx, h.client, factory.Config().V1alpha2().PackageVariantSets(),
 		factory.Config().V1alpha1().PackageVariants(), factory.Config().V1alpha1().Repositories(),
-		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil)
+		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
