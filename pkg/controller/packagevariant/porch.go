@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -170,6 +171,21 @@ func refusedWrite(err error) bool {
 	}
 	code := st.Status().Code
 	return code >= 400 && code < 500
+}
+
+// outcomeUnknown reports whether a failed write may still have been made:
+// the answer was lost (a transport error, a timeout) or the server failed
+// after it started (5xx). A 4xx means the write was refused.
+func outcomeUnknown(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return true
+	}
+	code := st.Status().Code
+	return code >= http.StatusInternalServerError || code == http.StatusRequestTimeout
 }
 
 // getResources reads a revision's files live (PackageRevisionResources are

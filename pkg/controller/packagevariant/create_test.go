@@ -7,108 +7,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
-
-func TestOwnerReference(t *testing.T) {
-	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
-	isController := true
-	want := metav1.OwnerReference{
-		APIVersion: "config.porch.kpt.dev/v1alpha1",
-		Kind:       "PackageVariant",
-		Name:       "pv",
-		UID:        "uid-1",
-		Controller: &isController,
-	}
-	got := ownerReference(pv)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ownerReference (-want +got):\n%s", diff)
-	}
-	if !isPackageVariantRef(&got) {
-		t.Errorf("the owner reference of a variant must be recognised as one by the event handlers and indexes")
-	}
-}
-
-func TestWithoutOwner(t *testing.T) {
-	ref := func(uid types.UID) metav1.OwnerReference {
-		return metav1.OwnerReference{APIVersion: "v1", Kind: "X", Name: string(uid), UID: uid}
-	}
-	cases := map[string]struct {
-		reason string
-		refs   []metav1.OwnerReference
-		uid    types.UID
-		want   []metav1.OwnerReference
-	}{
-		"RemovesOnlyThatUID": {
-			reason: "the other owners are kept, in order",
-			refs:   []metav1.OwnerReference{ref("a"), ref("b"), ref("c")},
-			uid:    "b",
-			want:   []metav1.OwnerReference{ref("a"), ref("c")},
-		},
-		"RemovesDuplicates": {
-			reason: "every reference with the UID goes",
-			refs:   []metav1.OwnerReference{ref("b"), ref("a"), ref("b")},
-			uid:    "b",
-			want:   []metav1.OwnerReference{ref("a")},
-		},
-		"NotThere": {
-			reason: "references without the UID are kept as they are",
-			refs:   []metav1.OwnerReference{ref("a")},
-			uid:    "b",
-			want:   []metav1.OwnerReference{ref("a")},
-		},
-		"OnlyOwner": {
-			reason: "removing the only owner leaves none (nil, so the field is omitted)",
-			refs:   []metav1.OwnerReference{ref("b")},
-			uid:    "b",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			before := append([]metav1.OwnerReference{}, tc.refs...)
-			if diff := cmp.Diff(tc.want, withoutOwner(tc.refs, tc.uid)); diff != "" {
-				t.Errorf("%s: withoutOwner (-want +got):\n%s", tc.reason, diff)
-			}
-			if diff := cmp.Diff(before, tc.refs); diff != "" {
-				t.Errorf("withoutOwner changed its input (-before +after):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestOwnerHelpers(t *testing.T) {
-	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
-	owned := revision("ns", "deploy", "app", "packagevariant-1", pv)
-	notOwned := revision("ns", "deploy", "app", "packagevariant-2", nil)
-	coOwned := revision("ns", "deploy", "app", "packagevariant-3", nil)
-	coOwned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "pv", UID: "uid-1"}}
-
-	type result struct {
-		Controller types.UID
-		HasOwner   bool
-	}
-	cases := map[string]struct {
-		reason string
-		pr     *porchv1alpha1.PackageRevision
-		want   result
-	}{
-		"Controlled":    {reason: "the controller's UID is reported", pr: owned, want: result{Controller: "uid-1", HasOwner: true}},
-		"NoOwner":       {reason: "no controller, no owner", pr: notOwned},
-		"NotController": {reason: "an owner that is not the controller is an owner but not the controller", pr: coOwned, want: result{HasOwner: true}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := result{Controller: controllerUID(tc.pr), HasOwner: hasOwner(tc.pr, pv.UID)}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
 
 func TestCreateDraft(t *testing.T) {
 	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "team/app"})

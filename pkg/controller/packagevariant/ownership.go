@@ -6,50 +6,50 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 )
 
-// adopt takes over the revisions of the downstream package that nobody
-// controls, when spec.adoptionPolicy is adoptExisting. A revision with
-// another controller owner is never adopted: a second controller reference
-// would make two owners fight over it.
-func (c *Controller) adopt(ctx context.Context, st *state) error {
-	pv := st.pv
-	if adoptionPolicy(pv) != configv1alpha1.AdoptionPolicyAdoptExisting {
-		return nil
+func ownerReference(pv *configv1alpha1.PackageVariant) metav1.OwnerReference {
+	isController := true
+	return metav1.OwnerReference{
+		APIVersion: configv1alpha1.SchemeGroupVersion.String(),
+		Kind:       "PackageVariant",
+		Name:       pv.Name,
+		UID:        pv.UID,
+		Controller: &isController,
 	}
-	for i, pr := range st.dsRevs {
-		if helper.IsPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
-			continue
-		}
-		upd := pr.DeepCopy()
-		upd.OwnerReferences = append(withoutOwner(upd.OwnerReferences, pv.UID), ownerReference(pv))
-		if len(pv.Spec.Labels) > 0 && upd.Labels == nil {
-			upd.Labels = map[string]string{}
-		}
-		for k, v := range pv.Spec.Labels {
-			upd.Labels[k] = v
-		}
-		if len(pv.Spec.Annotations) > 0 && upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		for k, v := range pv.Spec.Annotations {
-			upd.Annotations[k] = v
-		}
-		adopted, err := c.porch.update(ctx, upd)
-		if err != nil {
-			return fmt.Errorf("adopt %s: %w", pr.Name, err)
-		}
-		klog.FromContext(ctx).Info("Adopted downstream revision", "packageRevision", klog.KObj(pr))
-		c.recorder.Eventf(pv, corev1.EventTypeNormal, "Adopted", "Adopted %s %s (adoptionPolicy adoptExisting)", pr.Spec.Lifecycle, pr.Name)
-		st.dsRevs[i] = adopted
+}
+
+// controllerUID returns the UID of the controller owner of a revision, or "".
+func controllerUID(pr *porchv1alpha1.PackageRevision) types.UID {
+	if ref := metav1.GetControllerOf(pr); ref != nil {
+		return ref.UID
 	}
-	return nil
+	return ""
+}
+
+func hasOwner(pr *porchv1alpha1.PackageRevision, uid types.UID) bool {
+	for _, ref := range pr.OwnerReferences {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range refs {
+		if ref.UID != uid {
+			out = append(out, ref)
+		}
+	}
+	return out
 }
 
 // repairLostMetadata gives the variant's own revisions back the metadata
@@ -114,45 +114,40 @@ func mergeMissing(m, add map[string]string) map[string]string {
 	return m
 }
 
-// downstreamWinner decides which of the variants targeting the same
-// downstream package manages it: the one that already controls a revision
-// of the package, else the oldest (then by name). The others report a
-// conflict and write nothing, so two variants never fight over a package.
-func (c *Controller) downstreamWinner(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
-	ds := pv.Spec.Downstream
-	objs, err := c.pvIndexer.ByIndex(ByDownstreamIndex, prindex.PackageKey(pv.Namespace, ds.Repo, ds.Package))
-	if err != nil || len(objs) <= 1 {
-		return pv
+// adopt takes over the revisions of the downstream package that nobody
+// controls, when spec.adoptionPolicy is adoptExisting. A revision with
+// another controller owner is never adopted: a second controller reference
+// would make two owners fight over it.
+func (c *Controller) adopt(ctx context.Context, st *state) error {
+	pv := st.pv
+	if adoptionPolicy(pv) != configv1alpha1.AdoptionPolicyAdoptExisting {
+		return nil
 	}
-	candidates := map[string]*configv1alpha1.PackageVariant{}
-	var oldest *configv1alpha1.PackageVariant
-	for _, o := range objs {
-		other, ok := o.(*configv1alpha1.PackageVariant)
-		if !ok {
+	for i, pr := range st.dsRevs {
+		if helper.IsPlaceholder(pr) || metav1.GetControllerOf(pr) != nil {
 			continue
 		}
-		if other.UID == pv.UID {
-			other = pv
-		} else if other.DeletionTimestamp != nil {
-			// A variant being deleted gives its downstream up.
-			continue
+		upd := pr.DeepCopy()
+		upd.OwnerReferences = append(withoutOwner(upd.OwnerReferences, pv.UID), ownerReference(pv))
+		if len(pv.Spec.Labels) > 0 && upd.Labels == nil {
+			upd.Labels = map[string]string{}
 		}
-		candidates[string(other.UID)] = other
-		if oldest == nil || olderThan(other, oldest) {
-			oldest = other
+		for k, v := range pv.Spec.Labels {
+			upd.Labels[k] = v
 		}
-	}
-	for _, pr := range c.packageRevisions(pv.Namespace, ds.Repo, ds.Package) {
-		if owner, ok := candidates[string(controllerUID(pr))]; ok {
-			return owner
+		if len(pv.Spec.Annotations) > 0 && upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
 		}
+		for k, v := range pv.Spec.Annotations {
+			upd.Annotations[k] = v
+		}
+		adopted, err := c.porch.update(ctx, upd)
+		if err != nil {
+			return fmt.Errorf("adopt %s: %w", pr.Name, err)
+		}
+		klog.FromContext(ctx).Info("Adopted downstream revision", "packageRevision", klog.KObj(pr))
+		c.recorder.Eventf(pv, corev1.EventTypeNormal, "Adopted", "Adopted %s %s (adoptionPolicy adoptExisting)", pr.Spec.Lifecycle, pr.Name)
+		st.dsRevs[i] = adopted
 	}
-	return oldest
-}
-
-func olderThan(a, b *configv1alpha1.PackageVariant) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
+	return nil
 }

@@ -1,0 +1,212 @@
+package packagevariant
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/mutate"
+)
+
+// upToDate reports whether the variant's last write went to pr, rendered,
+// and nothing it depends on has changed since: then nothing needs reading or
+// writing.
+func (c *Controller) upToDate(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	return c.inputsUnchanged(pv, pr, upstream) && !renderFailed(pv, pr.Name)
+}
+
+// inputsUnchanged reports whether the variant's last write went to pr and
+// nothing it was made from (the upstream, the variant's spec, the injected
+// objects) has changed since.
+func (c *Controller) inputsUnchanged(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	a := pv.Status.Applied
+	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
+		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(pv.Namespace, a.Injected))
+}
+
+// renderFailed reports whether the variant's last write to a revision
+// failed to render (status.downstreamTargets says so): the write is made
+// again, so that Porch renders again, even if the files need no change.
+func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
+	for _, t := range pv.Status.DownstreamTargets {
+		if t.Name == name {
+			return t.RenderStatus.Err != ""
+		}
+	}
+	return false
+}
+
+// applyTo reads a revision's files, applies the variant's mutations and,
+// when write is true and something changed (or the last render of the
+// revision failed), stores them: Porch renders the pipeline and returns the
+// outcome, recorded in rendered. It records what it wrote in
+// pv.Status.Applied. It returns whether the files needed a change. A
+// pipeline that fails to render is a *renderError.
+func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, write bool, rendered map[string]porchv1alpha1.RenderStatus) (bool, error) {
+	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(pv, pr, upstream) {
+		// Only a retry of the failed render is left to do: on its
+		// backoff, not at every event.
+		if d := c.renderRetries.wait(pv.UID, pr.Name); d > 0 {
+			return false, &renderPending{draft: pr.Name, after: d}
+		}
+	}
+	prr, err := c.porch.getResources(ctx, pr)
+	if err != nil {
+		return false, err
+	}
+	if prr.Spec.Resources == nil {
+		return false, &mutationError{fmt.Errorf("package revision %s has no resources", pr.Name)}
+	}
+	// Whether a person changed the files since the variant last wrote
+	// them: once edited, a draft stays a person's, whatever the variant
+	// writes into it later.
+	edited := editedSince(pv.Status.Applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
+	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(pv.Namespace))
+	if err != nil {
+		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
+	}
+	if !write {
+		if res.Changed {
+			return true, nil
+		}
+	} else if res.Changed || renderFailed(pv, pr.Name) {
+		prr = prr.DeepCopy()
+		prr.Spec.Resources = res.Files
+		updated, err := c.porch.updateResources(ctx, pr, prr)
+		if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
+			updated, err = c.readBack(ctx, pr, prr.ResourceVersion, err)
+		}
+		if rerr, ok := isRenderError(err); ok {
+			var kept map[string]string
+			if rerr.stored {
+				// Porch kept the files: remember them as the controller's
+				// own, so the draft is not taken for a person's edit later,
+				// and read what each function said from its Kptfile.
+				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
+					kept = prr.Spec.Resources
+					c.recordApplied(pv, pr, upstream, res.Candidates, kept, edited)
+					rerr.functions, _ = failedSteps(kept)
+				}
+			}
+			rendered[pr.Name] = failedRender(rerr, kept)
+			return true, err
+		}
+		if err != nil {
+			return true, fmt.Errorf("update resources of %s: %w", pr.Name, err)
+		}
+		prr = updated
+		rendered[pr.Name] = updated.Status.RenderStatus
+		c.renderRetries.forget(pv.UID)
+		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
+	}
+	c.recordApplied(pv, pr, upstream, res.Candidates, prr.Spec.Resources, edited)
+	return res.Changed, nil
+}
+
+// mutationInput is what the variant asks of its downstream package.
+func mutationInput(pv *configv1alpha1.PackageVariant) mutate.Input {
+	return mutate.Input{
+		VariantName:    pv.Name,
+		PackageContext: pv.Spec.PackageContext,
+		Pipeline:       pv.Spec.Pipeline,
+		Injectors:      pv.Spec.Injectors,
+	}
+}
+
+func (c *Controller) objectGetter(namespace string) mutate.ObjectGetter {
+	return func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
+		return c.injection.Get(gvk, namespace, name)
+	}
+}
+
+// mutationError is a problem of the package or the variant that applying
+// the mutations revealed (a missing package context, a bad injection
+// point); retrying does not help, a change does.
+type mutationError struct{ err error }
+
+func (e *mutationError) Error() string { return e.err.Error() }
+func (e *mutationError) Unwrap() error { return e.err }
+
+// readBack learns the outcome of a resources update whose answer was lost
+// (writeErr): the files are read again, and a new resourceVersion means the
+// write was made. Otherwise, or when the read fails too, writeErr stands.
+func (c *Controller) readBack(ctx context.Context, pr *porchv1alpha1.PackageRevision, before string, writeErr error) (*porchv1alpha1.PackageRevisionResources, error) {
+	live, err := c.porch.getResources(ctx, pr)
+	if err != nil || live.ResourceVersion == before {
+		return nil, writeErr
+	}
+	klog.FromContext(ctx).V(2).Info("A resources update whose answer was lost was made", "packageRevision", klog.KObj(pr), "err", writeErr)
+	return live, nil
+}
+
+// recordApplied remembers in the variant's status what its downstream pr
+// holds now (files) and what that was made from, so that the next sync
+// knows without reading the package whether anything needs doing, and
+// whether a person edited the draft since. The files of a draft a person
+// edited are not recorded: an empty digest matches no files, so the draft
+// is never taken for the controller's own again.
+func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string, edited bool) {
+	injected := injectedObjects(cands)
+	digest := resourcesDigest(files)
+	if edited {
+		digest = ""
+	}
+	pv.Status.Applied = &configv1alpha1.AppliedState{
+		Downstream:      pr.Name,
+		Upstream:        upstream.Name,
+		InputsDigest:    inputsDigest(pv, upstream.Name, readByInjection(cands)),
+		ResourcesDigest: digest,
+		Injected:        injected,
+	}
+}
+
+func injectedObjects(cands []mutate.Candidate) []configv1alpha1.InjectedObject {
+	var out []configv1alpha1.InjectedObject
+	for _, cand := range cands {
+		out = append(out, injectedObject(cand))
+	}
+	return out
+}
+
+func injectedObject(cand mutate.Candidate) configv1alpha1.InjectedObject {
+	return configv1alpha1.InjectedObject{
+		APIVersion: cand.GVK.GroupVersion().String(),
+		Kind:       cand.GVK.Kind,
+		Name:       cand.Name,
+	}
+}
+
+// createdMark starts the status.applied.resourcesDigest of a draft the
+// variant created and has not written into yet; the resourceVersion Porch
+// gave the new draft follows it.
+const createdMark = "created@"
+
+// recordCreated remembers in the variant's status the draft it just
+// created, as Porch made it: until the variant writes into it, any other
+// resourceVersion is a person's change. The variant writes into a new
+// draft in the same sync, but when that fails the next try may come after
+// a person's edit, which must not be taken for the clone.
+func recordCreated(pv *configv1alpha1.PackageVariant, created *porchv1alpha1.PackageRevision) {
+	pv.Status.Applied = &configv1alpha1.AppliedState{Downstream: created.Name, ResourcesDigest: createdMark + created.ResourceVersion}
+}
+
+// editedSince reports whether draft name, whose files are files at
+// resourceVersion rv, is not as the variant recorded it (a, its
+// status.applied): a person changed it. A draft the variant has no record
+// of (adopted, or its record was lost with a status write and a restart)
+// counts as edited: taking a person's edit for the variant's own would
+// let a later upgrade delete it.
+func editedSince(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) bool {
+	if a == nil || a.Downstream != name {
+		return true
+	}
+	if created, ok := strings.CutPrefix(a.ResourcesDigest, createdMark); ok {
+		return created != rv
+	}
+	return a.ResourcesDigest != resourcesDigest(files)
+}

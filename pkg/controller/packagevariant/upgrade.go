@@ -1,0 +1,286 @@
+package packagevariant
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// needsUpgrade reports whether a downstream revision is based on another
+// upstream revision than the one selected. A revision whose lock does not
+// say (adopted, made by init) is taken as up to date, as the reference does.
+func needsUpgrade(pr, upstream *porchv1alpha1.PackageRevision) bool {
+	if helper.LockedToDraft(pr) {
+		return true
+	}
+	rev, ok := helper.LockedUpstreamRevision(pr)
+	return ok && rev != upstream.Spec.Revision
+}
+
+// holdUpgrade applies spec.upgradePolicy: Manual while the variant follows
+// the latest upstream revision. It reports UpgradeAvailable and returns the
+// upstream revision the downstream stays on; nil when there is nothing to
+// hold (an explicit revision or workspace is itself the manual decision).
+func (c *Controller) holdUpgrade(st *state, current *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	pv := st.pv
+	floating := pv.Spec.Upstream.Revision == 0 && pv.Spec.Upstream.WorkspaceName == ""
+	if !manualUpgrades(pv) || !floating || current == nil || !needsUpgrade(current, st.upstream) {
+		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
+		return nil
+	}
+	rev, ok := helper.LockedUpstreamRevision(current)
+	if !ok {
+		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
+		return nil
+	}
+	setCondition(pv, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision,
+		fmt.Sprintf("upstream %s revision %d (%s) is available; %s is based on revision %d. spec.upgradePolicy is Manual: set spec.upstream.revision to %d (or the policy to Automatic) to get an upgrade draft",
+			describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), st.upstream.Spec.Revision, st.upstream.Name, current.Name, rev, st.upstream.Spec.Revision))
+	return helper.PublishedRevision(st.upRevs, rev)
+}
+
+// createUpgrade makes an upgrade draft of a published downstream revision
+// to the selected upstream (three-way resource-merge in Porch), then
+// applies the variant to it.
+func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv1alpha1.PackageRevision) error {
+	pv := st.pv
+	oldRev, ok := helper.LockedUpstreamRevision(local)
+	var oldUpstream *porchv1alpha1.PackageRevision
+	if ok {
+		oldUpstream = helper.PublishedRevision(st.upRevs, oldRev)
+	}
+	if oldUpstream == nil {
+		setNotReady(pv, ReasonError, fmt.Sprintf("cannot upgrade %s to %s: the upstream revision it is based on (%s) is not a published revision of %s any more, so Porch cannot merge; make the change by hand",
+			local.Name, st.upstream.Name, lockRef(local), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)))
+		return nil
+	}
+	draft, err := c.createDraft(ctx, pv, st.dsRevs, upgradeTask(oldUpstream, st.upstream, local),
+		fmt.Sprintf("upgrade of %s from upstream revision %d to %d", local.Name, oldUpstream.Spec.Revision, st.upstream.Spec.Revision))
+	if err != nil {
+		return err
+	}
+	st.created = draft
+	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
+		return err
+	}
+	setReady(pv, readyMessage)
+	return nil
+}
+
+func lockRef(pr *porchv1alpha1.PackageRevision) string {
+	if l := pr.Status.UpstreamLock; l != nil && l.Git != nil {
+		return l.Git.Ref
+	}
+	return "unknown"
+}
+
+// replaceDraft deletes a stale draft the controller made and nobody edited,
+// and makes a fresh one from the new upstream: an upgrade of the latest
+// published revision, or a clone when nothing was published yet.
+//
+// "Nobody edited it" is checked live (uneditedLive), and the draft is
+// proposed at the resourceVersion checked before it is deleted (see
+// porchWriter.retire): Porch ignores delete preconditions, so a plain
+// check-then-delete would lose an edit saved in between.
+func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) (bool, error) {
+	pv := st.pv
+	a := pv.Status.Applied
+	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
+		return false, nil
+	}
+	deleted, err := c.porch.retire(ctx, d, st.upstream.Name,
+		func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, d) }, st.proposedToReplace)
+	if err != nil {
+		return false, fmt.Errorf("replace stale draft %s: %w", d.Name, err)
+	}
+	if !deleted {
+		return false, nil
+	}
+	c.replaced(ctx, st, d)
+	var remaining []*porchv1alpha1.PackageRevision
+	for _, pr := range st.drafts {
+		if pr.Name != d.Name {
+			remaining = append(remaining, pr)
+		}
+	}
+	st.drafts = remaining
+	// Workspace numbers keep counting past the deleted draft.
+	if st.published != nil {
+		return true, c.createUpgrade(ctx, st, st.published)
+	}
+	if len(st.proposed) > 0 || len(st.foreign) > 0 || len(st.drafts) > 0 {
+		// Porch clones only a package that does not exist yet.
+		return true, nil
+	}
+	draft, err := c.createDraft(ctx, pv, st.dsRevs, cloneTask(st.upstream), "clone of "+st.upstream.Name+", replacing "+d.Name)
+	if err != nil {
+		return true, err
+	}
+	st.created = draft
+	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
+		return true, err
+	}
+	setReady(pv, readyMessage)
+	return true, nil
+}
+
+// proposedToReplace keeps the variant's record of a draft it proposed on
+// the way to deleting it: a draft recorded by its resourceVersion alone (as
+// Porch made it) is recorded at the proposal's, which is the variant's own
+// change, so that a delete that fails leaves the draft still recognised as
+// unedited.
+func (st *state) proposedToReplace(pr *porchv1alpha1.PackageRevision) {
+	if a := st.pv.Status.Applied; a != nil && a.Downstream == pr.Name && strings.HasPrefix(a.ResourcesDigest, createdMark) {
+		recordCreated(st.pv, pr)
+	}
+}
+
+// replaced logs and records that a stale draft was deleted to be replaced.
+func (c *Controller) replaced(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) {
+	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
+	c.recorder.Eventf(st.pv, corev1.EventTypeNormal, "Replaced",
+		"Draft %s was based on an old upstream and unedited; replacing it with a draft from %s", d.Name, st.upstream.Name)
+	if a := st.pv.Status.Applied; a != nil && a.Downstream == d.Name {
+		st.pv.Status.Applied = nil
+	}
+}
+
+// finishReplacing completes the replacements an earlier sync began and did
+// not end (the delete failed, or the controller stopped between proposing
+// the stale draft and deleting it; see porchWriter.retire). A Proposed
+// revision of the variant marked with configv1alpha1.ReplacingAnnotation is
+// deleted when its files are still the ones the controller wrote; otherwise
+// it is given back as the Draft it was, without the mark, so that nothing
+// waits for an approval nobody asked for.
+func (c *Controller) finishReplacing(ctx context.Context, st *state) error {
+	pv := st.pv
+	var proposed []*porchv1alpha1.PackageRevision
+	for _, p := range st.proposed {
+		if _, marked := p.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+			proposed = append(proposed, p)
+			continue
+		}
+		deleted, err := c.porch.retire(ctx, p, st.upstream.Name,
+			func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, p) }, st.proposedToReplace)
+		if err != nil {
+			return fmt.Errorf("finish replacing %s: %w", p.Name, err)
+		}
+		if deleted {
+			c.replaced(ctx, st, p)
+			continue
+		}
+		draft, err := c.unmarkReplacing(ctx, pv, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case draft == nil:
+			proposed = append(proposed, p)
+		case draft.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
+			st.drafts = append(st.drafts, draft)
+		default:
+			proposed = append(proposed, draft)
+		}
+	}
+	st.proposed = proposed
+	// A marked Draft was proposed by the controller and set back to Draft
+	// by someone: it is theirs again, and a later proposal of it is theirs
+	// too, so the mark goes.
+	for i, d := range st.drafts {
+		if _, marked := d.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+			continue
+		}
+		draft, err := c.unmarkReplacing(ctx, pv, d)
+		if err != nil {
+			return err
+		}
+		if draft != nil {
+			st.drafts[i] = draft
+		}
+	}
+	sort.Slice(st.drafts, func(i, j int) bool { return st.drafts[i].Name < st.drafts[j].Name })
+	return nil
+}
+
+// unmarkReplacing takes the replacement mark off a revision the controller
+// proposed to delete and did not, and sets it back to Draft if it is still
+// Proposed. It returns the revision as stored, or nil when there was
+// nothing to do (the revision is gone, or no longer the variant's).
+func (c *Controller) unmarkReplacing(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", pr.Name, err)
+	}
+	if _, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || controllerUID(live) != pv.UID {
+		return nil, nil
+	}
+	upd := live.DeepCopy()
+	unmark(upd)
+	updated, err := c.porch.update(ctx, upd)
+	if err != nil {
+		return nil, fmt.Errorf("set %s back to Draft: %w", pr.Name, err)
+	}
+	klog.FromContext(ctx).Info("Took the replacement mark off a revision that stays", "packageRevision", klog.KObj(pr), "lifecycle", updated.Spec.Lifecycle)
+	return updated, nil
+}
+
+// unmark takes the replacement mark off a revision and sets it back to
+// Draft if the mark made it Proposed.
+func unmark(pr *porchv1alpha1.PackageRevision) {
+	if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+		return
+	}
+	delete(pr.Annotations, configv1alpha1.ReplacingAnnotation)
+	if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed {
+		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+	}
+}
+
+// uneditedLive reads a draft's files and then the draft itself from Porch,
+// not from the cache, and returns the draft when it is as the variant last
+// recorded it (editedSince) and still, at the same commit, a Draft the
+// variant controls (or the Proposed revision an unfinished replacement
+// marked); nil otherwise. A person who changed the files or proposed the
+// draft before the second read is seen.
+func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	prr, err := c.porch.getResources(ctx, d)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if editedSince(pv.Status.Applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) {
+		return nil, nil
+	}
+	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", d.Name, err)
+	}
+	_, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]
+	ours := live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft ||
+		live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked
+	// One commit holds a revision and its files: another resourceVersion
+	// means a change since the files were read.
+	if !ours || controllerUID(live) != pv.UID || live.ResourceVersion != prr.ResourceVersion {
+		return nil, nil
+	}
+	return live, nil
+}
