@@ -2,11 +2,14 @@ package packagevariantset
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
@@ -27,22 +30,59 @@ const (
 
 const readyMessage = "package variants successfully reconciled"
 
-func setCondition(pvs *configv1alpha2.PackageVariantSet, condType string, status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(&pvs.Status.Conditions, pvs.Generation, condType, status, reason, message)
+// renderFailedSuffix ends the Stalled message while a target has no valid
+// spec: the rest of the set is still served.
+const renderFailedSuffix = "; variants of the other targets are kept up to date, and none is deleted until every target renders"
+
+// calculateStatus is the status of pvs after one sync: variants are the
+// set's variants the cache showed when the sync began (by name), w is what
+// wantedVariants found, and managed and manageErr are what manageVariants
+// did (zero when it did not run). A manageErr leaves the conditions as
+// they were: the sync stopped before its first create and is retried.
+// pvs is not changed.
+func calculateStatus(pvs *configv1alpha2.PackageVariantSet, variants map[string]*configv1alpha1.PackageVariant, w *wanted, managed manageResult, manageErr error) configv1alpha2.PackageVariantSetStatus {
+	status := *pvs.Status.DeepCopy()
+	status.DesiredVariants = int32(len(w.variants))
+	status.ExistingVariants = int32(len(variants) + managed.created - managed.deleted)
+	status.ReadyVariants = countReady(variants)
+
+	conds, gen := &status.Conditions, pvs.Generation
+	switch {
+	case w.stalled != nil:
+		conditions.SetStalled(conds, gen, w.stalled.reason, w.stalled.message, w.stalled.reason, w.stalled.message)
+	case w.targetsErr != nil:
+		conditions.SetValid(conds, gen)
+		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonUnexpectedError,
+			fmt.Sprintf("could not list the targets, so nothing was created or deleted; retrying: %v", w.targetsErr))
+	case manageErr != nil:
+		// Only the counts are news; the conditions wait for a sync that
+		// gets through.
+	case len(w.problems) > 0:
+		msg := conditions.List(w.problems, 10)
+		if w.renderFailed {
+			msg += renderFailedSuffix
+		}
+		conditions.SetStalled(conds, gen, ReasonValidationError, msg, ReasonValidationError, msg)
+	case len(managed.writeErrs) > 0:
+		conditions.SetValid(conds, gen)
+		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonUnexpectedError, fmt.Sprintf("%s; retrying", errors.Join(managed.writeErrs...)))
+	default:
+		conditions.SetValid(conds, gen)
+		conditions.SetReady(conds, gen, metav1.ConditionTrue, ReasonReconciled, fmt.Sprintf("%s: %d desired, %d exist, %d Ready",
+			readyMessage, status.DesiredVariants, status.ExistingVariants, status.ReadyVariants))
+	}
+	return status
 }
 
-// setStalled reports a problem only a person can fix, on both conditions,
-// as the reference does.
-func setStalled(pvs *configv1alpha2.PackageVariantSet, reason, message string) {
-	conditions.SetStalled(&pvs.Status.Conditions, pvs.Generation, reason, message, reason, message)
-}
-
-func setValid(pvs *configv1alpha2.PackageVariantSet) {
-	conditions.SetValid(&pvs.Status.Conditions, pvs.Generation)
-}
-
-func setNotReady(pvs *configv1alpha2.PackageVariantSet, reason, message string) {
-	conditions.SetReady(&pvs.Status.Conditions, pvs.Generation, metav1.ConditionFalse, reason, message)
+// countReady is how many of the variants report Ready=True.
+func countReady(variants map[string]*configv1alpha1.PackageVariant) int32 {
+	var n int32
+	for _, pv := range variants {
+		if meta.IsStatusConditionTrue(pv.Status.Conditions, "Ready") {
+			n++
+		}
+	}
+	return n
 }
 
 // writeStatus writes the status when it differs from what the cache holds.

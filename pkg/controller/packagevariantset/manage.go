@@ -1,0 +1,175 @@
+package packagevariantset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// manageResult is what manageVariants did.
+type manageResult struct {
+	created, updated, deleted int
+	// writeErrs are the writes that failed; the others went ahead, and the
+	// sync is retried.
+	writeErrs []error
+}
+
+// manageVariants makes the writes w asks for: its creates and updates in
+// target order, then, only when every target rendered, the deletes of the
+// stale variants. A failed write is recorded in the result and the others
+// go ahead. The error is the live read of the set before the first create
+// failing (errSetGoing when the set is going), which stops every write
+// after it.
+func (c *Controller) manageVariants(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, w *wanted) (manageResult, error) {
+	logger := klog.FromContext(ctx)
+	var r manageResult
+	liveChecked := false
+	for _, ch := range w.changes {
+		if ch.current != nil {
+			if err := c.updateVariant(ctx, ch.current, ch.spec); err != nil {
+				r.writeErrs = append(r.writeErrs, err)
+				continue
+			}
+			r.updated++
+			continue
+		}
+		if c.expectations.Pending(pvs.UID, ch.name) {
+			// Made by an earlier sync; the cache has not shown it yet.
+			continue
+		}
+		if !liveChecked {
+			// The cache may lag a deletion of the set: variants created
+			// for a set that is gone or going would make drafts before
+			// garbage collection removed them. One live read per sync
+			// that creates, none in syncs that do not.
+			liveChecked = true
+			if err := c.checkSetLive(ctx, pvs); err != nil {
+				return r, err
+			}
+		}
+		created, err := c.createVariant(ctx, pvs, ch.name, ch.spec)
+		if err != nil {
+			r.writeErrs = append(r.writeErrs, err)
+			continue
+		}
+		if created {
+			r.created++
+		}
+	}
+	if w.renderFailed {
+		// A target that could not be rendered may be one of the existing
+		// variants: deleting "stale" ones now could delete it.
+		logger.V(2).Info("Not deleting stale PackageVariants while a target cannot be rendered")
+	} else {
+		for _, pv := range w.stale {
+			if err := c.deleteStaleVariant(ctx, pvs, pv); err != nil {
+				r.writeErrs = append(r.writeErrs, err)
+				continue
+			}
+			r.deleted++
+		}
+	}
+	if r.created > 0 {
+		c.recorder.Eventf(pvs, corev1.EventTypeNormal, "Created", "Created %d PackageVariant(s)", r.created)
+	}
+	return r, nil
+}
+
+// updateVariant writes spec into a copy of cur.
+func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.PackageVariant, spec *configv1alpha1.PackageVariantSpec) error {
+	upd := cur.DeepCopy()
+	upd.Spec = *spec
+	if _, err := c.client.ConfigV1alpha1().PackageVariants(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update PackageVariant %s: %w", cur.Name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated PackageVariant", "packageVariant", klog.KObj(cur))
+	return nil
+}
+
+// createVariant creates the set's variant name, expecting it in the cache
+// until its event comes. created is false when it existed already.
+func (c *Controller) createVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, name string, spec *configv1alpha1.PackageVariantSpec) (created bool, err error) {
+	pv := c.newVariant(pvs, name, spec)
+	c.expectations.Expect(pvs.UID, name)
+	_, err = c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Create(ctx, pv, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Made by an earlier sync whose expectation has expired, or by a
+		// previous run; the cache has not shown it yet.
+		return false, nil
+	case err != nil:
+		c.expectations.Observed(pvs.UID, name)
+		return false, fmt.Errorf("create PackageVariant %s: %w", name, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created PackageVariant", "packageVariant", klog.KObj(pv))
+	return true, nil
+}
+
+// deleteStaleVariant deletes pv, on the condition that it is still the
+// object the cache showed (its UID): a variant of the same name created
+// since is not stale. A variant already gone counts as deleted.
+func (c *Controller) deleteStaleVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, pv *configv1alpha1.PackageVariant) error {
+	uid := pv.UID
+	err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete stale PackageVariant %s: %w", pv.Name, err)
+	}
+	klog.FromContext(ctx).Info("Deleted stale PackageVariant", "packageVariant", klog.KObj(pv))
+	c.recorder.Eventf(pvs, corev1.EventTypeNormal, "Deleted", "Deleted PackageVariant %s: no target renders downstream %s/%s any more",
+		pv.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+	return nil
+}
+
+// errSetGoing is returned by manageVariants when a live read shows the set
+// being deleted, deleted, or replaced by a new set of the same name.
+var errSetGoing = errors.New("the PackageVariantSet is being deleted")
+
+// checkSetLive reads the set from the API server: errSetGoing when it is
+// gone, being deleted or another object by now, nil when it is the set the
+// cache showed, any other error as it came.
+func (c *Controller) checkSetLive(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	live, err := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).Get(ctx, pvs.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: it is gone", errSetGoing)
+	case err != nil:
+		return fmt.Errorf("read PackageVariantSet %s/%s before creating variants: %w", pvs.Namespace, pvs.Name, err)
+	case live.UID != pvs.UID:
+		return fmt.Errorf("%w: it was replaced by a new set of the same name", errSetGoing)
+	case live.DeletionTimestamp != nil:
+		return fmt.Errorf("%w: it is marked for deletion", errSetGoing)
+	}
+	return nil
+}
+
+// newVariant is a PackageVariant of the set: labelled with the set's UID,
+// controlled by the set (so garbage collection removes it with the set),
+// and carrying the finalizer from the start so its downstream is always
+// cleaned up.
+func (c *Controller) newVariant(pvs *configv1alpha2.PackageVariantSet, name string, spec *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariant {
+	isController := true
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       name,
+			Namespace:  pvs.Namespace,
+			Labels:     map[string]string{configv1alpha2.SetLabel: string(pvs.UID)},
+			Finalizers: []string{configv1alpha1.Finalizer},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: configv1alpha2.SchemeGroupVersion.String(),
+				Kind:       "PackageVariantSet",
+				Name:       pvs.Name,
+				UID:        pvs.UID,
+				Controller: &isController,
+			}},
+		},
+		Spec: *spec,
+	}
+}

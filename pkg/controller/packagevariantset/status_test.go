@@ -1,0 +1,231 @@
+package packagevariantset
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// setVariants are the variants a set's sync starts from: ready of them
+// report Ready=True, notReady report Ready=False.
+func setVariants(ready, notReady int) map[string]*configv1alpha1.PackageVariant {
+	out := map[string]*configv1alpha1.PackageVariant{}
+	add := func(name string, status metav1.ConditionStatus) {
+		pv := variantOf("ns", name, "s", "uid-s")
+		pv.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: status, Reason: "x"}}
+		out[name] = pv
+	}
+	for i := range ready {
+		add(fmt.Sprintf("s-ready-%d-app", i), metav1.ConditionTrue)
+	}
+	for i := range notReady {
+		add(fmt.Sprintf("s-waiting-%d-app", i), metav1.ConditionFalse)
+	}
+	return out
+}
+
+// rendered are n rendered variants (their specs play no part in status).
+func rendered(n int) []want {
+	var out []want
+	for i := range n {
+		out = append(out, want{id: fmt.Sprintf("s-edge-%d-app", i)})
+	}
+	return out
+}
+
+// TestCalculateStatus: the counts and the Stalled and Ready conditions a
+// user reads on the set, for each outcome of the wanted and manage phases.
+// Messages are spelled out: they are what a person acts on.
+func TestCalculateStatus(t *testing.T) {
+	const gen = 3
+	earlier := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	valid := metav1.Condition{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "Valid", Message: "all validation checks passed", ObservedGeneration: gen}
+	ready := func(status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: "Ready", Status: status, Reason: reason, Message: message, ObservedGeneration: gen}
+	}
+	stalled := func(reason, message string) []metav1.Condition {
+		return []metav1.Condition{
+			{Type: "Stalled", Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: gen},
+			ready(metav1.ConditionFalse, reason, message),
+		}
+	}
+	var twelve []string
+	for _, i := range []int{7, 12, 3, 1, 9, 11, 5, 2, 10, 8, 4, 6} {
+		twelve = append(twelve, fmt.Sprintf("problem %02d", i))
+	}
+	previous := []metav1.Condition{
+		{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "Valid", Message: "all validation checks passed", ObservedGeneration: 2, LastTransitionTime: earlier},
+		{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 1 desired, 1 exist, 1 Ready", ObservedGeneration: 2, LastTransitionTime: earlier},
+	}
+
+	type counts struct{ desired, existing, ready int32 }
+	cases := map[string]struct {
+		reason    string
+		before    []metav1.Condition
+		variants  map[string]*configv1alpha1.PackageVariant
+		wanted    wanted
+		managed   manageResult
+		manageErr error
+		want      counts
+		wantConds []metav1.Condition
+	}{
+		"AllReady": {
+			reason:    "every variant exists and is Ready",
+			variants:  setVariants(2, 0),
+			wanted:    wanted{variants: rendered(2)},
+			want:      counts{2, 2, 2},
+			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled", "package variants successfully reconciled: 2 desired, 2 exist, 2 Ready")},
+		},
+		"SomeNotReadyOneCreated": {
+			reason:    "a variant created by this sync exists; Ready counts the variants' own readiness, and the set is Reconciled",
+			variants:  setVariants(1, 1),
+			wanted:    wanted{variants: rendered(3)},
+			managed:   manageResult{created: 1},
+			want:      counts{3, 3, 1},
+			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled", "package variants successfully reconciled: 3 desired, 3 exist, 1 Ready")},
+		},
+		"StaleDeleted": {
+			reason:    "a variant deleted by this sync no longer exists",
+			variants:  setVariants(1, 1),
+			wanted:    wanted{variants: rendered(1)},
+			managed:   manageResult{deleted: 1},
+			want:      counts{1, 1, 1},
+			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled", "package variants successfully reconciled: 1 desired, 1 exist, 1 Ready")},
+		},
+		"UnchangedConditionsKeepTheirTime": {
+			reason:   "a sync that finds what the last one found changes no transition time, only the generation",
+			before:   previous,
+			variants: setVariants(1, 0),
+			wanted:   wanted{variants: rendered(1)},
+			want:     counts{1, 1, 1},
+			wantConds: []metav1.Condition{
+				{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "Valid", Message: "all validation checks passed", ObservedGeneration: gen, LastTransitionTime: earlier},
+				{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 1 desired, 1 exist, 1 Ready", ObservedGeneration: gen, LastTransitionTime: earlier},
+			},
+		},
+		"ProblemsWithoutRenderFailure": {
+			reason:   "a duplicate downstream and a name taken by another object stall the set, sorted; every target rendered, so no suffix",
+			variants: setVariants(1, 0),
+			wanted: wanted{variants: rendered(2), problems: []string{
+				"spec.targets[0] and spec.targets[1] both render downstream edge-0/app; only the first is used: give each a different downstream",
+				"PackageVariant s-edge-1-app (for downstream edge-1/app) already exists and does not belong to this set; delete or rename it",
+			}},
+			managed: manageResult{created: 1},
+			want:    counts{2, 2, 1},
+			wantConds: stalled("ValidationError",
+				"PackageVariant s-edge-1-app (for downstream edge-1/app) already exists and does not belong to this set; delete or rename it; "+
+					"spec.targets[0] and spec.targets[1] both render downstream edge-0/app; only the first is used: give each a different downstream"),
+		},
+		"RenderFailed": {
+			reason:   "a target that does not render stalls the set and says the others are still served",
+			variants: setVariants(1, 0),
+			wanted: wanted{variants: rendered(1), renderFailed: true, problems: []string{
+				`spec.targets[1].template.downstream.packageExpr: no such key: "site"`,
+			}},
+			want: counts{1, 1, 1},
+			wantConds: stalled("ValidationError",
+				`spec.targets[1].template.downstream.packageExpr: no such key: "site"`+
+					"; variants of the other targets are kept up to date, and none is deleted until every target renders"),
+		},
+		"ManyProblems": {
+			reason:    "at most ten problems are listed, then how many more",
+			variants:  setVariants(0, 0),
+			wanted:    wanted{problems: twelve, renderFailed: true},
+			want:      counts{0, 0, 0},
+			wantConds: stalled("ValidationError", "problem 01; problem 02; problem 03; problem 04; problem 05; problem 06; problem 07; problem 08; problem 09; problem 10; and 2 more; variants of the other targets are kept up to date, and none is deleted until every target renders"),
+		},
+		"ProblemsOutrankWriteErrors": {
+			reason:    "what a person must fix is shown, not the failed write that will be retried",
+			variants:  setVariants(0, 1),
+			wanted:    wanted{variants: rendered(1), problems: []string{"spec.targets[0]: downstream repository \"edge-9\" could not be loaded"}, renderFailed: true},
+			managed:   manageResult{writeErrs: []error{errors.New("update PackageVariant s-edge-0-app: the server is busy")}},
+			want:      counts{1, 1, 0},
+			wantConds: stalled("ValidationError", "spec.targets[0]: downstream repository \"edge-9\" could not be loaded; variants of the other targets are kept up to date, and none is deleted until every target renders"),
+		},
+		"WriteErrors": {
+			reason:   "failed writes make the set not Ready, every one named, retried; the writes that went ahead count",
+			variants: setVariants(1, 1),
+			wanted:   wanted{variants: rendered(2)},
+			managed: manageResult{created: 1, deleted: 1, writeErrs: []error{
+				errors.New("create PackageVariant s-edge-1-app: the server is busy"),
+				errors.New("delete stale PackageVariant s-old-app: forbidden"),
+			}},
+			want: counts{2, 2, 1},
+			wantConds: []metav1.Condition{valid, ready(metav1.ConditionFalse, "UnexpectedError",
+				"create PackageVariant s-edge-1-app: the server is busy\ndelete stale PackageVariant s-old-app: forbidden; retrying")},
+		},
+		"SetInvalid": {
+			reason:    "an invalid set wants no variant and keeps counting the ones it has",
+			variants:  setVariants(1, 1),
+			wanted:    wanted{stalled: &setProblem{"ValidationError", "spec.upstream: Required value"}},
+			want:      counts{0, 2, 1},
+			wantConds: stalled("ValidationError", "spec.upstream: Required value"),
+		},
+		"UpstreamNotFound": {
+			reason:    "no revision of the upstream stalls the set",
+			before:    previous,
+			variants:  setVariants(1, 0),
+			wanted:    wanted{stalled: &setProblem{"UpstreamNotFound", "no published revision of blueprints/app"}},
+			want:      counts{0, 1, 1},
+			wantConds: stalled("UpstreamNotFound", "no published revision of blueprints/app"),
+		},
+		"NoMatchingTargets": {
+			reason:    "targets that cannot be expanded stall the set",
+			variants:  setVariants(0, 0),
+			wanted:    wanted{stalled: &setProblem{"NoMatchingTargets", "spec.targets[0].objectSelector: kind Site is not served; nothing was created or deleted"}},
+			want:      counts{0, 0, 0},
+			wantConds: stalled("NoMatchingTargets", "spec.targets[0].objectSelector: kind Site is not served; nothing was created or deleted"),
+		},
+		"TargetsNotListed": {
+			reason:   "a transient failure to list the targets is not Stalled: the set is valid, not Ready, and retried",
+			variants: setVariants(2, 0),
+			wanted:   wanted{targetsErr: errors.New("spec.targets[0].repositorySelector: list Repositories: timeout")},
+			want:     counts{0, 2, 2},
+			wantConds: []metav1.Condition{valid, ready(metav1.ConditionFalse, "UnexpectedError",
+				"could not list the targets, so nothing was created or deleted; retrying: spec.targets[0].repositorySelector: list Repositories: timeout")},
+		},
+		"LiveReadFailed": {
+			reason:    "the writes stopped before the first create: the counts are current, the conditions stay as they were",
+			before:    previous,
+			variants:  setVariants(1, 0),
+			wanted:    wanted{variants: rendered(2), problems: []string{"ignored until a sync gets through"}},
+			managed:   manageResult{updated: 1},
+			manageErr: errors.New("read PackageVariantSet ns/s before creating variants: the server is busy"),
+			want:      counts{2, 1, 1},
+			wantConds: previous,
+		},
+	}
+	// A condition this sync set anew has the time of the sync; only the
+	// kept times are compared.
+	newTimes := cmp.FilterValues(func(x, y metav1.Time) bool { return x.IsZero() || y.IsZero() }, cmp.Ignore())
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pvs := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-0"))
+			pvs.Generation = gen
+			pvs.Status = configv1alpha2.PackageVariantSetStatus{ObservedGeneration: 2, Conditions: tc.before, DesiredVariants: 7, ExistingVariants: 7, ReadyVariants: 7}
+			before := pvs.DeepCopy()
+
+			got := calculateStatus(pvs, tc.variants, &tc.wanted, tc.managed, tc.manageErr)
+
+			if diff := cmp.Diff(tc.want, counts{got.DesiredVariants, got.ExistingVariants, got.ReadyVariants}, cmp.AllowUnexported(counts{})); diff != "" {
+				t.Errorf("%s: desired, existing, ready (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantConds, got.Conditions, newTimes); diff != "" {
+				t.Errorf("%s: conditions (-want +got):\n%s", tc.reason, diff)
+			}
+			if got.ObservedGeneration != 2 {
+				t.Errorf("observedGeneration %d: it is writeStatus's to set", got.ObservedGeneration)
+			}
+			if diff := cmp.Diff(before, pvs); diff != "" {
+				t.Errorf("calculateStatus changed the set it was given (-before +after):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,195 @@
+package packagevariantset
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+)
+
+// wanted is what a set asks for, read from the caches alone: the variants
+// it should have and with which spec, the writes that would make its
+// variants those, and the problems found on the way.
+type wanted struct {
+	// stalled is a problem with the set as a whole (its spec, its upstream,
+	// its targets) that only a change of the set or the cluster mends:
+	// nothing is rendered and nothing is written.
+	stalled *setProblem
+	// targetsErr is a transient failure to list the targets: nothing is
+	// rendered and nothing is written, and the sync is retried.
+	targetsErr error
+
+	// variants are the rendered specs, in target order, one per downstream.
+	variants []want
+	// changes are the creates and updates that make the set's variants
+	// the rendered ones, in target order.
+	changes []change
+	// stale are the set's variants that no rendered spec is for. While
+	// renderFailed they may be the failed targets' own, and are not to be
+	// deleted.
+	stale []*configv1alpha1.PackageVariant
+	// problems are the targets that have no variant for a reason a person
+	// must fix, one message each.
+	problems []string
+	// renderFailed says that some target has no valid spec.
+	renderFailed bool
+}
+
+// setProblem is the reason and message of a Stalled set.
+type setProblem struct {
+	reason  string
+	message string
+}
+
+// writable says whether the set's variants may be written at all: not
+// while the set is stalled or its targets cannot be listed.
+func (w *wanted) writable() bool {
+	return w.stalled == nil && w.targetsErr == nil
+}
+
+// want is the spec the set renders for one of its variants.
+type want struct {
+	id   string
+	spec *configv1alpha1.PackageVariantSpec
+}
+
+// change is one write for a wanted variant: a create of the variant name
+// when current is nil, else an update of current to spec.
+type change struct {
+	name    string
+	spec    *configv1alpha1.PackageVariantSpec
+	current *configv1alpha1.PackageVariant
+}
+
+// wantedVariants validates the set, resolves its upstream, expands and
+// renders its targets, and compares the result with the set's existing
+// variants (by identifier, from variantsOf).
+func (c *Controller) wantedVariants(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant) *wanted {
+	set := celtemplate.SetKey{UID: pvs.UID, Generation: pvs.Generation}
+	check := func(fldPath *field.Path, expr string, withRepository bool) error {
+		return c.cel.Check(set, fldPath.String(), expr, withRepository)
+	}
+	if errs := validation.ValidatePackageVariantSet(pvs, check); len(errs) > 0 {
+		return &wanted{stalled: &setProblem{ReasonValidationError, strings.Join(validation.Messages(errs), "; ")}}
+	}
+	up := pvs.Spec.Upstream
+	upstream, err := helper.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
+	if err != nil {
+		return &wanted{stalled: &setProblem{ReasonUpstreamNotFound, err.Error()}}
+	}
+	targets, err := c.expandTargets(pvs)
+	var terr *targetError
+	if errors.As(err, &terr) {
+		return &wanted{stalled: &setProblem{ReasonNoMatchingTargets, terr.msg + "; nothing was created or deleted"}}
+	}
+	if err != nil {
+		return &wanted{targetsErr: err}
+	}
+
+	r := &renderer{cel: c.cel, set: set, pvs: pvs, upstream: upstream, repository: func(name string) (*configv1alpha1.Repository, bool) {
+		repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
+		return repo, err == nil
+	}}
+	w := &wanted{}
+	w.variants, w.problems, w.renderFailed = desiredVariants(pvs, r, targets)
+	c.planChanges(pvs, existing, w)
+	return w
+}
+
+// planChanges fills in w's changes, stale variants, and the problems of
+// variant names taken by objects that are not the set's.
+func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant, w *wanted) {
+	rendered := make(map[string]bool, len(w.variants))
+	for _, v := range w.variants {
+		rendered[v.id] = true
+		if cur, ok := existing[v.id]; ok {
+			// One being deleted is left to go; a later sync creates it
+			// anew once it has gone.
+			if cur.DeletionTimestamp == nil && !specEqual(&cur.Spec, v.spec) {
+				w.changes = append(w.changes, change{name: cur.Name, spec: v.spec, current: cur})
+			}
+			continue
+		}
+		name := variantName(v.id)
+		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name); err == nil {
+			if other.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
+				w.problems = append(w.problems, fmt.Sprintf("PackageVariant %s (for downstream %s/%s) already exists and does not belong to this set; delete or rename it",
+					name, v.spec.Downstream.Repo, v.spec.Downstream.Package))
+			}
+			// Ours, and in the cache since this sync listed the set's
+			// variants: its event has queued the set again.
+			continue
+		}
+		w.changes = append(w.changes, change{name: name, spec: v.spec})
+	}
+	for id, pv := range existing {
+		if !rendered[id] && pv.DeletionTimestamp == nil {
+			w.stale = append(w.stale, pv)
+		}
+	}
+	sortByName(w.stale, func(pv *configv1alpha1.PackageVariant) string { return pv.Name })
+}
+
+// desiredVariants renders every target into the spec of its variant. A
+// target that cannot be rendered, renders a spec the PackageVariant
+// controller would refuse, or renders the downstream of an earlier target
+// is a problem for the set's condition. renderFailed says that a target
+// has no valid spec: an existing variant may be that target's, so none may
+// be taken for stale.
+func desiredVariants(pvs *configv1alpha2.PackageVariantSet, r *renderer, targets []target) (wants []want, problems []string, renderFailed bool) {
+	firstTarget := map[string]int{}
+	for _, t := range targets {
+		spec, err := r.render(t)
+		if err != nil {
+			renderFailed = true
+			problems = append(problems, err.Error())
+			continue
+		}
+		id := variantIdentifier(pvs.Name, spec.Downstream.Repo, spec.Downstream.Package)
+		// Created, it would only be a Stalled variant; an existing one
+		// keeps the spec it has.
+		if errs := validation.ValidatePackageVariantSpec(spec, field.NewPath("spec")); len(errs) > 0 {
+			renderFailed = true
+			problems = append(problems, fmt.Sprintf("%s renders PackageVariant %s (for downstream %s/%s) with an invalid spec, so it is not created or updated: %s",
+				confighelper.TargetPath(t.index), variantName(id), spec.Downstream.Repo, spec.Downstream.Package, strings.Join(validation.Messages(errs), "; ")))
+			continue
+		}
+		if first, dup := firstTarget[id]; dup {
+			problems = append(problems, fmt.Sprintf("%s and %s both render downstream %s/%s; only the first is used: give each a different downstream",
+				confighelper.TargetPath(first), confighelper.TargetPath(t.index), spec.Downstream.Repo, spec.Downstream.Package))
+			continue
+		}
+		firstTarget[id] = t.index
+		wants = append(wants, want{id, spec})
+	}
+	return wants, problems, renderFailed
+}
+
+// specEqual compares specs, taking nil and empty maps and lists as equal,
+// and a package context with no data and no keys to remove as none. It
+// runs for every variant on every sync of a set, so it copies nothing.
+func specEqual(a, b *configv1alpha1.PackageVariantSpec) bool {
+	// Semantic.DeepEqual already takes nil and empty maps and lists as
+	// equal; only the empty package context needs help.
+	return equality.Semantic.DeepEqual(withoutEmptyContext(a), withoutEmptyContext(b))
+}
+
+// withoutEmptyContext returns s, or, when its package context is empty, a
+// shallow copy of s without it (shared with s, so only for reading).
+func withoutEmptyContext(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariantSpec {
+	if pc := s.PackageContext; pc == nil || len(pc.Data) > 0 || len(pc.RemoveKeys) > 0 {
+		return s
+	}
+	out := *s
+	out.PackageContext = nil
+	return &out
+}
