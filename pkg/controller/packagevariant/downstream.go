@@ -46,15 +46,21 @@ func (c *Controller) ensureDownstream(ctx context.Context, st *state) error {
 			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), conditions.List(names, 3), hint))
 		return nil
 	}
-	draft, err := c.createDraft(ctx, pv, st.dsRevs, cloneTask(st.upstream), "clone of "+st.upstream.Name)
+	return c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name)
+}
+
+// newDraft makes the variant's next draft with task, applies the variant
+// to it on top of base, and reports the variant Ready.
+func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1.Task, base *porchv1alpha1.PackageRevision, why string) error {
+	draft, err := c.createDraft(ctx, st.pv, st.dsRevs, task, why)
 	if err != nil {
 		return err
 	}
 	st.created = draft
-	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
+	if _, err := c.applyTo(ctx, st.pv, draft, base, true, st.rendered); err != nil {
 		return err
 	}
-	setReady(pv, readyMessage)
+	setReady(st.pv, readyMessage)
 	return nil
 }
 
@@ -108,14 +114,7 @@ func (c *Controller) ensurePublished(ctx context.Context, st *state, pub *porchv
 		return err
 	}
 	if changed {
-		draft, err := c.createDraft(ctx, pv, st.dsRevs, editTask(pub), "edit of "+pub.Name+" to apply the variant's changes")
-		if err != nil {
-			return err
-		}
-		st.created = draft
-		if _, err := c.applyTo(ctx, pv, draft, base, true, st.rendered); err != nil {
-			return err
-		}
+		return c.newDraft(ctx, st, editTask(pub), base, "edit of "+pub.Name+" to apply the variant's changes")
 	}
 	setReady(pv, readyMessage)
 	return nil

@@ -47,6 +47,23 @@ func marked(pr *porchv1alpha1.PackageRevision) bool {
 	return ok
 }
 
+// stuckProposedForReplacement moves the upstream of the variant "app" on
+// while every delete of its draft fails, and returns the draft once the
+// controller has proposed it, marked, on the way to replacing it.
+func (h *harness) stuckProposedForReplacement() string {
+	h.t.Helper()
+	draft := h.revisions("app")[0].Name
+	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		h.t.Fatal(err)
+	}
+	h.eventually("the stale draft proposed for its replacement", func() bool {
+		pr := h.revision(draft)
+		return pr != nil && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked(pr)
+	})
+	return draft
+}
+
 // TestLoopEditDuringReplacementIsKept: the upstream moves, and a person
 // saves an edit into the controller's stale, unedited draft in the round
 // trip between the controller's live check of the draft and its next
@@ -151,15 +168,7 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	h.create(newVariant("app", "app"))
 	h.waitReady("app")
 	h.settle()
-	draft := h.revisions("app")[0].Name
-	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("the stale draft proposed for its replacement", func() bool {
-		pr := h.revision(draft)
-		return pr != nil && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked(pr)
-	})
+	draft := h.stuckProposedForReplacement()
 	// The person rejects the proposal (keeping the annotations, as kubectl
 	// edit would) and edits the draft; the controller's reads of the files
 	// fail meanwhile, so that it acts only once the person is done.
@@ -201,15 +210,7 @@ func TestLoopOrphanedReplacementGoesBackToDraft(t *testing.T) {
 	h.create(pv)
 	h.waitReady("app")
 	h.settle()
-	draft := h.revisions("app")[0].Name
-	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("the stale draft proposed for its replacement", func() bool {
-		pr := h.revision(draft)
-		return pr != nil && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked(pr)
-	})
+	draft := h.stuckProposedForReplacement()
 	h.deleteVariant("app")
 	h.eventually("the variant gone", func() bool { return h.variant("app") == nil })
 	pr := h.revision(draft)

@@ -65,17 +65,8 @@ func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv
 			local.Name, st.upstream.Name, lockRef(local), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)))
 		return nil
 	}
-	draft, err := c.createDraft(ctx, pv, st.dsRevs, upgradeTask(oldUpstream, st.upstream, local),
+	return c.newDraft(ctx, st, upgradeTask(oldUpstream, st.upstream, local), st.upstream,
 		fmt.Sprintf("upgrade of %s from upstream revision %d to %d", local.Name, oldUpstream.Spec.Revision, st.upstream.Spec.Revision))
-	if err != nil {
-		return err
-	}
-	st.created = draft
-	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
-		return err
-	}
-	setReady(pv, readyMessage)
-	return nil
 }
 
 func lockRef(pr *porchv1alpha1.PackageRevision) string {
@@ -123,16 +114,7 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 		// Porch clones only a package that does not exist yet.
 		return true, nil
 	}
-	draft, err := c.createDraft(ctx, pv, st.dsRevs, cloneTask(st.upstream), "clone of "+st.upstream.Name+", replacing "+d.Name)
-	if err != nil {
-		return true, err
-	}
-	st.created = draft
-	if _, err := c.applyTo(ctx, pv, draft, st.upstream, true, st.rendered); err != nil {
-		return true, err
-	}
-	setReady(pv, readyMessage)
-	return true, nil
+	return true, c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name+", replacing "+d.Name)
 }
 
 // proposedToReplace keeps the variant's record of a draft it proposed on
