@@ -117,6 +117,15 @@ func withSim(setup func(*porchsim.Sim)) harnessOption {
 	return func(c *harnessConfig) { c.setup = setup }
 }
 
+// prependReactor puts a reaction in front of the Sim's fake clientset, for
+// a test to act while a request of the controller is on its way. Call it
+// from withSim: adding one to a clientset in use races with its readers.
+func prependReactor(s *porchsim.Sim, verb, resource string, reaction clienttesting.ReactionFunc) {
+	s.Clientset().(interface {
+		PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+	}).PrependReactor(verb, resource, reaction)
+}
+
 func configMap(name string, data map[string]string) *unstructured.Unstructured {
 	d := map[string]interface{}{}
 	for k, v := range data {

@@ -33,6 +33,15 @@ func expectPersonEdits(t *testing.T, files map[string]string) {
 	mustContain(t, "deployment.yaml", files["deployment.yaml"], "tuned: by-alice # keep")
 }
 
+// expectCloneOf checks that a draft was cloned from the upstream revision
+// named.
+func expectCloneOf(t *testing.T, pr *porchv1alpha1.PackageRevision, upstream string) {
+	t.Helper()
+	if task := pr.Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != upstream {
+		t.Errorf("%s: task %+v, want a clone of %s", pr.Name, task, upstream)
+	}
+}
+
 // TestLoopStaleUneditedDraftIsReplaced: a draft the controller made from
 // upstream v1 that nobody touched is replaced by a draft of v2 (Porch
 // cannot upgrade a draft in place).
@@ -48,9 +57,7 @@ func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 	h.waitReady("app")
 	h.settle()
 	h.expectRevisions("app", "packagevariant-2:Draft")
-	if task := revs[0].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v2" {
-		t.Errorf("task %+v, want a clone of v2", task)
-	}
+	expectCloneOf(t, &revs[0], "blueprints.app.v2")
 	mustContain(t, "deployment.yaml", h.files(revs[0].Name)["deployment.yaml"], "replicas: 3")
 	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
 		t.Errorf("Replaced events %v, want one", ev)
@@ -125,9 +132,7 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 		armed atomic.Pointer[string]
 	)
 	h = newHarness(t, withSim(func(s *porchsim.Sim) {
-		s.Clientset().(interface {
-			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-		}).PrependReactor("update", "packagerevisionresources", func(clienttesting.Action) (bool, runtime.Object, error) {
+		prependReactor(s, "update", "packagerevisionresources", func(clienttesting.Action) (bool, runtime.Object, error) {
 			if draft := armed.Load(); draft != nil {
 				once.Do(func() { h.personEdits(*draft) })
 			}

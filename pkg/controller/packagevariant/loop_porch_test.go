@@ -153,9 +153,7 @@ func TestLoopRestoresLostMetadata(t *testing.T) {
 	// The reactor goes in before the harness starts the informers: adding
 	// one to a clientset in use races with its readers.
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		s.Clientset().(interface {
-			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-		}).PrependReactor("create", "packagerevisions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		prependReactor(s, "create", "packagerevisions", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			once.Do(func() {
 				pr := a.(clienttesting.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
 				pr.Labels, pr.Annotations, pr.OwnerReferences = nil, nil, nil
@@ -196,9 +194,7 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 		armed atomic.Pointer[string]
 	)
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		s.Clientset().(interface {
-			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-		}).PrependReactor("get", "packagerevisionresources", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		prependReactor(s, "get", "packagerevisionresources", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			if draft := armed.Load(); draft != nil && a.(clienttesting.GetAction).GetName() == *draft {
 				// The Sim's helpers take only the Sim's lock: a person acts
 				// while the controller's read is on its way.

@@ -81,9 +81,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 		once    sync.Once
 	)
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		s.Clientset().(interface {
-			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
-		}).PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		prependReactor(s, "*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			draft := armed.Load()
 			if draft == nil || actionName(a) != *draft {
 				return false, nil, nil
@@ -147,9 +145,7 @@ func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
 	h.waitReady("app")
 	h.settle()
 	h.expectRevisions("app", "packagevariant-2:Draft")
-	if task := revs[0].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v2" {
-		t.Errorf("task %+v, want a clone of v2", task)
-	}
+	expectCloneOf(t, &revs[0], "blueprints.app.v2")
 	if n := h.sim.Requests()["delete packagerevisions"]; n != 2 {
 		t.Errorf("%d deletes of package revisions, want 2 (the failed one and its retry)", n)
 	}
@@ -239,9 +235,7 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
-	if task := revs[0].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeClone || task.Clone.Upstream.UpstreamRef.Name != "blueprints.app.v2" {
-		t.Errorf("task %+v, want a clone of v2", task)
-	}
+	expectCloneOf(t, &revs[0], "blueprints.app.v2")
 	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
 		t.Errorf("Replaced events %v, want one", ev)
 	}
