@@ -68,7 +68,7 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 	mirrorKptfile(pr, files)
 	e := s.insertLocked(resPackageRevisions, pr, files)
 	s.recomputeLatestLocked(namespace, repo, pkg)
-	s.syncPlaceholderLocked(e)
+	s.syncPlaceholderLocked(e, files)
 	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
@@ -94,7 +94,11 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 	var files map[string]string
 	for _, e := range s.packageEntriesLocked(namespace, repo, pkg) {
 		if _, ok := e.obj.(*porchv1alpha1.PackageRevision).Labels[porchv1alpha1.LatestPackageRevisionLabel]; ok {
-			files = copyFiles(e.files)
+			latest, err := s.filesLocked(e)
+			if err != nil {
+				return nil, err
+			}
+			files = copyFiles(latest)
 		}
 	}
 	if files == nil {
@@ -156,7 +160,9 @@ func (s *Sim) Publish(namespace, name string) error {
 	default:
 		return fmt.Errorf("publish %s/%s: lifecycle is %s, not Draft or Proposed", namespace, name, pr.Spec.Lifecycle)
 	}
-	s.publishLocked(e, publishedBy)
+	if err := s.publishLocked(e, publishedBy); err != nil {
+		return fmt.Errorf("publish %s/%s: %w", namespace, name, err)
+	}
 	return nil
 }
 
@@ -176,7 +182,9 @@ func (s *Sim) SetResources(namespace, name string, files map[string]string) erro
 	return nil
 }
 
-// Resources returns a copy of a revision's files.
+// Resources returns a copy of a revision's files. Those of a lazy revision
+// (see SetFileSource) are fetched if they were not yet; a failed fetch is
+// the error.
 func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -184,7 +192,11 @@ func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return copyFiles(e.files), nil
+	files, err := s.filesLocked(e)
+	if err != nil {
+		return nil, err
+	}
+	return copyFiles(files), nil
 }
 
 // PackageRevision returns a copy of a stored revision.

@@ -2,7 +2,6 @@ package porchsim
 
 import (
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -14,17 +13,27 @@ import (
 // Import stores a PackageRevision with its files as a real Porch reported
 // them (for example `kubectl get packagerevisions -o yaml` and the
 // matching PackageRevisionResources), so a snapshot of a cluster can be
-// replayed. Spec, status, labels, annotations and owner references are kept
-// as given; the Sim assigns uid, resourceVersion, generation and
-// creationTimestamp as it does for any object it stores. The name is
-// derived (<repository>.<package>.<workspace>) when empty.
+// replayed. Spec, status, labels, annotations, finalizers and owner
+// references are kept as given, and so is the uid: objects of the snapshot
+// that name the revision by uid (owner references, preconditions) still
+// find it. Without a uid, the revision gets the one Porch derives from its
+// namespace and name (helper.PackageRevisionUID). The Sim assigns
+// resourceVersion and creationTimestamp as it does for any object it
+// stores, and drops a deletionTimestamp. The name is derived
+// (<repository>.<package>.<workspace>) when empty.
+//
+// files nil, with a file source set (SetFileSource), imports the revision
+// without its files: they are fetched on first need. Otherwise the files
+// are stored as given.
 //
 // Import checks what Porch itself guarantees of stored revisions: the
 // repository exists, the package name and lifecycle are valid, a Published
 // revision has a revision number (the placeholder has -1 and workspace
-// "main"), an unpublished one has none, and neither the name nor the
-// package's workspace is taken. It is a helper: not counted as a request,
-// never faulted. Returns the stored PackageRevision.
+// "main"), an unpublished one has none, neither the name nor the
+// package's workspace is taken, and the uid is no other object's. It is a
+// helper: not counted as a request, never faulted, and, like Restore, it
+// never garbage-collects: owners may be restored after their dependents.
+// Returns the stored PackageRevision.
 func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
 	if in == nil {
 		return nil, fmt.Errorf("import: no PackageRevision given")
@@ -95,19 +104,32 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 			return nil, fail("revision %d of package %q in repository %q already exists (%s)", spec.Revision, spec.PackageName, spec.RepositoryName, other.Name)
 		}
 	}
-	if len(files) == 0 {
-		return nil, fail("no files: a package revision has at least a Kptfile")
-	}
-	for path := range files {
-		if path == "" || strings.HasPrefix(path, "/") || strings.Contains(path, "..") {
-			return nil, fail("file path %q must be relative and stay inside the package", path)
+	lazy := files == nil && s.fileSource != nil
+	if !lazy {
+		if err := checkFiles(files); err != nil {
+			if files == nil {
+				return nil, fail("%v (or set a file source, SetFileSource, to fetch them on first need)", err)
+			}
+			return nil, fail("%v", err)
 		}
+	}
+	if pr.UID == "" {
+		pr.UID = helper.PackageRevisionUID(pr.Namespace, pr.Name)
+	}
+	if held, ok := s.uids[pr.UID]; ok {
+		return nil, fail("metadata.uid %q is already the uid of %s %s/%s", pr.UID, held.resource, held.key.namespace, held.key.name)
 	}
 
 	pr.ResourceVersion = ""
 	pr.ManagedFields = nil
 	pr.DeletionTimestamp = nil
 	pr.DeletionGracePeriodSeconds = nil
-	e := s.insertLocked(resPackageRevisions, pr, copyFiles(files))
+	pr.CreationTimestamp = now()
+	var stored map[string]string
+	if !lazy {
+		stored = copyFiles(files)
+	}
+	e := s.storeNewLocked(resPackageRevisions, pr, stored)
+	e.lazy = lazy
 	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -35,23 +36,28 @@ func snapshotRevision() *porchv1alpha1.PackageRevision {
 	}
 }
 
-// TestImportKeepsWhatPorchReported: spec, status, labels, annotations and
-// owner references are stored as given; uid and resourceVersion are the
-// Sim's; the files are served as the revision's resources.
+// TestImportKeepsWhatPorchReported: uid, spec, status, labels,
+// annotations, finalizers and owner references are stored as given; the
+// resourceVersion is the Sim's; the files are served as the revision's
+// resources.
 func TestImportKeepsWhatPorchReported(t *testing.T) {
 	s, c := fixture(t)
 	in := snapshotRevision()
+	in.Finalizers = []string{"example.com/keep"}
 	files := blueprint(2, "app:v2", "readme v2\n")
 	got, err := s.Import(in, files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.UID == in.UID || got.ResourceVersion == in.ResourceVersion || got.UID == "" {
-		t.Errorf("uid %q resourceVersion %q: want the Sim's own", got.UID, got.ResourceVersion)
+	if got.UID != in.UID || got.ResourceVersion == in.ResourceVersion || got.ResourceVersion == "" {
+		t.Errorf("uid %q resourceVersion %q: want the uid given (%q) and the Sim's own resourceVersion", got.UID, got.ResourceVersion, in.UID)
 	}
 	read, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), in.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if read.UID != in.UID || len(read.Finalizers) != 1 || read.Finalizers[0] != "example.com/keep" {
+		t.Errorf("served uid %q finalizers %v: want %q and [example.com/keep]", read.UID, read.Finalizers, in.UID)
 	}
 	if read.Status.PublishedBy != "alice@example.com" || read.Labels["team"] != "edge" ||
 		read.Annotations["note"] != "from a snapshot" || len(read.OwnerReferences) != 1 ||
@@ -75,6 +81,37 @@ func TestImportDerivesTheName(t *testing.T) {
 	}
 	if got.Name != "blueprints.app.v2" {
 		t.Errorf("name = %q, want blueprints.app.v2", got.Name)
+	}
+}
+
+// TestImportDerivesTheUID: without a uid, the revision gets Porch's
+// (derived from namespace and name), as a create through the API does.
+func TestImportDerivesTheUID(t *testing.T) {
+	s, _ := fixture(t)
+	in := snapshotRevision()
+	in.UID = ""
+	got, err := s.Import(in, blueprint(2, "app:v2", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := helper.PackageRevisionUID(ns, in.Name); got.UID != want {
+		t.Errorf("uid = %q, want Porch's %q", got.UID, want)
+	}
+}
+
+// TestImportRefusesAUIDInUse: a uid names one object; a snapshot that gives
+// the same uid twice is refused rather than served with one of them lost.
+func TestImportRefusesAUIDInUse(t *testing.T) {
+	s, _ := fixture(t)
+	repo := s.AddRepository(ns, "other", false, nil)
+	in := snapshotRevision()
+	in.UID = repo.UID
+	_, err := s.Import(in, blueprint(2, "app:v2", ""))
+	if err == nil || !strings.Contains(err.Error(), "already the uid of repositories ns/other") {
+		t.Fatalf("Import with the uid of a Repository: %v, want a refusal naming the Repository", err)
+	}
+	if _, err := s.PackageRevision(ns, in.Name); err == nil {
+		t.Error("the refused revision was stored")
 	}
 }
 

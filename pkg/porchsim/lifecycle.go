@@ -106,11 +106,20 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	}
 
 	obj.Spec.Lifecycle = lc
-	files := e.files
-	skipped := e.skipped
-	if !helper.LifecycleIsPublished(cur.Spec.Lifecycle) {
+	// The files are read only where needed (a lazy revision's are
+	// fetched then, see SetFileSource): a metadata update of a published
+	// revision, say a controller adopting it, leaves them alone.
+	unpublished := !helper.LifecycleIsPublished(cur.Spec.Lifecycle)
+	gatesChanged := unpublished && !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates)
+	files, skipped := e.files, e.skipped
+	if gatesChanged || cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+		if files, err = s.filesLocked(e); err != nil {
+			return nil, err
+		}
+	}
+	if unpublished {
 		obj.Spec.PackageMetadata = in.Spec.PackageMetadata.DeepCopy()
-		if !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates) {
+		if gatesChanged {
 			obj.Spec.ReadinessGates = slices.Clone(in.Spec.ReadinessGates)
 			// Porch keeps the gates in the Kptfile; write them there so
 			// that the next mirror does not undo the change.
@@ -131,6 +140,8 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 		files, skipped = rendered.files, rendered.skipped
 		mirrorKptfile(obj, files)
 	}
+	// Unless they were read above, these are the entry's own (nil for a
+	// lazy revision, which stays lazy).
 	e.files, e.skipped = files, skipped
 	var out runtime.Object
 	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
@@ -202,7 +213,9 @@ func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runti
 		if by == "" {
 			by = publishedBy
 		}
-		s.publishLocked(e, by)
+		if err := s.publishLocked(e, by); err != nil {
+			return nil, err
+		}
 		return e.obj.DeepCopyObject(), nil
 	}
 	obj := cur.DeepCopy()
@@ -215,8 +228,13 @@ func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runti
 // publishLocked publishes a Draft or Proposed revision: the next revision
 // number of its package, publishedBy and the publish time, the
 // latest-revision label, and the package's placeholder (made at the first
-// publish) now holding its files.
-func (s *Sim) publishLocked(e *entry, by string) {
+// publish) now holding its files. The files are read first (a lazy
+// revision's are fetched): if that fails, nothing changes.
+func (s *Sim) publishLocked(e *entry, by string) error {
+	files, err := s.filesLocked(e)
+	if err != nil {
+		return err
+	}
 	pr := e.obj.(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName
 	obj := pr.DeepCopy()
@@ -227,7 +245,8 @@ func (s *Sim) publishLocked(e *entry, by string) {
 	obj.Status.PublishedAt = &published
 	s.replaceLocked(resPackageRevisions, e, obj)
 	s.recomputeLatestLocked(ns, repo, pkg)
-	s.syncPlaceholderLocked(e)
+	s.syncPlaceholderLocked(e, files)
+	return nil
 }
 
 // nextRevisionLocked is the revision number the next publish of a package
@@ -290,8 +309,9 @@ func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
 // published: Porch shows the branch as the placeholder revision
 // <repo>.<package>.main (revision -1, Published, no labels), made at the
 // package's first publish, with the files, tasks and upstream lock of the
-// latest revision published.
-func (s *Sim) syncPlaceholderLocked(published *entry) {
+// latest revision published, files (the caller read them: publishing must
+// not fail halfway).
+func (s *Sim) syncPlaceholderLocked(published *entry, files map[string]string) {
 	pub := published.obj.(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pub.Namespace, pub.Spec.RepositoryName, pub.Spec.PackageName
 	mirror := func(ph *porchv1alpha1.PackageRevision) {
@@ -299,7 +319,7 @@ func (s *Sim) syncPlaceholderLocked(published *entry) {
 		ph.Status.UpstreamLock = pub.Status.UpstreamLock.DeepCopy()
 		ph.Status.PublishedBy = pub.Status.PublishedBy
 		ph.Status.PublishedAt = pub.Status.PublishedAt.DeepCopy()
-		mirrorKptfile(ph, published.files)
+		mirrorKptfile(ph, files)
 	}
 	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
 		pr := e.obj.(*porchv1alpha1.PackageRevision)
@@ -308,7 +328,9 @@ func (s *Sim) syncPlaceholderLocked(published *entry) {
 		}
 		obj := pr.DeepCopy()
 		mirror(obj)
-		e.files = copyFiles(published.files)
+		// The branch now holds these files, whatever it held before: a
+		// lazy placeholder's are not fetched.
+		e.files, e.lazy = copyFiles(files), false
 		s.replaceLocked(resPackageRevisions, e, obj)
 		return
 	}
@@ -324,5 +346,5 @@ func (s *Sim) syncPlaceholderLocked(published *entry) {
 		Status: porchv1alpha1.PackageRevisionStatus{Deployment: pub.Status.Deployment},
 	}
 	mirror(ph)
-	s.insertLocked(resPackageRevisions, ph, copyFiles(published.files))
+	s.insertLocked(resPackageRevisions, ph, copyFiles(files))
 }

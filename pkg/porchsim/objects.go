@@ -533,8 +533,8 @@ func (s *Sim) collectGarbageLocked(namespace string, owner types.UID, orphan boo
 // them, as in collectGarbageLocked. Gone means deleted from this Sim: the
 // collector confirms an owner's absence where it lives, and the Sim knows
 // only its own objects. Objects placed by the Sim's helpers
-// (Import, AddPublished) are left as given: a snapshot may bring owners
-// after their dependents.
+// (Import, Restore, AddPublished) are left as given: a snapshot may bring
+// owners after their dependents.
 func (s *Sim) collectIfOwnersGoneLocked(resource, namespace, name string) {
 	e, ok := s.objects[resource][objectKey{namespace, name}]
 	if !ok {

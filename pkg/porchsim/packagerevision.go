@@ -383,7 +383,7 @@ func (s *Sim) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec *
 }
 
 func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porchv1alpha1.PackageRevisionSpec, upstream string) (func() (map[string]string, error), *porchv1alpha1.UpstreamLock, error) {
-	src, files, ok := s.packageRevisionLocked(ns, upstream)
+	src, e, ok := s.packageRevisionLocked(ns, upstream)
 	if !ok {
 		return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", upstream, upstream)
 	}
@@ -392,6 +392,10 @@ func (s *Sim) cloneLocked(ns string, repo *configv1alpha1.Repository, spec *porc
 	}
 	if !helper.LifecycleIsPublished(src.Spec.Lifecycle) {
 		return nil, nil, refuse("upstream package revision %q is %s; only a published revision can be cloned", upstream, src.Spec.Lifecycle)
+	}
+	files, err := s.filesLocked(e)
+	if err != nil {
+		return nil, nil, err
 	}
 	lock := s.lockLocked(src)
 	pkg, deployment := spec.PackageName, repo.Spec.Deployment
@@ -410,7 +414,7 @@ func ready(files map[string]string) func() (map[string]string, error) {
 }
 
 func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, source string) (func() (map[string]string, error), *porchv1alpha1.UpstreamLock, error) {
-	src, files, ok := s.packageRevisionLocked(ns, source)
+	src, e, ok := s.packageRevisionLocked(ns, source)
 	switch {
 	case !ok:
 		return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", source, source)
@@ -421,6 +425,10 @@ func (s *Sim) editLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, sou
 		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", src.Spec.RepositoryName, src.Name)
 	case !helper.LifecycleIsPublished(src.Spec.Lifecycle):
 		return nil, nil, refuse("source %q of edit is %s; only a published revision can be edited", source, src.Spec.Lifecycle)
+	}
+	files, err := s.filesLocked(e)
+	if err != nil {
+		return nil, nil, err
 	}
 	return ready(copyFiles(files)), src.Status.UpstreamLock.DeepCopy(), nil
 }
@@ -437,13 +445,13 @@ func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, 
 		}
 	}
 	var prs [3]*porchv1alpha1.PackageRevision
-	var files [3]map[string]string
+	var entries [3]*entry
 	for i, name := range []string{u.OldUpstream.Name, u.NewUpstream.Name, u.LocalPackageRevisionRef.Name} {
-		pr, f, ok := s.packageRevisionLocked(ns, name)
+		pr, e, ok := s.packageRevisionLocked(ns, name)
 		if !ok {
 			return nil, nil, refuse("failed to fetch package revision %q: package revision %q not found", name, name)
 		}
-		prs[i], files[i] = pr, f
+		prs[i], entries[i] = pr, e
 	}
 	for _, pr := range prs {
 		if !helper.LifecycleIsPublished(pr.Spec.Lifecycle) {
@@ -456,6 +464,16 @@ func (s *Sim) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec, 
 	}
 	if helper.IsPlaceholder(local) {
 		return nil, nil, refuse("source revision may not be the placeholder package revision %s/%s", local.Spec.RepositoryName, local.Name)
+	}
+	// The files are read once the request is known to be valid: a lazy
+	// revision's are fetched only for an upgrade that will use them.
+	var files [3]map[string]string
+	for i, e := range entries {
+		f, err := s.filesLocked(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		files[i] = f
 	}
 	lock := s.lockLocked(newUp)
 	pkg, target := spec.PackageName, newUp.Name
@@ -557,17 +575,27 @@ func (s *Sim) servePackageRevisionResourcesLocked(action clienttesting.Action, n
 		if !ok {
 			return nil, apierrors.NewNotFound(packageRevisionResourcesGR, name)
 		}
-		return resourcesOf(e, nil), nil
+		return s.resourcesLocked(e, nil)
 	case "list":
 		r := action.(clienttesting.ListAction).GetListRestrictions()
 		if err := checkFieldSelector(r.Fields, packageRevisionFieldLabels); err != nil {
 			return nil, err
 		}
+		// Every item of the list carries its files, so the list fetches
+		// those of each lazy revision it selects (one call of the file
+		// source per revision not fetched yet, see SetFileSource); the
+		// selectors are applied first, so that a narrow list (a field
+		// selector on spec.repository or spec.packageName, say) fetches
+		// only what it returns. A failed fetch fails the list.
 		l := &porchv1alpha1.PackageRevisionResourcesList{}
 		for _, key := range s.sortedKeysLocked(resPackageRevisions, ns) {
 			e := s.objects[resPackageRevisions][key]
 			if selects(r.Labels, r.Fields, mustAccessor(e.obj).GetLabels(), packageRevisionKind.fields(e.obj)) {
-				l.Items = append(l.Items, *resourcesOf(e, nil))
+				prr, err := s.resourcesLocked(e, nil)
+				if err != nil {
+					return nil, err
+				}
+				l.Items = append(l.Items, *prr)
 			}
 		}
 		return l, nil
@@ -582,9 +610,14 @@ func (s *Sim) servePackageRevisionResourcesLocked(action clienttesting.Action, n
 	return nil, notServed(action)
 }
 
-// resourcesOf is the PackageRevisionResources of a stored revision. Only an
-// update's response carries a render status.
-func resourcesOf(e *entry, rs *porchv1alpha1.RenderStatus) *porchv1alpha1.PackageRevisionResources {
+// resourcesLocked is the PackageRevisionResources of a stored revision
+// (whose files a lazy revision fetches, see filesLocked). Only an update's
+// response carries a render status.
+func (s *Sim) resourcesLocked(e *entry, rs *porchv1alpha1.RenderStatus) (*porchv1alpha1.PackageRevisionResources, error) {
+	files, err := s.filesLocked(e)
+	if err != nil {
+		return nil, err
+	}
 	pr := e.obj.(*porchv1alpha1.PackageRevision)
 	prr := &porchv1alpha1.PackageRevisionResources{
 		ObjectMeta: metav1.ObjectMeta{
@@ -602,13 +635,13 @@ func resourcesOf(e *entry, rs *porchv1alpha1.RenderStatus) *porchv1alpha1.Packag
 			WorkspaceName:  pr.Spec.WorkspaceName,
 			Revision:       pr.Spec.Revision,
 			RepositoryName: pr.Spec.RepositoryName,
-			Resources:      copyFiles(e.files),
+			Resources:      copyFiles(files),
 		},
 	}
 	if rs != nil {
 		prr.Status.RenderStatus = *rs.DeepCopy()
 	}
-	return prr
+	return prr, nil
 }
 
 // updateResourcesLocked stores the files of a Draft after healing (the
@@ -639,9 +672,12 @@ func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevision
 	// so it runs without the Sim's lock, as Porch renders requests for
 	// different revisions at the same time. A change of the revision
 	// meanwhile makes this update stale, as a new commit would in Porch.
-	stored, rv := e.files, pr.ResourceVersion
+	stored, err := s.filesLocked(e)
+	if err != nil {
+		return nil, err
+	}
+	rv := pr.ResourceVersion
 	var rendered renderOutcome
-	var err error
 	s.unlockedLocked(func() {
 		var healed map[string]string
 		if healed, err = kptengine.Heal(stored, in.Spec.Resources); err == nil {
@@ -667,7 +703,7 @@ func (s *Sim) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevision
 	}
 	s.setFilesLocked(e, rendered.files, rendered.skipped)
 	rs := rendered.status
-	return resourcesOf(e, &rs), nil
+	return s.resourcesLocked(e, &rs)
 }
 
 // setFilesLocked stores new files for a revision. The files and the
@@ -678,19 +714,19 @@ func (s *Sim) setFilesLocked(e *entry, files map[string]string, skipped []string
 	cur := e.obj.(*porchv1alpha1.PackageRevision)
 	obj := cur.DeepCopy()
 	mirrorKptfile(obj, files)
-	e.files = files
+	e.files, e.lazy = files, false
 	e.skipped = skipped
 	s.replaceLocked(resPackageRevisions, e, obj)
 }
 
-// packageRevisionLocked returns a stored revision and its files (shared:
-// do not modify).
-func (s *Sim) packageRevisionLocked(ns, name string) (*porchv1alpha1.PackageRevision, map[string]string, bool) {
+// packageRevisionLocked returns a stored revision and its entry, whose
+// files are read through filesLocked.
+func (s *Sim) packageRevisionLocked(ns, name string) (*porchv1alpha1.PackageRevision, *entry, bool) {
 	e, ok := s.objects[resPackageRevisions][objectKey{ns, name}]
 	if !ok {
 		return nil, nil, false
 	}
-	return e.obj.(*porchv1alpha1.PackageRevision), e.files, true
+	return e.obj.(*porchv1alpha1.PackageRevision), e, true
 }
 
 // packageEntriesLocked lists the revisions of one package, by name, from

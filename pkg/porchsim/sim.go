@@ -14,6 +14,7 @@
 package porchsim
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"sort"
@@ -81,6 +82,11 @@ type Sim struct {
 	// rendering, set by tests, runs while a resources update heals and
 	// renders without the Sim's lock.
 	rendering func()
+	// fileSource fetches the files of revisions imported without them
+	// (see SetFileSource); fetched and fileErrors record what it did.
+	fileSource func(ctx context.Context, namespace, name string) (map[string]string, error)
+	fetched    map[objectKey]struct{}
+	fileErrors map[objectKey]error
 
 	logs map[string]*eventLog // watch event log by resource
 	// watermark is the resourceVersion up to which events are delivered;
@@ -104,8 +110,16 @@ type objectRef struct {
 // entry is one stored object.
 type entry struct {
 	obj runtime.Object
-	// files are the package files of a PackageRevision.
+	// files are the package files of a PackageRevision. Read them through
+	// filesLocked: they are nil while lazy.
 	files map[string]string
+	// lazy marks a revision imported without its files: they are fetched
+	// from the file source on first need (see SetFileSource). Storing
+	// files clears it.
+	lazy bool
+	// fetchErr is the failure of the one fetch of a lazy revision; every
+	// later need fails with it (see filesLocked).
+	fetchErr error
 	// skipped are the pipeline functions the last render of the files
 	// did not run (not built into Porch, and the Sim runs none other).
 	skipped []string
@@ -124,6 +138,8 @@ func New(opts ...Option) *Sim {
 		packages:    map[packageKey]map[string]struct{}{},
 		dependents:  map[types.UID]map[objectRef]struct{}{},
 		deletedUIDs: map[types.UID]struct{}{},
+		fetched:     map[objectKey]struct{}{},
+		fileErrors:  map[objectKey]error{},
 		requests:    map[string]int{},
 		logs:        map[string]*eventLog{},
 		watchers:    map[*watcher]struct{}{},
@@ -372,13 +388,30 @@ func (s *Sim) Sequence(resourceVersion string) int64 {
 
 // newUIDLocked makes the UID of a new object. A PackageRevision's UID is
 // Porch's: derived from its namespace and name, so a revision deleted and
-// made again has the same UID (a UID precondition protects nothing).
+// made again has the same UID (a UID precondition protects nothing). Other
+// objects get the next UID of the Sim's sequence that no object held:
+// restored objects (Restore) bring their own UIDs, which may come from
+// another Sim's sequence.
 func (s *Sim) newUIDLocked(resource, namespace, name string) types.UID {
 	if resource == resPackageRevisions {
 		return helper.PackageRevisionUID(namespace, name)
 	}
-	s.uidSeq++
-	return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", s.uidSeq))
+	for {
+		s.uidSeq++
+		uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", s.uidSeq))
+		if !s.uidHeldLocked(uid) {
+			return uid
+		}
+	}
+}
+
+// uidHeldLocked tells whether an object of the Sim has, or had, uid.
+func (s *Sim) uidHeldLocked(uid types.UID) bool {
+	if _, ok := s.uids[uid]; ok {
+		return true
+	}
+	_, ok := s.deletedUIDs[uid]
+	return ok
 }
 
 // now is the API server's clock: timestamps travel with second precision.
@@ -396,6 +429,16 @@ func (s *Sim) insertLocked(resource string, obj runtime.Object, files map[string
 	if resource != resPackageRevisions {
 		m.SetGeneration(1)
 	}
+	return s.storeNewLocked(resource, obj, files)
+}
+
+// storeNewLocked stores a new object whose uid, creationTimestamp and
+// generation are set (by insertLocked, or kept from a snapshot by Restore
+// and Import): it assigns the resourceVersion, indexes the object and emits
+// ADDED. It is the one place where objects enter the store, so the indexes
+// and s.uids stay consistent whichever way they came.
+func (s *Sim) storeNewLocked(resource string, obj runtime.Object, files map[string]string) *entry {
+	m := mustAccessor(obj)
 	m.SetResourceVersion(s.nextRVLocked(resource))
 	if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok {
 		s.fillSelfLockLocked(pr)
