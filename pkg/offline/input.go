@@ -3,6 +3,7 @@ package offline
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,15 @@ type Input struct {
 	// Notes are things a person should know about how the input was read
 	// (a skipped directory, an ignored cluster-scoped object).
 	Notes []string
+	// FileSource, when set, reads the files of revisions given without
+	// them (Revision.Files nil), when a run first needs them: a live
+	// cluster serves each from git, so a diff reads only those it needs.
+	FileSource func(ctx context.Context, namespace, name string) (map[string]string, error)
+
+	// lazyFiles lets revisions come without their PackageRevisionResources
+	// (a snapshot for variantctl diff); FileSource then says which are
+	// missing if a run needs them.
+	lazyFiles bool
 
 	// resources are PackageRevisionResources waiting for their revision.
 	resources map[string]Sourced[*porchv1alpha1.PackageRevisionResources]
@@ -139,7 +149,24 @@ var ignoredKinds = map[string]bool{
 // a kpt package and is skipped with a note). It reports every problem it
 // finds, not just the first.
 func ReadPaths(paths []string) (*Input, error) {
-	in := &Input{resources: map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}, seen: map[objectKey]Source{}}
+	return readPaths(paths, false)
+}
+
+// ReadSnapshot reads a saved cluster (kubectl get ... -o yaml) as ReadPaths
+// does, except that PackageRevisions may come without their
+// PackageRevisionResources: a run that needs the files of one of those
+// fails, naming it and the command that saves it.
+func ReadSnapshot(paths []string) (*Input, error) {
+	in, err := readPaths(paths, true)
+	in.FileSource = func(_ context.Context, namespace, name string) (map[string]string, error) {
+		return nil, fmt.Errorf("the snapshot holds no PackageRevisionResources %s/%s and the run needs its files; save them into the snapshot with: kubectl get packagerevisionresources -n %s %s -o yaml",
+			namespace, name, namespace, name)
+	}
+	return in, err
+}
+
+func readPaths(paths []string, lazyFiles bool) (*Input, error) {
+	in := &Input{resources: map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}, seen: map[objectKey]Source{}, lazyFiles: lazyFiles}
 	var errs InputErrors
 	for _, p := range paths {
 		info, err := os.Stat(p)
@@ -453,6 +480,9 @@ func (in *Input) attachResources() InputErrors {
 		}
 		key := rev.PR.Namespace + "/" + rev.PR.Name
 		prr, ok := in.resources[key]
+		if !ok && in.lazyFiles {
+			continue
+		}
 		if !ok {
 			errs = append(errs, &InputError{Source: rev.Source, Object: "PackageRevision " + key,
 				Msg: fmt.Sprintf("its files are missing: add its PackageRevisionResources (kubectl get packagerevisionresources -n %s %s -o yaml), or load the package with --package", rev.PR.Namespace, rev.PR.Name)})

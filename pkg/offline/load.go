@@ -7,13 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -150,15 +148,16 @@ func (in *Input) hasRepository(ns, name string) bool {
 	return false
 }
 
-// Load stores the input in sim as a cluster would hold it: Repositories,
-// PackageVariantSets and PackageVariants created through the API (server
-// metadata from a snapshot is dropped, status is kept, owner references
-// follow the new uids), revisions imported with their files, objects with
-// no namespace put in ns. It returns every problem found.
+// Load stores the input in sim as the cluster holds it: Repositories,
+// PackageVariantSets and PackageVariants keep their identity (uid, owner
+// references, labels such as a set's on its variants, finalizers, a
+// deletion in progress, status), so a replayed fleet is the fleet: a set
+// owns its variants and an up-to-date variant has nothing to do.
+// Revisions are imported with their files, or with none when the input
+// has a FileSource (the Sim reads them on first need). Objects with no
+// namespace are put in ns. It returns every problem found.
 func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
-	client := sim.Clientset()
 	var errs InputErrors
-	uids := map[types.UID]types.UID{} // snapshot uid -> Sim uid
 	fail := func(src Source, obj string, err error) {
 		errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
 	}
@@ -167,68 +166,31 @@ func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
 			m.Namespace = ns
 		}
 	}
-	for _, o := range in.Repositories {
-		repo := o.Obj.DeepCopy()
-		defaultNS(&repo.ObjectMeta)
-		oldUID := repo.UID
-		clearServerFields(&repo.ObjectMeta)
-		created, err := client.ConfigV1alpha1().Repositories(repo.Namespace).Create(ctx, repo, metav1.CreateOptions{})
-		if err != nil {
-			fail(o.Source, "Repository "+repo.Namespace+"/"+repo.Name, err)
-			continue
-		}
-		if oldUID != "" {
-			uids[oldUID] = created.UID
+	restore := func(src Source, kind string, obj runtime.Object, m *metav1.ObjectMeta) {
+		defaultNS(m)
+		m.ResourceVersion = ""
+		if _, err := sim.Restore(obj); err != nil {
+			fail(src, kind+" "+m.Namespace+"/"+m.Name, err)
 		}
 	}
+	for _, o := range in.Repositories {
+		repo := o.Obj.DeepCopy()
+		restore(o.Source, "Repository", repo, &repo.ObjectMeta)
+	}
 	for _, o := range in.Sets {
-		pvs := o.Obj.DeepCopy()
-		defaultNS(&pvs.ObjectMeta)
-		oldUID := pvs.UID
-		clearServerFields(&pvs.ObjectMeta)
-		created, err := client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).Create(ctx, pvs, metav1.CreateOptions{})
-		if err != nil {
-			fail(o.Source, "PackageVariantSet "+pvs.Namespace+"/"+pvs.Name, err)
-			continue
-		}
-		if !equality.Semantic.DeepEqual(pvs.Status, configv1alpha2.PackageVariantSetStatus{}) {
-			// A snapshot's status, as the cluster holds it.
-			created.Status = pvs.Status
-			if created, err = client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				fail(o.Source, "PackageVariantSet "+pvs.Namespace+"/"+pvs.Name, err)
-				continue
-			}
-		}
-		if oldUID != "" {
-			uids[oldUID] = created.UID
-		}
+		set := o.Obj.DeepCopy()
+		restore(o.Source, "PackageVariantSet", set, &set.ObjectMeta)
 	}
 	for _, o := range in.Variants {
 		pv := o.Obj.DeepCopy()
-		defaultNS(&pv.ObjectMeta)
-		oldUID := pv.UID
-		clearServerFields(&pv.ObjectMeta)
-		remapOwners(&pv.ObjectMeta, uids)
-		created, err := client.ConfigV1alpha1().PackageVariants(pv.Namespace).Create(ctx, pv, metav1.CreateOptions{})
-		if err != nil {
-			fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name, err)
-			continue
-		}
-		if !equality.Semantic.DeepEqual(pv.Status, configv1alpha1.PackageVariantStatus{}) {
-			created.Status = pv.Status
-			if created, err = client.ConfigV1alpha1().PackageVariants(pv.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-				fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name, err)
-				continue
-			}
-		}
-		if oldUID != "" {
-			uids[oldUID] = created.UID
-		}
+		restore(o.Source, "PackageVariant", pv, &pv.ObjectMeta)
+	}
+	if in.FileSource != nil {
+		sim.SetFileSource(in.FileSource)
 	}
 	for _, r := range in.Revisions {
 		pr := r.PR.DeepCopy()
 		defaultNS(&pr.ObjectMeta)
-		remapOwners(&pr.ObjectMeta, uids)
 		if _, err := sim.Import(pr, r.Files); err != nil {
 			fail(r.Source, "", err)
 		}
@@ -266,16 +228,6 @@ func clearServerFields(m *metav1.ObjectMeta) {
 	m.DeletionGracePeriodSeconds = nil
 	m.ManagedFields = nil
 	m.SelfLink = ""
-}
-
-// remapOwners points owner references at the uids the Sim gave their
-// owners; references to owners not in the input stay as they are.
-func remapOwners(m *metav1.ObjectMeta, uids map[types.UID]types.UID) {
-	for i, ref := range m.OwnerReferences {
-		if uid, ok := uids[ref.UID]; ok {
-			m.OwnerReferences[i].UID = uid
-		}
-	}
 }
 
 // AddStandInUpstreams gives every set whose upstream package is not in the

@@ -75,6 +75,12 @@ func TestReplaySnapshot(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	in := readTestInput(t, "fleet.yaml", "variant.yaml")
 	sim := porchsim.New()
+	// The cluster's uids are not the ones a fresh Sim would hand out: the
+	// replay must keep them, not make them anew.
+	sim.AddRepository("elsewhere", "unrelated", false, nil)
+	if err := sim.Clientset().ConfigV1alpha1().Repositories("elsewhere").Delete(ctx, "unrelated", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := in.Load(ctx, sim, "fleet"); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +107,22 @@ func TestReplaySnapshot(t *testing.T) {
 	}
 	if len(out.Variants) != 3 {
 		t.Errorf("%d variants after replay, want 3", len(out.Variants))
+	}
+	// Identities survive the replay: the set still owns its variants.
+	uids := map[string]string{}
+	for _, pv := range sim.PackageVariants("fleet") {
+		uids[pv.Name] = string(pv.UID)
+	}
+	for _, pv := range out.Variants {
+		if string(pv.UID) != uids[pv.Name] {
+			t.Errorf("variant %s has uid %s after replay, the snapshot says %s", pv.Name, pv.UID, uids[pv.Name])
+		}
+	}
+	for _, set := range out.Sets {
+		ready := meta.FindStatusCondition(set.Status.Conditions, "Ready")
+		if ready == nil || ready.Status != metav1.ConditionTrue || set.Status.ExistingVariants != 2 {
+			t.Errorf("set %s after replay: Ready %+v, %d variants exist; want Ready and its 2 variants its own", set.Name, ready, set.Status.ExistingVariants)
+		}
 	}
 	for _, rev := range out.Revisions {
 		t.Errorf("replaying a settled fleet %s %s", rev.Action, rev.PR.Name)
