@@ -5,9 +5,11 @@
 //	variantctl render   -f FILE_OR_DIR ... [--package REPO/PACKAGE[@REVISION]=DIR ...] [--out DIR]
 //	variantctl expand   -f FILE_OR_DIR ...
 //	variantctl validate -f FILE_OR_DIR ...
+//	variantctl diff     -f FILE_OR_DIR ... [--delete] [--kubeconfig PATH] [--context NAME] [-n NAMESPACE] [--from DIR] [-o yaml|json]
 //
 // Exit status: 0 when every variant and set is Ready (render, expand) or
 // valid (validate); 1 when some are not; 2 when the input cannot be used.
+// diff: 0 no difference, 1 differences, 2 an error (as kubectl diff).
 package main
 
 import (
@@ -51,6 +53,16 @@ Usage:
       Check PackageVariants and PackageVariantSets as the controllers do,
       CEL expressions type-checked, cost-estimated and dry-run; print every
       problem.
+
+  variantctl diff     -f FILE_OR_DIR ... [--delete] [--kubeconfig PATH] [--context NAME]
+                      [-n NAMESPACE] [--from SNAPSHOT] [-o yaml|json]
+      Show what applying the files (or with --delete, deleting their
+      objects) would make the controllers do to the live fleet: sets and
+      variants added, changed or removed, package revisions created,
+      replaced, deleted or proposed for deletion, and each package's file
+      changes. Reads the cluster only (a read-only client: it cannot write),
+      or with --from a saved snapshot (kubectl get ... -o yaml). Exit
+      status 0 no difference, 1 differences, 2 an error.
 
 Input: YAML files or directories (recursively; kpt package directories are
 skipped) holding Repository, PackageVariant, PackageVariantSet,
@@ -106,11 +118,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return expand(ctx, rest, stdout, stderr)
 	case "validate":
 		return validate(rest, stdout, stderr)
+	case "diff":
+		return diff(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "variantctl: unknown command %q; want render, expand or validate\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "variantctl: unknown command %q; want diff, render, expand or validate\n\n%s", cmd, usage)
 		return exitBadInput
 	}
 }

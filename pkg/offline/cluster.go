@@ -1,0 +1,97 @@
+package offline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+)
+
+// ClusterError says why the cluster could not be read: which request,
+// and what to do about it.
+type ClusterError struct {
+	What string // "list PackageVariants in namespace fleet"
+	Err  error
+}
+
+func (e *ClusterError) Error() string {
+	switch {
+	case apierrors.IsForbidden(e.Err):
+		return fmt.Sprintf("the cluster refused to %s: %v; variantctl diff needs get and list on repositories, packagevariants, packagevariantsets, packagerevisions and packagerevisionresources, and list on the kinds injectors and objectSelectors name",
+			e.What, apierrors.ReasonForError(e.Err))
+	case apierrors.IsUnauthorized(e.Err):
+		return fmt.Sprintf("cannot %s: the cluster does not accept the kubeconfig's credentials (%v)", e.What, e.Err)
+	case isUnreachable(e.Err):
+		return fmt.Sprintf("cannot %s: the cluster cannot be reached (%v); check --kubeconfig and --context", e.What, e.Err)
+	}
+	return fmt.Sprintf("cannot %s: %v", e.What, e.Err)
+}
+
+func (e *ClusterError) Unwrap() error { return e.Err }
+
+func isUnreachable(err error) bool {
+	var netErr net.Error
+	var urlErr *url.Error
+	return errors.As(err, &netErr) || errors.As(err, &urlErr)
+}
+
+// ReadCluster reads the fleet of the given namespaces through client
+// (build it on ReadOnlyConfig): the Repositories, PackageVariants,
+// PackageVariantSets and PackageRevisions, one list each per namespace,
+// with uids, owner references, finalizers and status as the cluster holds
+// them. No package files are read here: Input.FileSource gets those the
+// run needs, one PackageRevisionResources at a time, because Porch serves
+// each from git.
+func ReadCluster(ctx context.Context, client versioned.Interface, namespaces []string) (*Input, error) {
+	in := &Input{lazyFiles: true}
+	for _, ns := range namespaces {
+		src := Source{File: "cluster namespace " + ns}
+		repos, err := client.ConfigV1alpha1().Repositories(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, &ClusterError{What: "list Repositories in namespace " + ns, Err: err}
+		}
+		for i := range repos.Items {
+			in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{&repos.Items[i], src})
+		}
+		sets, err := client.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, &ClusterError{What: "list PackageVariantSets in namespace " + ns, Err: err}
+		}
+		for i := range sets.Items {
+			in.Sets = append(in.Sets, Sourced[*configv1alpha2.PackageVariantSet]{&sets.Items[i], src})
+		}
+		pvs, err := client.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, &ClusterError{What: "list PackageVariants in namespace " + ns, Err: err}
+		}
+		for i := range pvs.Items {
+			in.Variants = append(in.Variants, Sourced[*configv1alpha1.PackageVariant]{&pvs.Items[i], src})
+		}
+		prs, err := client.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, &ClusterError{What: "list PackageRevisions in namespace " + ns, Err: err}
+		}
+		for i := range prs.Items {
+			in.Revisions = append(in.Revisions, &Revision{PR: &prs.Items[i], Source: src})
+		}
+	}
+	in.FileSource = func(ctx context.Context, namespace, name string) (map[string]string, error) {
+		prr, err := client.PorchV1alpha1().PackageRevisionResources(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, &ClusterError{What: "get PackageRevisionResources " + namespace + "/" + name, Err: err}
+		}
+		if prr.Spec.Resources == nil {
+			return map[string]string{}, nil
+		}
+		return prr.Spec.Resources, nil
+	}
+	return in, nil
+}

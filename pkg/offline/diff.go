@@ -1,0 +1,676 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// State is the fleet as a Sim holds it at one moment: what a diff
+// compares.
+type State struct {
+	Sets      map[string]*configv1alpha2.PackageVariantSet // by namespace/name
+	Variants  map[string]*configv1alpha1.PackageVariant
+	Revisions map[string]*porchv1alpha1.PackageRevision
+}
+
+// CaptureState reads the fleet from the Sim (through its helpers: not
+// counted as requests, never faulted).
+func CaptureState(ctx context.Context, sim *porchsim.Sim) (*State, error) {
+	client := sim.Clientset()
+	st := &State{
+		Sets:      map[string]*configv1alpha2.PackageVariantSet{},
+		Variants:  map[string]*configv1alpha1.PackageVariant{},
+		Revisions: map[string]*porchv1alpha1.PackageRevision{},
+	}
+	sets, err := client.ConfigV1alpha2().PackageVariantSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list PackageVariantSets: %w", err)
+	}
+	for i := range sets.Items {
+		o := &sets.Items[i]
+		st.Sets[o.Namespace+"/"+o.Name] = o
+	}
+	pvs, err := client.ConfigV1alpha1().PackageVariants("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list PackageVariants: %w", err)
+	}
+	for i := range pvs.Items {
+		o := &pvs.Items[i]
+		st.Variants[o.Namespace+"/"+o.Name] = o
+	}
+	prs, err := client.PorchV1alpha1().PackageRevisions("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list PackageRevisions: %w", err)
+	}
+	for i := range prs.Items {
+		o := &prs.Items[i]
+		st.Revisions[o.Namespace+"/"+o.Name] = o
+	}
+	return st, nil
+}
+
+// Actions in a FleetDiff.
+const (
+	DiffAdded    = "added"
+	DiffChanged  = "changed"
+	DiffRemoved  = "removed"
+	DiffDeleting = "deleting" // deletion started, finalizers still held
+
+	RevisionCreated             = "created"
+	RevisionReplaced            = "replaced" // deleted, a new draft of its package made in its place
+	RevisionDeleted             = "deleted"
+	RevisionProposedForDeletion = "proposed-for-deletion"
+	RevisionChanged             = "changed"
+)
+
+// FleetDiff is what a change does to a fleet: the sets and variants that
+// appear, change or go, and what happens to their package revisions.
+type FleetDiff struct {
+	Sets     []ObjectDiff  `json:"sets,omitempty"`
+	Variants []VariantDiff `json:"variants,omitempty"`
+	// OtherRevisions are changed revisions no variant owns (before or
+	// after).
+	OtherRevisions []RevisionDiff `json:"otherRevisions,omitempty"`
+	Summary        DiffSummary    `json:"summary"`
+	// NotSettled says what the controllers still had in hand when the run
+	// stopped; empty when they settled.
+	NotSettled string `json:"notSettled,omitempty"`
+}
+
+// Empty reports whether the change does nothing.
+func (d *FleetDiff) Empty() bool {
+	return len(d.Sets) == 0 && len(d.Variants) == 0 && len(d.OtherRevisions) == 0
+}
+
+// ObjectDiff is a PackageVariantSet or PackageVariant that was added,
+// changed or removed.
+type ObjectDiff struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Action    string `json:"action"`
+	// Changed names what changed: spec, labels, annotations, finalizers.
+	Changed []string `json:"changed,omitempty"`
+	// SpecDiff is a unified diff of the spec as YAML.
+	SpecDiff   string            `json:"specDiff,omitempty"`
+	Conditions []ConditionChange `json:"conditions,omitempty"`
+}
+
+// VariantDiff is a variant and what happens to its package revisions. A
+// variant that stays the same but whose revisions change (an upstream
+// moved) is listed with Action "".
+type VariantDiff struct {
+	ObjectDiff `json:",inline"`
+	// Set is the PackageVariantSet that owns the variant, if any.
+	Set string `json:"set,omitempty"`
+	// Ready is the variant's Ready condition after the change (nil for a
+	// removed variant), changed or not.
+	Ready     *Condition     `json:"ready,omitempty"`
+	Revisions []RevisionDiff `json:"revisions,omitempty"`
+}
+
+// ConditionChange is a condition whose status, reason or message changed.
+type ConditionChange struct {
+	Type   string     `json:"type"`
+	Before *Condition `json:"before,omitempty"`
+	After  *Condition `json:"after,omitempty"`
+}
+
+// Condition is what a person reads of a condition.
+type Condition struct {
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// RevisionDiff is a PackageRevision created, replaced, deleted, proposed
+// for deletion or changed.
+type RevisionDiff struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Repository string `json:"repository"`
+	Package    string `json:"package"`
+	Workspace  string `json:"workspace"`
+	Action     string `json:"action"`
+	// Task is how a created revision was made: clone, edit or upgrade.
+	Task string `json:"task,omitempty"`
+	// Lifecycle after (before, for a deleted revision); LifecycleBefore
+	// for a changed one.
+	Lifecycle       string `json:"lifecycle"`
+	LifecycleBefore string `json:"lifecycleBefore,omitempty"`
+	// Revision number of a published revision.
+	Revision int `json:"revision,omitempty"`
+	// Replaces is the draft a created revision took the place of.
+	Replaces string `json:"replaces,omitempty"`
+	// ComparedWith is what Diff compares the files with: the replaced
+	// draft, the package's latest Published revision, or (a new clone)
+	// its upstream revision.
+	ComparedWith string `json:"comparedWith,omitempty"`
+	// Changed names what changed of a changed revision: lifecycle, files,
+	// owner, labels, annotations.
+	Changed []string `json:"changed,omitempty"`
+	Diff    string   `json:"diff,omitempty"`
+	// Blocking are the readiness gates of the revision after the change
+	// whose conditions are not True (a required injection point with no
+	// object to inject, say): Porch will not publish it until they are.
+	Blocking []GateCondition `json:"blocking,omitempty"`
+}
+
+// GateCondition is a package revision's condition that gates publishing.
+type GateCondition struct {
+	Type      string `json:"type"`
+	Condition `json:",inline"`
+}
+
+// DiffSummary counts what a FleetDiff holds.
+type DiffSummary struct {
+	SetsAdded           int `json:"setsAdded"`
+	SetsChanged         int `json:"setsChanged"`
+	SetsRemoved         int `json:"setsRemoved"`
+	VariantsAdded       int `json:"variantsAdded"`
+	VariantsChanged     int `json:"variantsChanged"`
+	VariantsRemoved     int `json:"variantsRemoved"`
+	RevisionsCreated    int `json:"revisionsCreated"`
+	Clones              int `json:"clones"`
+	Edits               int `json:"edits"`
+	Upgrades            int `json:"upgrades"`
+	RevisionsReplaced   int `json:"revisionsReplaced"`
+	RevisionsDeleted    int `json:"revisionsDeleted"`
+	ProposedForDeletion int `json:"proposedForDeletion"`
+	RevisionsChanged    int `json:"revisionsChanged"`
+}
+
+// FileReader reads a revision's files before and after the run. Before is
+// asked only for revisions the before state holds, After only for those
+// the after state holds.
+type FileReader interface {
+	Before(namespace, name string) (map[string]string, error)
+	After(namespace, name string) (map[string]string, error)
+}
+
+// Compare returns what changed from before to after.
+func Compare(before, after *State, files FileReader) (*FleetDiff, error) {
+	d := &FleetDiff{}
+	d.Sets = compareSets(before, after)
+
+	// Revisions first: a variant whose revisions changed is listed even
+	// when the variant itself did not change.
+	revs, err := compareRevisions(before, after, files)
+	if err != nil {
+		return nil, err
+	}
+	owners := map[types.UID]string{} // variant uid -> namespace/name
+	for k, pv := range before.Variants {
+		owners[pv.UID] = k
+	}
+	for k, pv := range after.Variants {
+		owners[pv.UID] = k
+	}
+	byVariant := map[string][]RevisionDiff{}
+	for _, r := range revs {
+		key := r.owner
+		if v, ok := owners[key]; ok {
+			byVariant[v] = append(byVariant[v], r.RevisionDiff)
+		} else {
+			d.OtherRevisions = append(d.OtherRevisions, r.RevisionDiff)
+		}
+	}
+
+	keys := unionKeys(before.Variants, after.Variants)
+	for _, k := range keys {
+		b, a := before.Variants[k], after.Variants[k]
+		var od ObjectDiff
+		var set string
+		switch {
+		case b == nil:
+			od = ObjectDiff{Action: DiffAdded, SpecDiff: specDiff(nil, a.Spec)}
+			od.Conditions = conditionChanges(nil, a.Status.Conditions)
+			set = setOf(a, after)
+		case a == nil:
+			od = ObjectDiff{Action: DiffRemoved}
+			set = setOf(b, before)
+		default:
+			od = objectChange(b.ObjectMeta, a.ObjectMeta, b.Spec, a.Spec)
+			od.Conditions = conditionChanges(b.Status.Conditions, a.Status.Conditions)
+			if od.Action == "" && len(od.Conditions) > 0 {
+				od.Action = DiffChanged
+			}
+			set = setOf(a, after)
+		}
+		if od.Action == "" && len(byVariant[k]) == 0 {
+			continue
+		}
+		ns, name, _ := strings.Cut(k, "/")
+		od.Kind, od.Namespace, od.Name = "PackageVariant", ns, name
+		vd := VariantDiff{ObjectDiff: od, Set: set, Revisions: byVariant[k]}
+		if a != nil {
+			for _, c := range a.Status.Conditions {
+				if c.Type == "Ready" {
+					vd.Ready = &Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+				}
+			}
+		}
+		d.Variants = append(d.Variants, vd)
+	}
+	d.Summary = summarize(d)
+	return d, nil
+}
+
+// compareSets lists the sets added, changed or removed.
+func compareSets(before, after *State) []ObjectDiff {
+	var out []ObjectDiff
+	for _, k := range unionKeys(before.Sets, after.Sets) {
+		b, a := before.Sets[k], after.Sets[k]
+		var od ObjectDiff
+		switch {
+		case b == nil:
+			od = ObjectDiff{Action: DiffAdded, SpecDiff: specDiff(nil, a.Spec)}
+			od.Conditions = conditionChanges(nil, a.Status.Conditions)
+		case a == nil:
+			od = ObjectDiff{Action: DiffRemoved}
+		default:
+			od = objectChange(b.ObjectMeta, a.ObjectMeta, b.Spec, a.Spec)
+			od.Conditions = conditionChanges(b.Status.Conditions, a.Status.Conditions)
+			if od.Action == "" && len(od.Conditions) > 0 {
+				od.Action = DiffChanged
+			}
+		}
+		if od.Action == "" {
+			continue
+		}
+		ns, name, _ := strings.Cut(k, "/")
+		od.Kind, od.Namespace, od.Name = "PackageVariantSet", ns, name
+		out = append(out, od)
+	}
+	return out
+}
+
+// objectChange compares two versions of an object: Action is
+// DiffDeleting, DiffChanged or "" (nothing a person cares about changed:
+// resourceVersion, managed fields and status are not compared here).
+func objectChange(b, a metav1.ObjectMeta, bSpec, aSpec any) ObjectDiff {
+	var od ObjectDiff
+	if !equality.Semantic.DeepEqual(bSpec, aSpec) {
+		od.Changed = append(od.Changed, "spec")
+		od.SpecDiff = specDiff(bSpec, aSpec)
+	}
+	if !equality.Semantic.DeepEqual(b.Labels, a.Labels) && (len(b.Labels) > 0 || len(a.Labels) > 0) {
+		od.Changed = append(od.Changed, "labels")
+	}
+	if !equality.Semantic.DeepEqual(b.Annotations, a.Annotations) && (len(b.Annotations) > 0 || len(a.Annotations) > 0) {
+		od.Changed = append(od.Changed, "annotations")
+	}
+	if !equality.Semantic.DeepEqual(b.Finalizers, a.Finalizers) && (len(b.Finalizers) > 0 || len(a.Finalizers) > 0) {
+		od.Changed = append(od.Changed, "finalizers")
+	}
+	switch {
+	case a.DeletionTimestamp != nil && b.DeletionTimestamp == nil:
+		od.Action = DiffDeleting
+	case len(od.Changed) > 0:
+		od.Action = DiffChanged
+	}
+	return od
+}
+
+// specDiff is a unified diff of a spec as YAML ("" when equal).
+func specDiff(before, after any) string {
+	toYAML := func(v any) string {
+		if v == nil {
+			return ""
+		}
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return fmt.Sprintf("(cannot print: %v)\n", err)
+		}
+		return string(b)
+	}
+	var a, b map[string]string
+	if s := toYAML(before); s != "" {
+		a = map[string]string{"spec": s}
+	}
+	if s := toYAML(after); s != "" {
+		b = map[string]string{"spec": s}
+	}
+	return UnifiedDiff("before", "after", a, b)
+}
+
+// conditionChanges lists the conditions whose status, reason or message
+// changed (when and for which generation they changed is noise here).
+func conditionChanges(before, after []metav1.Condition) []ConditionChange {
+	find := func(cs []metav1.Condition, t string) *Condition {
+		for _, c := range cs {
+			if c.Type == t {
+				return &Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+			}
+		}
+		return nil
+	}
+	types := map[string]bool{}
+	for _, c := range before {
+		types[c.Type] = true
+	}
+	for _, c := range after {
+		types[c.Type] = true
+	}
+	var out []ConditionChange
+	for _, t := range sortedKeys(types) {
+		b, a := find(before, t), find(after, t)
+		if b != nil && a != nil && *b == *a {
+			continue
+		}
+		out = append(out, ConditionChange{Type: t, Before: b, After: a})
+	}
+	return out
+}
+
+// setOf is the namespace/name of the set that controls a variant, if any.
+func setOf(pv *configv1alpha1.PackageVariant, st *State) string {
+	ref := metav1.GetControllerOf(pv)
+	if ref == nil || ref.Kind != "PackageVariantSet" {
+		return ""
+	}
+	for _, s := range st.Sets {
+		if s.UID == ref.UID {
+			return s.Name
+		}
+	}
+	return ref.Name
+}
+
+// revisionChange is a RevisionDiff and the uid of the variant that owns
+// the revision (after, else before).
+type revisionChange struct {
+	RevisionDiff
+	owner types.UID
+}
+
+func ownerOf(pr *porchv1alpha1.PackageRevision) types.UID {
+	if ref := metav1.GetControllerOf(pr); ref != nil {
+		return ref.UID
+	}
+	for _, ref := range pr.OwnerReferences {
+		if ref.Kind == "PackageVariant" {
+			return ref.UID
+		}
+	}
+	return ""
+}
+
+func packageKey(pr *porchv1alpha1.PackageRevision) string {
+	return pr.Namespace + "/" + pr.Spec.RepositoryName + "/" + pr.Spec.PackageName
+}
+
+func newRevisionDiff(pr *porchv1alpha1.PackageRevision, action string) RevisionDiff {
+	return RevisionDiff{
+		Namespace: pr.Namespace, Name: pr.Name,
+		Repository: pr.Spec.RepositoryName, Package: pr.Spec.PackageName, Workspace: string(pr.Spec.WorkspaceName),
+		Action: action, Lifecycle: string(pr.Spec.Lifecycle), Revision: int(pr.Spec.Revision),
+	}
+}
+
+// describe names a revision for ComparedWith: "<name> (<lifecycle>[ <revision>])".
+func describe(pr *porchv1alpha1.PackageRevision) string {
+	if helper.IsPublished(pr) {
+		return fmt.Sprintf("%s (%s %d)", pr.Name, pr.Spec.Lifecycle, pr.Spec.Revision)
+	}
+	return fmt.Sprintf("%s (%s)", pr.Name, pr.Spec.Lifecycle)
+}
+
+func compareRevisions(before, after *State, files FileReader) ([]revisionChange, error) {
+	var out []revisionChange
+	// Drafts deleted, by package, to pair with a draft made in their place.
+	deletedDrafts := map[string][]*porchv1alpha1.PackageRevision{}
+	for k, b := range before.Revisions {
+		if _, ok := after.Revisions[k]; !ok && !helper.IsPublished(b) && !helper.IsPlaceholder(b) {
+			deletedDrafts[packageKey(b)] = append(deletedDrafts[packageKey(b)], b)
+		}
+	}
+	replaced := map[string]bool{}
+
+	for _, k := range unionKeys(before.Revisions, after.Revisions) {
+		b, a := before.Revisions[k], after.Revisions[k]
+		switch {
+		case b == nil:
+			if helper.IsPlaceholder(a) {
+				continue // Porch's own bookkeeping of a first publish
+			}
+			rd := newRevisionDiff(a, RevisionCreated)
+			if len(a.Spec.Tasks) > 0 {
+				rd.Task = string(a.Spec.Tasks[0].Type)
+			}
+			base, baseFiles, err := baseOf(a, before, deletedDrafts[packageKey(a)], files)
+			if err != nil {
+				return nil, err
+			}
+			if base != nil {
+				rd.ComparedWith = describe(base)
+				if before.Revisions[base.Namespace+"/"+base.Name] != nil && after.Revisions[base.Namespace+"/"+base.Name] == nil &&
+					!helper.IsPublished(base) {
+					rd.Replaces = base.Name
+					replaced[base.Namespace+"/"+base.Name] = true
+				}
+			}
+			afterFiles, err := files.After(a.Namespace, a.Name)
+			if err != nil {
+				return nil, err
+			}
+			rd.Diff = UnifiedDiff(baseLabel(base, a), a.Spec.RepositoryName+"/"+a.Spec.PackageName, baseFiles, afterFiles)
+			rd.Blocking = blocking(a)
+			out = append(out, revisionChange{rd, ownerOf(a)})
+		case a == nil:
+			if helper.IsPlaceholder(b) {
+				continue
+			}
+			out = append(out, revisionChange{newRevisionDiff(b, RevisionDeleted), ownerOf(b)})
+		default:
+			if b.ResourceVersion == a.ResourceVersion {
+				continue
+			}
+			rd := newRevisionDiff(a, RevisionChanged)
+			if b.Spec.Lifecycle != a.Spec.Lifecycle {
+				rd.Changed = append(rd.Changed, "lifecycle")
+				rd.LifecycleBefore = string(b.Spec.Lifecycle)
+				if a.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDeletionProposed {
+					rd.Action = RevisionProposedForDeletion
+				}
+			}
+			if ownerOf(a) != ownerOf(b) {
+				rd.Changed = append(rd.Changed, "owner")
+			}
+			if !equality.Semantic.DeepEqual(a.Labels, b.Labels) {
+				rd.Changed = append(rd.Changed, "labels")
+			}
+			if !equality.Semantic.DeepEqual(a.Annotations, b.Annotations) {
+				rd.Changed = append(rd.Changed, "annotations")
+			}
+			// A published revision's files cannot change; a draft's may
+			// (the controller edits its own draft in place).
+			if !helper.IsPublished(b) && !helper.IsPlaceholder(a) {
+				bf, err := files.Before(b.Namespace, b.Name)
+				if err != nil {
+					return nil, err
+				}
+				af, err := files.After(a.Namespace, a.Name)
+				if err != nil {
+					return nil, err
+				}
+				if diff := UnifiedDiff(a.Spec.RepositoryName+"/"+a.Spec.PackageName, a.Spec.RepositoryName+"/"+a.Spec.PackageName, bf, af); diff != "" {
+					rd.Changed = append(rd.Changed, "files")
+					rd.ComparedWith = describe(b)
+					rd.Diff = diff
+				}
+			}
+			if len(rd.Changed) == 0 || helper.IsPlaceholder(a) {
+				continue
+			}
+			rd.Blocking = blocking(a)
+			owner := ownerOf(a)
+			if owner == "" {
+				owner = ownerOf(b)
+			}
+			out = append(out, revisionChange{rd, owner})
+		}
+	}
+	// Deleted drafts that a new draft replaced are shown on the new one.
+	kept := out[:0]
+	for _, r := range out {
+		if r.Action == RevisionDeleted && replaced[r.Namespace+"/"+r.Name] {
+			continue
+		}
+		kept = append(kept, r)
+	}
+	out = kept
+	for i := range out {
+		if out[i].Replaces != "" {
+			out[i].Action = RevisionReplaced
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Repository+"/"+out[i].Package != out[j].Repository+"/"+out[j].Package {
+			return out[i].Repository+"/"+out[i].Package < out[j].Repository+"/"+out[j].Package
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// baseOf is what a new revision's files are compared with: the draft it
+// replaced, else its package's latest Published revision (what the
+// package holds now), else the upstream revision it was cloned from.
+func baseOf(pr *porchv1alpha1.PackageRevision, before *State, deletedDrafts []*porchv1alpha1.PackageRevision, files FileReader) (*porchv1alpha1.PackageRevision, map[string]string, error) {
+	var base *porchv1alpha1.PackageRevision
+	if len(deletedDrafts) > 0 {
+		sort.Slice(deletedDrafts, func(i, j int) bool { return deletedDrafts[i].Name < deletedDrafts[j].Name })
+		base = deletedDrafts[0]
+	}
+	if base == nil {
+		var latest *porchv1alpha1.PackageRevision
+		for _, b := range before.Revisions {
+			if packageKey(b) == packageKey(pr) && helper.IsPublished(b) && !helper.IsPlaceholder(b) &&
+				(latest == nil || b.Spec.Revision > latest.Spec.Revision) {
+				latest = b
+			}
+		}
+		base = latest
+	}
+	if base == nil && len(pr.Spec.Tasks) > 0 {
+		if c := pr.Spec.Tasks[0].Clone; c != nil && c.Upstream.UpstreamRef != nil {
+			base = before.Revisions[pr.Namespace+"/"+c.Upstream.UpstreamRef.Name]
+		}
+	}
+	if base == nil {
+		return nil, nil, nil
+	}
+	f, err := files.Before(base.Namespace, base.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return base, f, nil
+}
+
+// blocking lists the readiness gates of a revision whose conditions are
+// not True.
+func blocking(pr *porchv1alpha1.PackageRevision) []GateCondition {
+	var out []GateCondition
+	for _, g := range pr.Spec.ReadinessGates {
+		c := GateCondition{Type: g.ConditionType, Condition: Condition{Status: "Unknown", Reason: "NotReported"}}
+		found := false
+		for _, cond := range pr.Status.Conditions {
+			if cond.Type == g.ConditionType {
+				c.Condition = Condition{Status: string(cond.Status), Reason: cond.Reason, Message: cond.Message}
+				found = true
+			}
+		}
+		if !found || c.Status != "True" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func baseLabel(base, pr *porchv1alpha1.PackageRevision) string {
+	if base == nil {
+		return "/dev/null"
+	}
+	return base.Spec.RepositoryName + "/" + base.Spec.PackageName
+}
+
+func summarize(d *FleetDiff) DiffSummary {
+	var s DiffSummary
+	count := func(action string, added, changed, removed *int) {
+		switch action {
+		case DiffAdded:
+			*added++
+		case DiffChanged, DiffDeleting:
+			*changed++
+		case DiffRemoved:
+			*removed++
+		}
+	}
+	for _, o := range d.Sets {
+		count(o.Action, &s.SetsAdded, &s.SetsChanged, &s.SetsRemoved)
+	}
+	revs := append([]RevisionDiff(nil), d.OtherRevisions...)
+	for _, v := range d.Variants {
+		count(v.Action, &s.VariantsAdded, &s.VariantsChanged, &s.VariantsRemoved)
+		revs = append(revs, v.Revisions...)
+	}
+	for _, r := range revs {
+		switch r.Action {
+		case RevisionCreated, RevisionReplaced:
+			if r.Action == RevisionCreated {
+				s.RevisionsCreated++
+			} else {
+				s.RevisionsReplaced++
+			}
+			switch porchv1alpha1.TaskType(r.Task) {
+			case porchv1alpha1.TaskTypeClone:
+				s.Clones++
+			case porchv1alpha1.TaskTypeEdit:
+				s.Edits++
+			case porchv1alpha1.TaskTypeUpgrade:
+				s.Upgrades++
+			}
+		case RevisionDeleted:
+			s.RevisionsDeleted++
+		case RevisionProposedForDeletion:
+			s.ProposedForDeletion++
+		case RevisionChanged:
+			s.RevisionsChanged++
+		}
+	}
+	return s
+}
+
+func unionKeys[T any](a, b map[string]T) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return sortedKeys(keys)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,308 @@
+package offline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// DiffOptions tune Diff.
+type DiffOptions struct {
+	// Namespace for objects of the change that name none.
+	Namespace string
+	// Delete deletes the change's objects instead of applying them.
+	Delete bool
+	// Timeout bounds the wait for the controllers to settle; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DiffStats say what a diff read of the live fleet.
+type DiffStats struct {
+	// FilesRead are the revisions ("namespace/name") whose files were
+	// read from the source (a cluster, a snapshot), in name order.
+	FilesRead []string
+}
+
+// Diff loads the live fleet into a fresh Sim keeping every identity (uids,
+// owner references, finalizers, status), applies the change as kubectl
+// apply would (or deletes its objects), runs both controllers until they
+// settle and returns what they did. Nothing is written anywhere but the
+// Sim. Errors in the change are InputErrors; errors reading the live fleet
+// (a revision's files the run needed) are returned as they are.
+func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDiff, *DiffStats, error) {
+	files := &fileCache{source: live.FileSource, files: map[string]map[string]string{}}
+	for _, r := range live.Revisions {
+		if r.Files != nil {
+			files.files[r.PR.Namespace+"/"+r.PR.Name] = r.Files
+		}
+	}
+	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
+	sim.SetFileSource(files.get)
+	ns := opts.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if err := live.Load(ctx, sim, ns); err != nil {
+		return nil, nil, fmt.Errorf("load the live fleet: %w", err)
+	}
+	before, err := CaptureState(ctx, sim)
+	if err != nil {
+		return nil, nil, err
+	}
+	objects, err := apply(ctx, sim, live, change, ns, opts.Delete)
+	if err != nil {
+		return nil, nil, err
+	}
+	runner, err := Start(ctx, sim, Options{Objects: objects})
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	settleErr := runner.WaitIdle(ctx, timeout)
+	runner.Stop()
+	if errs := sim.FileSourceErrors(); len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	after, err := CaptureState(ctx, sim)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := Compare(before, after, diffFiles{files: files, sim: sim})
+	if err != nil {
+		return nil, nil, err
+	}
+	if settleErr != nil {
+		d.NotSettled = settleErr.Error()
+	}
+	return d, &DiffStats{FilesRead: files.read()}, nil
+}
+
+// apply makes the change in the Sim: each set, variant and repository of
+// the change is created, or replaces the one the fleet holds (keeping its
+// identity and status, as kubectl apply does), or with del is deleted.
+// It returns the in-cluster objects the run serves: the fleet's, with the
+// change's in place of those of the same kind, namespace and name.
+func apply(ctx context.Context, sim *porchsim.Sim, live, change *Input, ns string, del bool) ([]*unstructured.Unstructured, error) {
+	client := sim.Clientset()
+	var errs InputErrors
+	fail := func(src Source, obj string, err error) {
+		errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
+	}
+	if len(change.Revisions) > 0 {
+		r := change.Revisions[0]
+		return nil, InputErrors{{Source: r.Source, Object: "PackageRevision " + r.PR.Name,
+			Msg: "variantctl diff applies PackageVariantSets, PackageVariants, Repositories and the objects injectors and objectSelectors read; package revisions are the controllers' output, not something to apply"}}
+	}
+	nsOf := func(m *metav1.ObjectMeta) {
+		if m.Namespace == "" {
+			m.Namespace = ns
+		}
+	}
+	for _, o := range change.Repositories {
+		repo := o.Obj.DeepCopy()
+		nsOf(&repo.ObjectMeta)
+		name := "Repository " + repo.Namespace + "/" + repo.Name
+		repos := client.ConfigV1alpha1().Repositories(repo.Namespace)
+		cur, err := repos.Get(ctx, repo.Name, metav1.GetOptions{})
+		switch {
+		case del && apierrors.IsNotFound(err):
+			fail(o.Source, name, errors.New("it does not exist, so there is nothing to delete"))
+		case del:
+			if err := repos.Delete(ctx, repo.Name, metav1.DeleteOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		case apierrors.IsNotFound(err):
+			clearServerFields(&repo.ObjectMeta)
+			if _, err := repos.Create(ctx, repo, metav1.CreateOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		case err != nil:
+			fail(o.Source, name, err)
+		default:
+			cur.Labels, cur.Annotations, cur.Spec = repo.Labels, repo.Annotations, repo.Spec
+			if _, err := repos.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		}
+	}
+	for _, o := range change.Sets {
+		set := o.Obj.DeepCopy()
+		nsOf(&set.ObjectMeta)
+		name := "PackageVariantSet " + set.Namespace + "/" + set.Name
+		sets := client.ConfigV1alpha2().PackageVariantSets(set.Namespace)
+		cur, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
+		switch {
+		case del && apierrors.IsNotFound(err):
+			fail(o.Source, name, errors.New("it does not exist, so there is nothing to delete"))
+		case del:
+			if err := sets.Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		case apierrors.IsNotFound(err):
+			clearServerFields(&set.ObjectMeta)
+			set.Status = configv1alpha2.PackageVariantSetStatus{}
+			if _, err := sets.Create(ctx, set, metav1.CreateOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		case err != nil:
+			fail(o.Source, name, err)
+		default:
+			cur.Labels, cur.Annotations, cur.Spec = set.Labels, set.Annotations, set.Spec
+			if _, err := sets.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		}
+	}
+	for _, o := range change.Variants {
+		pv := o.Obj.DeepCopy()
+		nsOf(&pv.ObjectMeta)
+		name := "PackageVariant " + pv.Namespace + "/" + pv.Name
+		pvs := client.ConfigV1alpha1().PackageVariants(pv.Namespace)
+		cur, err := pvs.Get(ctx, pv.Name, metav1.GetOptions{})
+		switch {
+		case del && apierrors.IsNotFound(err):
+			fail(o.Source, name, errors.New("it does not exist, so there is nothing to delete"))
+		case del:
+			if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		case apierrors.IsNotFound(err):
+			clearServerFields(&pv.ObjectMeta)
+			pv.Status = configv1alpha1.PackageVariantStatus{}
+			if _, err := pvs.Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		case err != nil:
+			fail(o.Source, name, err)
+		default:
+			cur.Labels, cur.Annotations, cur.Spec = pv.Labels, pv.Annotations, pv.Spec
+			if _, err := pvs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				fail(o.Source, name, err)
+			}
+		}
+	}
+
+	// In-cluster objects: the change's replace the fleet's (or, deleted,
+	// are left out).
+	type key struct{ gk, ns, name string }
+	keyOf := func(u *unstructured.Unstructured) key {
+		n := u.GetNamespace()
+		if n == "" {
+			n = ns
+		}
+		return key{u.GroupVersionKind().GroupKind().String(), n, u.GetName()}
+	}
+	changed := map[key]*unstructured.Unstructured{}
+	for _, o := range change.Objects {
+		u := o.Obj.DeepCopy()
+		if u.GetNamespace() == "" {
+			u.SetNamespace(ns)
+		}
+		changed[keyOf(u)] = u
+	}
+	var objects []*unstructured.Unstructured
+	for _, u := range live.ObjectList() {
+		k := keyOf(u)
+		if c, ok := changed[k]; ok {
+			delete(changed, k)
+			if del {
+				continue
+			}
+			u = c
+		}
+		objects = append(objects, u)
+	}
+	if !del {
+		keys := make([]key, 0, len(changed))
+		for k := range changed {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
+		for _, k := range keys {
+			objects = append(objects, changed[k])
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return objects, nil
+}
+
+// fileCache reads each revision's files from the source once and keeps
+// them as the source gave them: the Sim asks for them when the run first
+// needs them, and the diff compares with the same copy afterwards, even
+// when the run changed or deleted the revision.
+type fileCache struct {
+	source func(ctx context.Context, namespace, name string) (map[string]string, error)
+	mu     sync.Mutex
+	files  map[string]map[string]string
+	fresh  []string // read from the source
+}
+
+func (c *fileCache) get(ctx context.Context, namespace, name string) (map[string]string, error) {
+	key := namespace + "/" + name
+	c.mu.Lock()
+	f, ok := c.files[key]
+	c.mu.Unlock()
+	if ok {
+		return copyMap(f), nil
+	}
+	if c.source == nil {
+		return nil, fmt.Errorf("the files of PackageRevision %s are not known", key)
+	}
+	f, err := c.source(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.files[key] = copyMap(f)
+	c.fresh = append(c.fresh, key)
+	c.mu.Unlock()
+	return copyMap(f), nil
+}
+
+func (c *fileCache) read() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := append([]string(nil), c.fresh...)
+	sort.Strings(out)
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// diffFiles reads files for Compare: before from the cache (what the
+// fleet held), after from the Sim.
+type diffFiles struct {
+	files *fileCache
+	sim   *porchsim.Sim
+}
+
+func (d diffFiles) Before(namespace, name string) (map[string]string, error) {
+	return d.files.get(context.Background(), namespace, name)
+}
+
+func (d diffFiles) After(namespace, name string) (map[string]string, error) {
+	return d.sim.Resources(namespace, name)
+}
