@@ -73,7 +73,28 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	settleErr := runner.WaitIdle(ctx, timeout)
+	// A revision's files the run needs and the source cannot give end the
+	// run at once: the controllers would retry until the timeout, and the
+	// difference would be built on missing data.
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-waitCtx.Done():
+				return
+			case <-tick.C:
+				if len(sim.FileSourceErrors()) > 0 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	settleErr := runner.WaitIdle(waitCtx, timeout)
+	cancel()
 	runner.Stop()
 	if errs := sim.FileSourceErrors(); len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)

@@ -10,61 +10,21 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
-	"sigs.k8s.io/yaml"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
-// snapshot writes what the Sim holds as `kubectl get -o yaml` prints it
-// (a v1 List with server metadata and status), plus the given objects.
+// snapshot writes what the Sim holds as `kubectl get -o yaml` prints it,
+// plus the input's in-cluster objects.
 func snapshot(t *testing.T, ctx context.Context, sim *porchsim.Sim, in *Input) string {
 	t.Helper()
-	c := sim.Clientset()
-	var items []interface{}
-	add := func(obj runtime.Object, apiVersion, kind string) {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m["apiVersion"], m["kind"] = apiVersion, kind
-		items = append(items, m)
-	}
-	repos, err := c.ConfigV1alpha1().Repositories("").List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var b bytes.Buffer
+	if err := WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), true, &b); err != nil {
 		t.Fatal(err)
 	}
-	for i := range repos.Items {
-		add(&repos.Items[i], configV1alpha1, "Repository")
-	}
-	sets, _ := c.ConfigV1alpha2().PackageVariantSets("").List(ctx, metav1.ListOptions{})
-	for i := range sets.Items {
-		add(&sets.Items[i], configV1alpha2, "PackageVariantSet")
-	}
-	pvs, _ := c.ConfigV1alpha1().PackageVariants("").List(ctx, metav1.ListOptions{})
-	for i := range pvs.Items {
-		add(&pvs.Items[i], configV1alpha1, "PackageVariant")
-	}
-	prs, _ := c.PorchV1alpha1().PackageRevisions("").List(ctx, metav1.ListOptions{})
-	for i := range prs.Items {
-		pr := &prs.Items[i]
-		add(pr, porchV1alpha1, "PackageRevision")
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		add(prr, porchV1alpha1, "PackageRevisionResources")
-	}
-	for _, o := range in.Objects {
-		items = append(items, o.Obj.Object)
-	}
-	b, err := yaml.Marshal(map[string]interface{}{"apiVersion": "v1", "kind": "List", "items": items, "metadata": map[string]interface{}{"resourceVersion": ""}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return b.String()
 }
 
 // TestReplaySnapshot: the state a run leaves, dumped as kubectl prints it

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// exampleSnapshot settles the example fleet offline and saves it as
+// `kubectl get ... -o yaml` would: the snapshot variantctl diff --from
+// reads. files says whether the PackageRevisionResources are in it.
+func exampleSnapshot(t *testing.T, files bool) string {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	in, err := offline.ReadPaths([]string{examplesFleet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag, err := offline.ParsePackageFlag(examplesPackage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.AddPackages("platform", []offline.PackageFlag{flag}); err != nil {
+		t.Fatal(err)
+	}
+	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
+	if err := in.Load(ctx, sim, "platform"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := offline.Start(ctx, sim, offline.Options{Objects: in.ObjectList()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	var b bytes.Buffer
+	if err := offline.WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), files, &b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "snapshot.yaml")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// changedSet writes the example set with the team of its package context
+// changed.
+func changedSet(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(examplesFleet, "edge-set.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(b), "team: edge", "team: edge-platform", 1)
+	if changed == string(b) {
+		t.Fatal("the example set has no team: edge to change")
+	}
+	path := filepath.Join(t.TempDir(), "edge-set.yaml")
+	if err := os.WriteFile(path, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDiffFromSnapshot(t *testing.T) {
+	snap := exampleSnapshot(t, true)
+
+	t.Run("the fleet's own manifests: no difference, exit 0", func(t *testing.T) {
+		r := variantctl(t, "diff", "--from", snap, "-f", examplesFleet)
+		r.want(t, exitOK)
+		mustContain(t, "stdout", r.stdout, "No difference", "PackageVariants: 0 added, 0 changed, 0 removed")
+	})
+
+	set := changedSet(t)
+	t.Run("a package context change: exit 1, each variant's draft shows it", func(t *testing.T) {
+		r := variantctl(t, "diff", "--from", snap, "-f", set)
+		r.want(t, exitDifferent)
+		mustContain(t, "stdout", r.stdout, "~ PackageVariantSet platform/edge-app: changed (spec)",
+			"-        team: edge\n", "+        team: edge-platform\n", "-    team: edge\n",
+			"~ PackageRevision platform/prod-us-east.app.packagevariant-1: changed (files)",
+			"~ PackageVariant platform/edge-app-prod-us-east-app (set edge-app): changed (spec)",
+			"-  team: edge\n", "+  team: edge-platform\n",
+			"PackageVariants: 0 added, 4 changed, 0 removed")
+		mustContain(t, "stderr", r.stderr, "read from the snapshot")
+	})
+
+	t.Run("-o json", func(t *testing.T) {
+		r := variantctl(t, "diff", "--from", snap, "-f", set, "-o", "json")
+		r.want(t, exitDifferent)
+		var d offline.FleetDiff
+		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+		}
+		if d.Summary.VariantsChanged != 4 || len(d.Variants) != 4 {
+			t.Errorf("summary %+v, %d variants; want 4 changed", d.Summary, len(d.Variants))
+		}
+	})
+}
+
+// TestDiffSnapshotWithoutFiles: a snapshot without PackageRevisionResources
+// serves an unchanged fleet; a change that needs a package's files names
+// the one to add and exits 2.
+func TestDiffSnapshotWithoutFiles(t *testing.T) {
+	snap := exampleSnapshot(t, false)
+	variantctl(t, "diff", "--from", snap, "-f", examplesFleet).want(t, exitOK)
+	r := variantctl(t, "diff", "--from", snap, "-f", changedSet(t))
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "the snapshot holds no PackageRevisionResources platform/", "kubectl get packagerevisionresources -n platform")
+	if r.stdout != "" {
+		t.Errorf("a failed diff printed a difference:\n%s", r.stdout)
+	}
+}
+
+func TestDiffBadInput(t *testing.T) {
+	snap := exampleSnapshot(t, false)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown kind", []string{"-f", write("kind.yaml", "apiVersion: config.porch.kpt.dev/v1alpha2\nkind: PackageVariantSett\nmetadata: {name: x, namespace: platform}\n")},
+			[]string{"kind.yaml", "PackageVariantSett", "is not served"}},
+		{"invalid set", []string{"-f", write("invalid.yaml", "apiVersion: config.porch.kpt.dev/v1alpha2\nkind: PackageVariantSet\nmetadata: {name: x, namespace: platform}\nspec:\n  targets:\n  - repositories: [{name: prod-us-east}]\n")},
+			[]string{"invalid.yaml", "PackageVariantSet platform/x", "spec.upstream"}},
+		{"bad output", []string{"-o", "xml", "-f", examplesFleet}, []string{`-o "xml"`}},
+		{"no input", []string{}, []string{"no input"}},
+		{"delete what does not exist", []string{"--delete", "-f", write("gone.yaml", "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageVariant\nmetadata: {name: nowhere, namespace: platform}\nspec:\n  upstream: {repo: blueprints, package: app}\n  downstream: {repo: prod-us-east, package: other}\n")},
+			[]string{"PackageVariant platform/nowhere", "does not exist"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"diff", "--from", snap}, c.args...)
+			r := variantctl(t, args...)
+			r.want(t, exitBadInput)
+			mustContain(t, "stderr", r.stderr, c.want...)
+		})
+	}
+}
+
+// TestDiffClusterErrors: an unreachable cluster and a forbidden read exit 2
+// with a message saying what to do, and nothing but reads reaches the
+// cluster.
+func TestDiffClusterErrors(t *testing.T) {
+	var mu sync.Mutex
+	var methods []string
+	forbidden := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		methods = append(methods, r.Method)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,` +
+			`"message":"repositories.config.porch.kpt.dev is forbidden: User \"ci\" cannot list resource \"repositories\" in the namespace \"platform\""}`))
+	}))
+	defer forbidden.Close()
+	unreachable := httptest.NewServer(http.NotFoundHandler())
+	unreachable.Close() // nothing listens there any more
+
+	kubeconfig := func(server string) string {
+		p := filepath.Join(t.TempDir(), "kubeconfig")
+		cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + server + "}\n" +
+			"users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: ctx\n  context: {cluster: c, user: u, namespace: platform}\ncurrent-context: ctx\n"
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	r := variantctl(t, "diff", "--kubeconfig", kubeconfig(forbidden.URL), "-f", examplesFleet, "--timeout", "5s")
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "the cluster refused to list Repositories in namespace platform", "needs get and list on")
+	mu.Lock()
+	for _, m := range methods {
+		if m != http.MethodGet {
+			t.Errorf("the diff sent %s to the cluster", m)
+		}
+	}
+	mu.Unlock()
+
+	r = variantctl(t, "diff", "--kubeconfig", kubeconfig(unreachable.URL), "-f", examplesFleet)
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "cannot list Repositories in namespace platform", "cannot be reached", "--kubeconfig")
+
+	r = variantctl(t, "diff", "--kubeconfig", filepath.Join(t.TempDir(), "missing"), "-f", examplesFleet)
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "cannot use the kubeconfig")
+}
+
+func mustContain(t *testing.T, what, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s does not contain %q:\n%s", what, w, text)
+		}
+	}
+}
