@@ -2,13 +2,13 @@
 // unchanged, against an in-memory Porch (porchsim) until they have nothing
 // more to do. variantctl uses it to show what variants and sets would
 // produce before they reach a cluster; the fleet-scale benchmark uses it to
-// measure the controllers.
+// measure the controllers, and the controllers' integration tests to run
+// them.
 package offline
 
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -35,8 +34,8 @@ import (
 // Options tune a Runner.
 type Options struct {
 	// Objects are the in-cluster objects (ConfigMaps and any other kind)
-	// that config injection and objectSelectors read. They do not change
-	// during a run.
+	// that config injection and objectSelectors read. During a run they
+	// change only through Runner.CreateObject and Runner.UpdateObject.
 	Objects []*unstructured.Unstructured
 	// Kinds are further kinds the cluster serves, with no objects: an
 	// injector or objectSelector naming one of them finds nothing instead
@@ -70,6 +69,8 @@ type Runner struct {
 	tracker  *workloop.Tracker
 	progress *progress
 	resync   *workloop.Resync
+	built    []controllers.Built
+	objects  *clusterObjects
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -80,12 +81,6 @@ type Runner struct {
 	stopOnce sync.Once
 }
 
-// builtinKinds are served even when no object of theirs is given.
-var builtinKinds = []schema.GroupVersionKind{
-	{Version: "v1", Kind: "ConfigMap"},
-	{Version: "v1", Kind: "Secret"},
-}
-
 // Start runs both controllers against sim until Stop (or ctx is done). The
 // Sim should hold everything the run starts from; more may be added while
 // the controllers run (as tests and the benchmark do).
@@ -94,7 +89,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	if workers <= 0 {
 		workers = 2
 	}
-	dyn, mapper, err := objectClient(opts.Objects, opts.Kinds)
+	objs, err := objectClient(opts.Objects, opts.Kinds)
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +99,11 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		tracker:  workloop.NewTracker(),
 		resync:   &workloop.Resync{},
 		progress: newProgress(sim),
+		objects:  objs,
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
-	objects := ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper})
+	objects := ondemand.New(ctx, ondemand.Options{Dynamic: objs.dyn, Mapper: objs.mapper})
 	client := sim.Clientset()
 	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(client), 0)
 	track := func(resource string, inf interface {
@@ -146,6 +142,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		cancel()
 		return nil, err
 	}
+	r.built = built
 
 	factory.Start(ctx.Done())
 	var wg sync.WaitGroup
@@ -153,7 +150,9 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := b.Controller.Run(ctx, workers); err != nil {
+			// A Run that ends because the run stops (before the caches
+			// synced, say) is shutdown, not an error.
+			if err := b.Controller.Run(ctx, workers); err != nil && ctx.Err() == nil {
 				r.mu.Lock()
 				r.runErr = err
 				r.mu.Unlock()
@@ -271,6 +270,31 @@ func (r *Runner) err() error {
 	return r.runErr
 }
 
+// Err returns the error a controller's Run failed with while the run went
+// on (WaitIdle returns it too); a Run ended by Stop is no error.
+func (r *Runner) Err() error { return r.err() }
+
+// Failing describes the keys whose last sync failed and that wait for a
+// retry (see workloop.Tracker.Failing), for messages.
+func (r *Runner) Failing() []string { return r.tracker.Failing() }
+
+// Controller returns the running controller of that name (see
+// controllers.Names), nil if it does not run. Tests type-assert it to
+// reach into the controller.
+func (r *Runner) Controller(name string) controllers.Controller {
+	for _, b := range r.built {
+		if b.Name == name {
+			return b.Controller
+		}
+	}
+	return nil
+}
+
+// SyncsOf returns how many syncs of key the named controller ran.
+func (r *Runner) SyncsOf(controller string, key cache.ObjectName) int {
+	return r.tracker.SyncsOf(controller, key)
+}
+
 // Syncs returns how many syncs each controller ran (by controller name).
 func (r *Runner) Syncs() map[string]int {
 	return map[string]int{
@@ -318,57 +342,3 @@ func (e *eventRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string,
 }
 
 var _ record.EventRecorder = (*eventRecorder)(nil)
-
-// objectClient serves the given objects (and empty builtin and extra
-// kinds) through a fake dynamic client with a matching REST mapper. A kind
-// is namespaced unless one of its objects has no namespace.
-func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind) (*dynamicfake.FakeDynamicClient, meta.RESTMapper, error) {
-	mapper := meta.NewDefaultRESTMapper(nil)
-	listKinds := map[schema.GroupVersionResource]string{}
-	scopes := map[schema.GroupVersionKind]meta.RESTScope{}
-	kinds := append(append([]schema.GroupVersionKind(nil), builtinKinds...), extra...)
-	type objectID struct {
-		gk              schema.GroupKind
-		namespace, name string
-	}
-	ids := map[objectID]bool{}
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		if gvk.Kind == "" || gvk.Version == "" {
-			return nil, nil, fmt.Errorf("object %s/%s has no apiVersion or kind", o.GetNamespace(), o.GetName())
-		}
-		if o.GetName() == "" {
-			return nil, nil, fmt.Errorf("%s object has no metadata.name", gvk.Kind)
-		}
-		id := objectID{gvk.GroupKind(), o.GetNamespace(), o.GetName()}
-		if ids[id] {
-			return nil, nil, fmt.Errorf("%s %s/%s is given twice", gvk.Kind, o.GetNamespace(), o.GetName())
-		}
-		ids[id] = true
-		kinds = append(kinds, gvk)
-		if o.GetNamespace() == "" {
-			scopes[gvk] = meta.RESTScopeRoot
-		}
-	}
-	sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
-	seen := map[schema.GroupVersionKind]bool{}
-	for _, gvk := range kinds {
-		if seen[gvk] {
-			continue
-		}
-		seen[gvk] = true
-		scope := scopes[gvk]
-		if scope == nil {
-			scope = meta.RESTScopeNamespace
-		}
-		mapper.Add(gvk, scope)
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		listKinds[plural] = gvk.Kind + "List"
-	}
-	var runtimeObjs []runtime.Object
-	for _, o := range objs {
-		runtimeObjs = append(runtimeObjs, o.DeepCopy())
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, runtimeObjs...)
-	return dyn, mapper, nil
-}

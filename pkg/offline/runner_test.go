@@ -2,12 +2,16 @@ package offline
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -33,5 +37,47 @@ func TestWaitIdleAfterADeletionBeforeStart(t *testing.T) {
 	defer r.Stop()
 	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
 		t.Fatalf("WaitIdle: %v", err)
+	}
+}
+
+// TestRunnerReachesItsControllers: Controller names the controllers that
+// run; a change of an in-cluster object whose kind nothing watches is not
+// made (it would never reach the controllers), and no request for such
+// objects is sent; stopping is no error.
+func TestRunnerReachesItsControllers(t *testing.T) {
+	ctx := klog.NewContext(context.Background(), discardLogger)
+	cm := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]interface{}{"name": "eu-west", "namespace": "ns"},
+		"data":     map[string]interface{}{"region": "eu-west-1"},
+	}}
+	r, err := Start(ctx, porchsim.New(), Options{SetsOnly: true, Objects: []*unstructured.Unstructured{cm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	if _, ok := r.Controller(packagevariantset.ControllerName).(*packagevariantset.Controller); !ok {
+		t.Errorf("Controller(%q) = %T, want the running set controller", packagevariantset.ControllerName, r.Controller(packagevariantset.ControllerName))
+	}
+	if c := r.Controller(packagevariant.ControllerName); c != nil {
+		t.Errorf("Controller(%q) = %T, want nil: it does not run", packagevariant.ControllerName, c)
+	}
+	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
+	}
+
+	changed := cm.DeepCopy()
+	changed.Object["data"] = map[string]interface{}{"region": "eu-west-2"}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := r.UpdateObject(done, changed); err == nil || !strings.Contains(err.Error(), "do not watch configmaps") {
+		t.Errorf("UpdateObject of an unwatched kind: %v, want an error saying nothing watches it", err)
+	}
+	if reqs := r.ObjectRequests(); len(reqs) != 0 {
+		t.Errorf("requests for in-cluster objects %v, want none: nothing reads them", reqs)
+	}
+	r.Stop()
+	if err := r.Err(); err != nil {
+		t.Errorf("Err after Stop: %v", err)
 	}
 }

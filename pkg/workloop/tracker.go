@@ -10,21 +10,28 @@ import (
 )
 
 // Tracker follows what loops have in hand: syncs running, keys whose last
-// sync failed (a retry is pending), and how many syncs each loop ran. The
-// offline tool, tests and benchmarks use it to tell when controllers are
-// idle. One Tracker may serve several loops.
+// sync failed (a retry is pending), and how many syncs each loop (and each
+// key) ran. The offline tool, tests and benchmarks use it to tell when
+// controllers are idle. One Tracker may serve several loops.
 type Tracker struct {
 	mu       sync.Mutex
 	inflight int
 	failing  map[string]map[cache.ObjectName]error // by loop: the last error
 	syncs    map[string]int
+	// keySyncs counts the syncs of each key, by loop; it keeps every key
+	// ever synced (a count per object, as the informers hold the object).
+	keySyncs map[string]map[cache.ObjectName]int
 	// backlogs count keys waiting: queued, or held back for later.
 	backlogs []func() int
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{failing: map[string]map[cache.ObjectName]error{}, syncs: map[string]int{}}
+	return &Tracker{
+		failing:  map[string]map[cache.ObjectName]error{},
+		syncs:    map[string]int{},
+		keySyncs: map[string]map[cache.ObjectName]int{},
+	}
 }
 
 func (t *Tracker) start() {
@@ -46,6 +53,12 @@ func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool, err erro
 	defer t.mu.Unlock()
 	t.inflight--
 	t.syncs[loop]++
+	counts := t.keySyncs[loop]
+	if counts == nil {
+		counts = map[cache.ObjectName]int{}
+		t.keySyncs[loop] = counts
+	}
+	counts[key]++
 	keys := t.failing[loop]
 	if retry {
 		if keys == nil {
@@ -79,6 +92,14 @@ func (t *Tracker) Syncs(loop string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.syncs[loop]
+}
+
+// SyncsOf returns how many syncs of key the named loop has run (tests
+// tell from it that a key they queued was synced, and how often).
+func (t *Tracker) SyncsOf(loop string, key cache.ObjectName) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.keySyncs[loop][key]
 }
 
 // Failing describes the keys whose last sync failed and that wait for a

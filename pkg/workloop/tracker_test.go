@@ -12,7 +12,7 @@ import (
 
 // TestTracker: a sync in progress and a failed key waiting for its retry
 // keep the tracker busy; a success or a dropped key frees it; syncs are
-// counted per loop.
+// counted per loop and per key.
 func TestTracker(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	tr := NewTracker()
@@ -48,6 +48,15 @@ func TestTracker(t *testing.T) {
 	}
 	if got := tr.Syncs(testLoop); got != 2 {
 		t.Errorf("Syncs = %d, want 2", got)
+	}
+	if got := tr.SyncsOf(testLoop, keyA); got != 2 {
+		t.Errorf("SyncsOf(%s) = %d, want 2", keyA, got)
+	}
+	if got := tr.SyncsOf(testLoop, keyB); got != 0 {
+		t.Errorf("SyncsOf(%s) = %d before any sync of it, want 0", keyB, got)
+	}
+	if got := tr.SyncsOf("other", keyA); got != 0 {
+		t.Errorf("SyncsOf another loop's key = %d, want 0", got)
 	}
 
 	// A key that fails past MaxRetries is dropped: nothing waits for it.

@@ -1,11 +1,10 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,38 +12,39 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
-	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
-	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
-	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
-// The integration tests run the controller as the binary does (shared
-// informers, the rate-limited workqueue, two workers) against porchsim, and
-// against a fake dynamic client for the ConfigMaps that config injection
-// reads. They wait on conditions with a timeout, never for a fixed time.
+// The integration tests run the controllers as the binary does (built by
+// controllers.Build on shared informers, the rate-limited workqueue, two
+// workers), through pkg/offline, against porchsim and a fake cluster for
+// the ConfigMaps that config injection reads. They wait on conditions with
+// a timeout, never for a fixed time.
 
 const (
-	testNS      = "team-a"
 	waitTimeout = 30 * time.Second
 	pollEvery   = 5 * time.Millisecond
 )
 
-var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+// The fixtures shared with the unit tests (fixtures_test.go).
+const testNS = packagevariant.TestNS
+
+var (
+	newVariant  = packagevariant.NewVariant
+	customised  = packagevariant.Customised
+	configMap   = packagevariant.ConfigMap
+	mustContain = packagevariant.MustContain
+)
 
 // Upstream blueprint "blueprints/app": a Deployment, a README and an
 // injection point for a ConfigMap named region-config.
@@ -79,26 +79,14 @@ data:
 	}
 }
 
-// harness is one controller running against one Sim.
+// harness is the controllers running against one Sim.
 type harness struct {
-	t       *testing.T
-	ctx     context.Context
-	sim     *porchsim.Sim
-	client  versioned.Interface
-	dyn     *dynamicfake.FakeDynamicClient
-	ctrl    *Controller
-	prStore cache.Store
-	pvStore cache.Store
-
-	// cmWatches is closed when the first ConfigMap watch is established.
-	cmWatches chan struct{}
-	cmOnce    sync.Once
-
-	mu       sync.Mutex
-	inflight int
-	syncs    map[cache.ObjectName]int
-	failing  map[cache.ObjectName]error
-	events   []string
+	t      *testing.T
+	ctx    context.Context
+	sim    *porchsim.Sim
+	client versioned.Interface
+	run    *offline.Runner
+	ctrl   *packagevariant.Controller
 }
 
 type harnessOption func(*harnessConfig)
@@ -126,21 +114,8 @@ func prependReactor(s *porchsim.Sim, verb, resource string, reaction clienttesti
 	}).PrependReactor(verb, resource, reaction)
 }
 
-func configMap(name string, data map[string]string) *unstructured.Unstructured {
-	d := map[string]interface{}{}
-	for k, v := range data {
-		d[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata":   map[string]interface{}{"name": name, "namespace": testNS},
-		"data":       d,
-	}}
-}
-
 // newHarness starts a Sim holding revision 1 of blueprints/app (and a
-// deployment repository "deploy"), then the controller on top of it.
+// deployment repository "deploy"), then the controllers on top of it.
 func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	t.Helper()
 	var cfg harnessConfig
@@ -148,7 +123,6 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		o(&cfg)
 	}
 	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
 
 	sim := porchsim.New()
 	sim.AddRepository(testNS, "blueprints", false, nil)
@@ -159,100 +133,27 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	if cfg.setup != nil {
 		cfg.setup(sim)
 	}
-
-	var objs []runtime.Object
-	for _, cm := range cfg.configMaps {
-		objs = append(objs, cm)
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapGVR: "ConfigMapList"}, objs...)
-	h := &harness{
-		t: t, ctx: ctx, sim: sim, client: sim.Clientset(), dyn: dyn,
-		cmWatches: make(chan struct{}),
-		syncs:     map[cache.ObjectName]int{},
-		failing:   map[cache.ObjectName]error{},
-	}
-	// The fake tracker's watch starts at "now": establish it here and say
-	// so, so that a test changes a ConfigMap only once the informer can see
-	// the change.
-	dyn.PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := dyn.Tracker().Watch(configMapGVR, action.GetNamespace())
-		if err == nil {
-			h.cmOnce.Do(func() { close(h.cmWatches) })
-		}
-		return true, w, err
-	})
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-
-	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(h.client), 0)
-	pvInformer := factory.Config().V1alpha1().PackageVariants()
-	prInformer := factory.Porch().V1alpha1().PackageRevisions()
-	recorder := record.NewFakeRecorder(1000)
-	c, err := New(ctx, h.client, pvInformer, prInformer,
-		ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper}), recorder, nil, Options{})
+	// Two workers, as the binary runs by default: the tests of writes
+	// into one repository need syncs at the same time.
+	run, err := offline.Start(ctx, sim, offline.Options{Objects: cfg.configMaps, Workers: 2})
 	if err != nil {
-		t.Fatalf("New: %v", err)
+		t.Fatalf("start the controllers: %v", err)
 	}
-	h.ctrl = c
-	h.pvStore = pvInformer.Informer().GetStore()
-	h.prStore = prInformer.Informer().GetStore()
-	inner := c.syncHandler
-	c.syncHandler = func(ctx context.Context, key cache.ObjectName) error {
-		h.mu.Lock()
-		h.inflight++
-		h.mu.Unlock()
-		err := inner(ctx, key)
-		h.mu.Lock()
-		h.inflight--
-		h.syncs[key]++
-		// A failure reported in status and retried on the handler's own
-		// schedule is not work in hand.
-		if err != nil && !workloop.IsRetryAfter(err) {
-			h.failing[key] = err
-		} else {
-			delete(h.failing, key)
-		}
-		h.mu.Unlock()
-		return err
-	}
-
-	eventsDone := make(chan struct{})
-	go func() {
-		defer close(eventsDone)
-		for {
-			select {
-			case e := <-recorder.Events:
-				h.mu.Lock()
-				h.events = append(h.events, e)
-				h.mu.Unlock()
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	factory.Start(ctx.Done())
-	runDone := make(chan struct{})
-	go func() {
-		defer close(runDone)
-		if err := c.Run(ctx, 2); err != nil && ctx.Err() == nil {
-			// A test that ends before the caches synced stops Run early;
-			// that is shutdown, not a failure.
-			t.Errorf("Run: %v", err)
-		}
-	}()
 	t.Cleanup(func() {
 		// Real Porch loses one of two overlapping writes into a
 		// repository; the controllers must never make them.
 		for _, o := range sim.Overlaps() {
 			t.Errorf("porchsim: %s", o)
 		}
-		cancel()
-		factory.Shutdown()
-		<-runDone
-		<-eventsDone
+		run.Stop()
+		if err := run.Err(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	})
-	return h
+	return &harness{
+		t: t, ctx: ctx, sim: sim, client: sim.Clientset(), run: run,
+		ctrl: run.Controller(packagevariant.ControllerName).(*packagevariant.Controller),
+	}
 }
 
 // eventually waits until cond holds.
@@ -266,69 +167,22 @@ func (h *harness) eventually(what string, cond func() bool) {
 	}
 }
 
-// settle waits until the controller has nothing left to do: the caches show
-// what the Sim holds, the queue is empty, no sync is running and none
-// failed. The state must hold on three checks in a row, because an informer
-// hands an event to the controller's handler just after its cache changed.
+// settle waits until the controllers have nothing left to do (see
+// offline.Runner.WaitIdle).
 func (h *harness) settle() {
 	h.t.Helper()
-	quietFor := 0
-	h.eventually("the controller to settle", func() bool {
-		if h.quiet() {
-			quietFor++
-		} else {
-			quietFor = 0
-		}
-		return quietFor >= 3
-	})
+	if err := h.run.WaitIdle(h.ctx, waitTimeout); err != nil {
+		h.t.Fatalf("settle: %v", err)
+	}
 }
 
-func (h *harness) quiet() bool {
-	h.mu.Lock()
-	busy := h.inflight > 0 || len(h.failing) > 0
-	h.mu.Unlock()
-	if busy || h.ctrl.queue.Len() > 0 {
-		return false
-	}
-	return cacheMatches(h.prStore, h.sim.PackageRevisions(testNS)) && cacheMatches(h.pvStore, h.sim.PackageVariants(testNS))
-}
-
-func cacheMatches[T any, PT interface {
-	*T
-	metav1.Object
-}](store cache.Store, stored []T) bool {
-	if len(store.ListKeys()) != len(stored) {
-		return false
-	}
-	for i := range stored {
-		m := PT(&stored[i])
-		obj, ok, _ := store.GetByKey(m.GetNamespace() + "/" + m.GetName())
-		if !ok {
-			return false
-		}
-		if cached, err := meta.Accessor(obj); err != nil || cached.GetResourceVersion() != m.GetResourceVersion() {
-			return false
-		}
-	}
-	return true
-}
-
-// failures returns the errors of syncs that failed last, for messages.
+// failures describes the syncs that failed last, for messages.
 func (h *harness) failures() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for k, err := range h.failing {
-		out = append(out, k.String()+": "+err.Error())
-	}
-	sort.Strings(out)
-	return strings.Join(out, "\n")
+	return strings.Join(h.run.Failing(), "\n")
 }
 
 func (h *harness) syncCount(name string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.syncs[cache.ObjectName{Namespace: testNS, Name: name}]
+	return h.run.SyncsOf(packagevariant.ControllerName, cache.ObjectName{Namespace: testNS, Name: name})
 }
 
 // resync queues a variant, as a periodic resync would, and waits until it
@@ -336,31 +190,20 @@ func (h *harness) syncCount(name string) int {
 func (h *harness) resync(name string) {
 	h.t.Helper()
 	before := h.syncCount(name)
-	h.ctrl.queue.Add(cache.ObjectName{Namespace: testNS, Name: name})
+	h.ctrl.Enqueue(cache.ObjectName{Namespace: testNS, Name: name})
 	h.eventually("a sync of "+name, func() bool { return h.syncCount(name) > before })
 }
 
+// eventsMatching are the recorded Events ("<type> <reason> <message>")
+// that contain substr.
 func (h *harness) eventsMatching(substr string) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	var out []string
-	for _, e := range h.events {
-		if strings.Contains(e, substr) {
-			out = append(out, e)
+	for _, e := range h.run.Events() {
+		if s := e.Type + " " + e.Reason + " " + e.Message; strings.Contains(s, substr) {
+			out = append(out, s)
 		}
 	}
 	return out
-}
-
-// newVariant is a variant of blueprints/app into deploy/<downstream>.
-func newVariant(name, downstream string) *configv1alpha1.PackageVariant {
-	return &configv1alpha1.PackageVariant{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
-		Spec: configv1alpha1.PackageVariantSpec{
-			Upstream:   &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Downstream: &configv1alpha1.Downstream{Repo: "deploy", Package: downstream},
-		},
-	}
 }
 
 func (h *harness) create(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
@@ -443,10 +286,9 @@ func (h *harness) waitCondition(name, condType string, status metav1.ConditionSt
 
 func (h *harness) waitReady(name string) {
 	h.t.Helper()
-	h.waitCondition(name, ConditionReady, metav1.ConditionTrue, ReasonNoErrors)
+	h.waitCondition(name, packagevariant.ConditionReady, metav1.ConditionTrue, packagevariant.ReasonNoErrors)
 }
 
-// revisions lists the Sim's revisions of deploy/<pkg>, by name.
 // revisions are the revisions of deploy/<pkg>, without the placeholder
 // (main) that Porch makes at the first publish.
 func (h *harness) revisions(pkg string) []porchv1alpha1.PackageRevision {
@@ -510,35 +352,14 @@ func (h *harness) revision(name string) *porchv1alpha1.PackageRevision {
 	return pr
 }
 
-// updateConfigMap changes an in-cluster ConfigMap once the controller
-// watches ConfigMaps.
+// updateConfigMap changes an in-cluster ConfigMap once the controllers
+// watch ConfigMaps.
 func (h *harness) updateConfigMap(name string, data map[string]string) {
 	h.t.Helper()
-	select {
-	case <-h.cmWatches:
-	case <-time.After(waitTimeout):
-		h.t.Fatalf("the controller never watched ConfigMaps")
-	}
-	if _, err := h.dyn.Resource(configMapGVR).Namespace(testNS).Update(h.ctx, configMap(name, data), metav1.UpdateOptions{}); err != nil {
+	ctx, cancel := context.WithTimeout(h.ctx, waitTimeout)
+	defer cancel()
+	if err := h.run.UpdateObject(ctx, configMap(name, data)); err != nil {
 		h.t.Fatalf("update ConfigMap %s: %v", name, err)
-	}
-}
-
-func mustContain(t *testing.T, what, text string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("%s does not contain %q:\n%s", what, w, text)
-		}
-	}
-}
-
-func mustNotContain(t *testing.T, what, text string, unwanted ...string) {
-	t.Helper()
-	for _, w := range unwanted {
-		if strings.Contains(text, w) {
-			t.Errorf("%s contains %q:\n%s", what, w, text)
-		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"strings"
@@ -12,6 +12,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -78,7 +79,7 @@ func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	mustContain(t, "DraftEdited message", cond.Message, draft, "blueprints.app.v2", "publish it", "delete it")
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
@@ -211,7 +212,7 @@ func TestLoopUpstreamWorkspacePin(t *testing.T) {
 	bad.Spec.Upstream.WorkspaceName = "v1"
 	bad.Spec.Upstream.Revision = 2
 	h.create(bad)
-	cond := h.waitCondition("disagree", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+	cond := h.waitCondition("disagree", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 	mustContain(t, "Stalled message", cond.Message, "v1", "2")
 	h.settle()
 	h.expectRevisions("other")
@@ -228,7 +229,7 @@ func TestLoopNeverClonesPlaceholder(t *testing.T) {
 	pv := newVariant("empty", "empty")
 	pv.Spec.Upstream.Package = "empty"
 	h.create(pv)
-	cond := h.waitCondition("empty", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+	cond := h.waitCondition("empty", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 	mustContain(t, "Stalled message", cond.Message, "placeholder", "main", "publish")
 	h.settle()
 	h.expectRevisions("empty")
@@ -258,9 +259,9 @@ func TestLoopProposedMeansWaitingForApproval(t *testing.T) {
 	h.waitRevisions("app", "packagevariant-1:Proposed")
 	h.settle()
 	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonWaitingForApproval)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
 	mustContain(t, "Ready message", cond.Message, name, "Proposed", "approval")
-	if st := h.condition("app", ConditionStalled); st == nil || st.Status != metav1.ConditionFalse {
+	if st := h.condition("app", packagevariant.ConditionStalled); st == nil || st.Status != metav1.ConditionFalse {
 		t.Errorf("Stalled %+v, want False: waiting is not an error", st)
 	}
 	h.settle()
@@ -292,11 +293,11 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	cond := h.waitCondition("app", ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision)
+	cond := h.waitCondition("app", packagevariant.ConditionUpgradeAvailable, metav1.ConditionTrue, packagevariant.ReasonNewRevision)
 	mustContain(t, "UpgradeAvailable message", cond.Message, "revision 2", "blueprints.app.v2", "spec.upstream.revision")
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Published")
-	if ready := h.condition("app", ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+	if ready := h.condition("app", packagevariant.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready %+v, want True: the downstream is what the user chose", ready)
 	}
 
@@ -307,7 +308,7 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade {
 		t.Errorf("task %+v, want an upgrade", task)
 	}
-	if c := h.condition("app", ConditionUpgradeAvailable); c != nil {
+	if c := h.condition("app", packagevariant.ConditionUpgradeAvailable); c != nil {
 		t.Errorf("UpgradeAvailable %+v still set after the upgrade", c)
 	}
 }
@@ -359,18 +360,14 @@ func TestLoopWatchesInjectedKindsOnDemand(t *testing.T) {
 	h.create(pv)
 	h.waitReady("plain")
 	h.settle()
-	for _, a := range h.dyn.Actions() {
-		t.Errorf("no injection point, but the controller called %s %s", a.GetVerb(), a.GetResource().Resource)
+	for req := range h.run.ObjectRequests() {
+		t.Errorf("no injection point, but the controller called %s", req)
 	}
 	h.create(customised("app", "app"))
 	h.waitReady("app")
 	h.settle()
-	verbs := map[string]bool{}
-	for _, a := range h.dyn.Actions() {
-		verbs[a.GetVerb()+" "+a.GetResource().Resource] = true
-	}
-	if !verbs["list configmaps"] || !verbs["watch configmaps"] {
-		t.Errorf("dynamic client calls %v, want a list and a watch of configmaps", verbs)
+	if reqs := h.run.ObjectRequests(); reqs["list configmaps"] == 0 || reqs["watch configmaps"] == 0 {
+		t.Errorf("dynamic client calls %v, want a list and a watch of configmaps", reqs)
 	}
 }
 

@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -23,7 +24,7 @@ func (h *harness) publishV2AndWait() {
 		h.t.Fatal(err)
 	}
 	h.eventually("upstream v2 in the cache", func() bool {
-		_, err := h.ctrl.prLister.PackageRevisions(testNS).Get("blueprints.app.v2")
+		_, err := h.ctrl.PRLister().PackageRevisions(testNS).Get("blueprints.app.v2")
 		return err == nil
 	})
 }
@@ -52,7 +53,7 @@ func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 	expectPersonEdits(t, h.files(draft))
 
 	h.publishV2AndWait()
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.files(draft))
@@ -86,8 +87,8 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 			return true // a second create: the defect
 		}
 		uid := h.variant("app").UID
-		name, _ := h.ctrl.expectations.Waiting(uid, func(string) bool { return false })
-		_, unconfirmed := h.ctrl.expectations.Unconfirmed(uid)
+		name, _ := h.ctrl.Expectations().Waiting(uid, func(string) bool { return false })
+		_, unconfirmed := h.ctrl.Expectations().Unconfirmed(uid)
 		return name == replacement && !unconfirmed
 	})
 	h.sim.ReleaseWatchEvents()
@@ -171,7 +172,7 @@ func TestLoopDraftDeletedBeforeTheCacheSawIt(t *testing.T) {
 	})
 	pv := h.create(newVariant("app", "app"))
 	h.eventually("the draft created", func() bool {
-		name, _ := h.ctrl.expectations.Waiting(pv.UID, func(string) bool { return false })
+		name, _ := h.ctrl.Expectations().Waiting(pv.UID, func(string) bool { return false })
 		return name == first
 	})
 	// The controller may still be writing into it (Porch refuses a second

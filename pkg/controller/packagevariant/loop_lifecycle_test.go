@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -43,7 +44,7 @@ func tiered(name, downstream, tier string) *configv1alpha1.PackageVariant {
 func TestLoopAdoptNoneLeavesExistingPackageAlone(t *testing.T) {
 	h := newHarness(t, withLegacyDownstream())
 	h.create(tiered("app", "app", "gold"))
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonError)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonError)
 	mustContain(t, "Ready message", cond.Message, "deploy/app already exists", "deploy.app.v1", "adoptionPolicy: adoptExisting")
 	h.settle()
 	h.expectRevisions("app", "v1:Published")
@@ -92,7 +93,7 @@ func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
 	pv := tiered("app", "app", "gold")
 	pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
 	h.create(pv)
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonError)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonError)
 	mustContain(t, "Ready message", cond.Message, "controlled by another owner")
 	h.settle()
 	h.expectRevisions("app", "v1:Published")
@@ -126,7 +127,7 @@ func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName: "app", RepositoryName: "deploy", WorkspaceName: "by-hand",
 			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
-			Tasks:     []porchv1alpha1.Task{editTask(h.revision("deploy.app.packagevariant-1"))},
+			Tasks:     []porchv1alpha1.Task{packagevariant.EditTask(h.revision("deploy.app.packagevariant-1"))},
 		},
 	}
 	if _, err := h.client.PorchV1alpha1().PackageRevisions(testNS).Create(h.ctx, other, metav1.CreateOptions{}); err != nil {
@@ -136,7 +137,7 @@ func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonOtherDraftOpen)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonOtherDraftOpen)
 	mustContain(t, "Ready message", cond.Message, "deploy.app.by-hand (Draft)", "controlled by PackageVariant old-app", "no second draft")
 	h.settle()
 	h.expectRevisions("app", "by-hand:Draft", "packagevariant-1:Published")
@@ -162,12 +163,12 @@ func TestLoopConflictingVariants(t *testing.T) {
 	h.waitReady("first")
 	h.settle()
 	h.create(tiered("second", "shared", "silver"))
-	cond := h.waitCondition("second", ConditionConflict, metav1.ConditionTrue, ReasonConflict)
+	cond := h.waitCondition("second", packagevariant.ConditionConflict, metav1.ConditionTrue, packagevariant.ReasonConflict)
 	mustContain(t, "Conflict message", cond.Message, "deploy/shared", "PackageVariant team-a/first")
-	if st := h.condition("second", ConditionStalled); st == nil || st.Status != metav1.ConditionTrue || st.Reason != ReasonConflict {
+	if st := h.condition("second", packagevariant.ConditionStalled); st == nil || st.Status != metav1.ConditionTrue || st.Reason != packagevariant.ReasonConflict {
 		t.Errorf("Stalled %+v, want True/Conflict", st)
 	}
-	if r := h.condition("second", ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
+	if r := h.condition("second", packagevariant.ConditionReady); r == nil || r.Status != metav1.ConditionFalse {
 		t.Errorf("Ready %+v, want False", r)
 	}
 	for range 3 {
@@ -193,7 +194,7 @@ func TestLoopConflictingVariants(t *testing.T) {
 		t.Errorf("draft controlled by %+v, want second", ref)
 	}
 	mustContain(t, "package-context.yaml", h.files(revs[0].Name)["package-context.yaml"], "tier: silver")
-	if c := h.condition("second", ConditionConflict); c != nil {
+	if c := h.condition("second", packagevariant.ConditionConflict); c != nil {
 		t.Errorf("Conflict %+v still set", c)
 	}
 }
@@ -299,8 +300,8 @@ func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 	h.deleteVariant("app")
 	var msg string
 	h.eventually("a Deleting condition", func() bool {
-		c := h.condition("app", ConditionReady)
-		if c != nil && c.Reason == ReasonDeleting {
+		c := h.condition("app", packagevariant.ConditionReady)
+		if c != nil && c.Reason == packagevariant.ReasonDeleting {
 			msg = c.Message
 			return true
 		}
@@ -309,7 +310,7 @@ func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 	mustContain(t, "Deleting message", msg, "deploy.app.packagevariant-1", "porch is down", "keeps the finalizer")
 	h.eventually("a few retries", func() bool { return h.sim.Requests()["delete packagerevisions"] >= 3 })
 	pv := h.variant("app")
-	if pv == nil || !hasFinalizer(pv) {
+	if pv == nil || !packagevariant.HasFinalizer(pv) {
 		t.Fatalf("variant %v lost its finalizer before cleanup succeeded", pv)
 	}
 	h.expectRevisions("app", "packagevariant-1:Draft")
@@ -408,7 +409,7 @@ func TestLoopWaitsDoNotSpin(t *testing.T) {
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.Package = "missing"
 	h.create(pv)
-	cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+	cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 	mustContain(t, "Stalled message", cond.Message, `"missing"`, `"blueprints"`, "check spec.upstream")
 	h.settle()
 	before := h.syncCount("app")
@@ -440,10 +441,10 @@ func TestLoopRespectsProposedDeletion(t *testing.T) {
 	h.settle()
 	name := h.revisions("app")[0].Name
 	h.moveTo(name, porchv1alpha1.PackageRevisionLifecycleDeletionProposed)
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDeletionProposed)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
 	mustContain(t, "Ready message", cond.Message, name, "proposed for deletion", "set the revision back to Published")
 	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDeletionProposed)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:DeletionProposed")
 }

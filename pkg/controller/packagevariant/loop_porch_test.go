@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"strings"
@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -34,7 +35,7 @@ func TestLoopWritesIntoOneRepositoryNeverOverlap(t *testing.T) {
 		}
 		once.Do(func() {
 			h.eventually("the other variant's write to wait for the repository, or to overlap", func() bool {
-				return h.ctrl.porch.locks.Waiting(testNS, "deploy") > 0 || h.sim.WritesInProgress(testNS, "deploy") > 1
+				return h.ctrl.RepoLocks().Waiting(testNS, "deploy") > 0 || h.sim.WritesInProgress(testNS, "deploy") > 1
 			})
 		})
 	})
@@ -69,14 +70,12 @@ func TestLoopRenderFailure(t *testing.T) {
 	h := newHarness(t)
 	// No retry falls due during the test: any second write would come from
 	// the events of the first.
-	h.ctrl.renderRetries.mu.Lock()
-	h.ctrl.renderRetries.first, h.ctrl.renderRetries.max = time.Hour, time.Hour
-	h.ctrl.renderRetries.mu.Unlock()
+	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
 	pv := newVariant("app", "app")
 	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
 	h.create(pv)
-	cond := h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonRenderFailed)
+	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
 	for _, want := range []string{"the pipeline of deploy.app.packagevariant-1 failed to render", "PackageVariant.app.broken.0 (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): ",
 		"got ':', want ')'", "Porch refuses to propose it until it renders"} {
 		if !strings.Contains(cond.Message, want) {
@@ -135,7 +134,7 @@ func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.sim.ReleaseWatchEvents()
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.files(draft))
@@ -215,7 +214,7 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonWaitingForApproval)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Proposed")
 	if n := h.sim.Requests()["delete packagerevisions"]; n != 0 {

@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -30,7 +31,7 @@ func TestLoopDownstreamNamesPorchRefuses(t *testing.T) {
 			pv := newVariant("bad", c.pkg)
 			pv.Spec.Downstream.Repo = c.repo
 			h.create(pv)
-			cond := h.waitCondition("bad", ConditionStalled, metav1.ConditionTrue, ReasonValidationError)
+			cond := h.waitCondition("bad", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 			mustContain(t, "Stalled message", cond.Message, c.want...)
 			h.settle()
 			if n := h.sim.Requests()["create packagerevisions"]; n != 0 {
@@ -52,7 +53,7 @@ func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
 			Err: apierrors.NewInvalid(schema.GroupKind{Group: "porch.kpt.dev", Kind: "PackageRevision"}, "deploy.app.packagevariant-1",
 				field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), "deploy.app.packagevariant-1", "refused by a webhook")})})
 		h.create(newVariant("app", "app"))
-		cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonRefused)
+		cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
 		mustContain(t, "Stalled message", cond.Message, "refused by a webhook", "every try")
 		h.settle()
 		sent := h.sim.Requests()["create packagerevisions"]
@@ -61,7 +62,7 @@ func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
 		if n := h.sim.Requests()["create packagerevisions"]; n != sent+1 {
 			t.Errorf("creates: %d after a resync, want %d (one try per sync, no retries)", n, sent+1)
 		}
-		if got := h.eventsMatching(ReasonRefused); len(got) != 1 {
+		if got := h.eventsMatching(packagevariant.ReasonRefused); len(got) != 1 {
 			t.Errorf("Refused events %v, want exactly one", got)
 		}
 		h.sim.ClearFaults()
@@ -74,16 +75,16 @@ func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
 		pv := newVariant("app", "app")
 		pv.Spec.Downstream.Repo = "nowhere"
 		h.create(pv)
-		cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonRefused)
+		cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
 		mustContain(t, "Stalled message", cond.Message, "nowhere", "every try")
-		if r := h.condition("app", ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != ReasonRefused {
+		if r := h.condition("app", packagevariant.ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != packagevariant.ReasonRefused {
 			t.Errorf("Ready %+v, want False with reason Refused", r)
 		}
 		h.settle() // no failing key left: nothing is retried
 		if n, syncs := h.sim.Requests()["create packagerevisions"], h.syncCount("app"); n == 0 || n > syncs {
 			t.Errorf("%d creates into a missing repository in %d syncs, want one per sync and no retries", n, syncs)
 		}
-		if got := h.eventsMatching(ReasonRefused); len(got) != 1 {
+		if got := h.eventsMatching(packagevariant.ReasonRefused); len(got) != 1 {
 			t.Errorf("Refused events %v, want exactly one", got)
 		}
 	})
@@ -100,7 +101,7 @@ func TestLoopCloneIntoAPlaceholderIsRefused(t *testing.T) {
 		}
 	}))
 	h.create(newVariant("app", "app"))
-	cond := h.waitCondition("app", ConditionStalled, metav1.ConditionTrue, ReasonRefused)
+	cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
 	mustContain(t, "Stalled message", cond.Message, "cannot create a new revision", "main branch", "spec.downstream")
 	h.settle()
 	sent := h.sim.Requests()["create packagerevisions"]

@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"strings"
@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -112,7 +113,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.settle()
 	if !checked.Load() {
 		t.Fatal("the controller never read the draft live before replacing it")
@@ -180,7 +181,7 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	}
 	h.personEdits(draft)
 	h.sim.ClearFaults()
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonDraftEdited)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.files(draft))
@@ -189,7 +190,7 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	}
 
 	h.moveTo(draft, porchv1alpha1.PackageRevisionLifecycleProposed)
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonWaitingForApproval)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Proposed")
 	expectPersonEdits(t, h.files(draft))
@@ -228,7 +229,7 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 	pv := newVariant("app", "app")
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
 	h.create(pv)
-	h.waitCondition("app", ConditionReady, metav1.ConditionFalse, ReasonRenderFailed)
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
 	h.settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {

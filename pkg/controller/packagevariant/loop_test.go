@@ -1,4 +1,4 @@
-package packagevariant
+package packagevariant_test
 
 import (
 	"strings"
@@ -7,27 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 )
-
-func strPtr(s string) *string { return &s }
-
-// customised is a variant that uses every mutation: package context,
-// a prepended function and config injection.
-func customised(name, downstream string) *configv1alpha1.PackageVariant {
-	pv := newVariant(name, downstream)
-	pv.Spec.Labels = map[string]string{"team": "a"}
-	pv.Spec.Annotations = map[string]string{"owner": "platform"}
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"cluster": "eu-1"}}
-	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{
-		Name:      "set-ns",
-		Image:     "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4",
-		ConfigMap: map[string]string{"namespace": "app"},
-	}}}
-	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Kind: strPtr("ConfigMap"), Name: "eu-west"}}
-	return pv
-}
 
 // TestLoopClonesCustomisedDraft: a new variant gets one clone draft of the
 // latest upstream, owned by the variant, with its labels, annotations,
@@ -61,7 +43,7 @@ func TestLoopClonesCustomisedDraft(t *testing.T) {
 	mustContain(t, "deployment.yaml", files["deployment.yaml"], "name: app # the app")
 
 	got := h.variant("app-eu")
-	if !hasFinalizer(got) {
+	if !packagevariant.HasFinalizer(got) {
 		t.Errorf("finalizers %v, want %s", got.Finalizers, configv1alpha1.Finalizer)
 	}
 	if len(got.Status.DownstreamTargets) != 1 || got.Status.DownstreamTargets[0].Name != draft.Name {
@@ -70,8 +52,8 @@ func TestLoopClonesCustomisedDraft(t *testing.T) {
 	if got.Status.ObservedGeneration != got.Generation {
 		t.Errorf("observedGeneration %d, generation %d", got.Status.ObservedGeneration, got.Generation)
 	}
-	stalled := h.condition("app-eu", ConditionStalled)
-	if stalled == nil || stalled.Status != metav1.ConditionFalse || stalled.Reason != ReasonValid {
+	stalled := h.condition("app-eu", packagevariant.ConditionStalled)
+	if stalled == nil || stalled.Status != metav1.ConditionFalse || stalled.Reason != packagevariant.ReasonValid {
 		t.Errorf("Stalled %+v, want False/Valid", stalled)
 	}
 	if ev := h.eventsMatching("Created draft deploy.app-eu.packagevariant-1"); len(ev) != 1 {

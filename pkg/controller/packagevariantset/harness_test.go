@@ -1,11 +1,10 @@
-package packagevariantset
+package packagevariantset_test
 
 import (
 	"context"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,39 +12,26 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
-	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
-	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
-	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
-// The integration tests run both loops, as the binary does, against
-// porchsim; objectSelector kinds come from a fake dynamic client.
+// The integration tests run both controllers, as the binary does (built
+// by controllers.Build), through pkg/offline against porchsim;
+// objectSelector kinds come from offline's fake cluster.
 
 const (
 	testNS      = "fleet"
 	waitTimeout = 30 * time.Second
 	pollEvery   = 5 * time.Millisecond
-)
-
-var (
-	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 )
 
 func blueprint(readme string) map[string]string {
@@ -60,22 +46,15 @@ metadata:
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 type harness struct {
 	t      *testing.T
 	ctx    context.Context
 	sim    *porchsim.Sim
 	client versioned.Interface
-	dyn    *dynamicfake.FakeDynamicClient
-	set    *Controller
-	pv     *packagevariant.Controller
-
-	watching chan struct{}
-	once     sync.Once
-
-	mu       sync.Mutex
-	inflight int
-	failing  map[string]error
-	syncs    map[string]int
+	run    *offline.Runner
+	set    *packagevariantset.Controller
 }
 
 // newHarness starts a Sim with blueprints/app revision 1 and the given
@@ -83,7 +62,6 @@ type harness struct {
 func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*unstructured.Unstructured) *harness {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
 	sim := porchsim.New()
 	sim.AddRepository(testNS, "blueprints", false, nil)
 	for name, lbls := range repos {
@@ -92,77 +70,15 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 	if _, err := sim.AddPublished(testNS, "blueprints", "app", 1, blueprint("v1\n")); err != nil {
 		t.Fatal(err)
 	}
-	var objs []runtime.Object
-	for _, o := range objects {
-		objs = append(objs, o)
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapGVR: "ConfigMapList"}, objs...)
-	h := &harness{t: t, ctx: ctx, sim: sim, client: sim.Clientset(), dyn: dyn, watching: make(chan struct{}),
-		failing: map[string]error{}, syncs: map[string]int{}}
-	dyn.PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := dyn.Tracker().Watch(configMapGVR, action.GetNamespace())
-		if err == nil {
-			h.once.Do(func() { close(h.watching) })
-		}
-		return true, w, err
+	// Readiness changes of variants reach their set batched, as in the
+	// cluster.
+	run, err := offline.Start(ctx, sim, offline.Options{
+		Objects:        objects,
+		Workers:        2,
+		ReadinessDelay: packagevariantset.DefaultReadinessDelay,
 	})
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
-	onDemand := ondemand.New(ctx, ondemand.Options{Dynamic: dyn, Mapper: mapper})
-
-	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(h.client), 0)
-	recorder := record.NewFakeRecorder(100000)
-	pvc, err := packagevariant.New(ctx, h.client, factory.Config().V1alpha1().PackageVariants(),
-		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil, packagevariant.Options{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	setc, err := New(ctx, h.client, factory.Config().V1alpha2().PackageVariantSets(),
-		factory.Config().V1alpha1().PackageVariants(), factory.Config().V1alpha1().Repositories(),
-		factory.Porch().V1alpha1().PackageRevisions(), onDemand, recorder, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.set, h.pv = setc, pvc
-	inner := setc.syncHandler
-	setc.syncHandler = func(ctx context.Context, key cache.ObjectName) error {
-		h.mu.Lock()
-		h.inflight++
-		h.mu.Unlock()
-		err := inner(ctx, key)
-		h.mu.Lock()
-		h.inflight--
-		h.syncs[key.Name]++
-		if err != nil {
-			h.failing[key.Name] = err
-		} else {
-			delete(h.failing, key.Name)
-		}
-		h.mu.Unlock()
-		return err
-	}
-	go func() {
-		for {
-			select {
-			case <-recorder.Events:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	factory.Start(ctx.Done())
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context, int) error{pvc.Run, setc.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := run(ctx, 2); err != nil && ctx.Err() == nil {
-				// A test that ends before the caches synced stops Run early;
-				// that is shutdown, not a failure.
-				t.Errorf("Run: %v", err)
-			}
-		}()
 	}
 	t.Cleanup(func() {
 		// Real Porch loses one of two overlapping writes into a
@@ -170,11 +86,13 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 		for _, o := range sim.Overlaps() {
 			t.Errorf("porchsim: %s", o)
 		}
-		cancel()
-		factory.Shutdown()
-		wg.Wait()
+		run.Stop()
+		if err := run.Err(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	})
-	return h
+	return &harness{t: t, ctx: ctx, sim: sim, client: sim.Clientset(), run: run,
+		set: run.Controller(packagevariantset.ControllerName).(*packagevariantset.Controller)}
 }
 
 func (h *harness) eventually(what string, cond func() bool) {
@@ -182,32 +100,40 @@ func (h *harness) eventually(what string, cond func() bool) {
 	if err := wait.PollUntilContextTimeout(h.ctx, pollEvery, waitTimeout, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	}); err != nil {
-		h.t.Fatalf("timed out waiting for %s; failing set syncs: %v", what, h.failures())
+		h.t.Fatalf("timed out waiting for %s; failing syncs: %v", what, h.run.Failing())
 	}
 }
 
-func (h *harness) failures() map[string]error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := map[string]error{}
-	for k, v := range h.failing {
-		out[k] = v
+// settle waits until the controllers have nothing left to do (see
+// offline.Runner.WaitIdle).
+func (h *harness) settle() {
+	h.t.Helper()
+	if err := h.run.WaitIdle(h.ctx, waitTimeout); err != nil {
+		h.t.Fatalf("settle: %v", err)
 	}
-	return out
 }
 
 func (h *harness) syncCount(name string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.syncs[name]
+	return h.run.SyncsOf(packagevariantset.ControllerName, cache.ObjectName{Namespace: testNS, Name: name})
 }
 
 // resync queues a set and waits until it was synced once more.
 func (h *harness) resync(name string) {
 	h.t.Helper()
 	before := h.syncCount(name)
-	h.set.queue.Add(cache.ObjectName{Namespace: testNS, Name: name})
+	h.set.Enqueue(cache.ObjectName{Namespace: testNS, Name: name})
 	h.eventually("a sync of "+name, func() bool { return h.syncCount(name) > before })
+}
+
+// createObject adds an in-cluster object once the controllers watch its
+// kind.
+func (h *harness) createObject(obj *unstructured.Unstructured) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, waitTimeout)
+	defer cancel()
+	if err := h.run.CreateObject(ctx, obj); err != nil {
+		h.t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
 }
 
 func (h *harness) createSet(pvs *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet {
@@ -262,7 +188,7 @@ func (h *harness) waitSetCondition(name, condType string, status metav1.Conditio
 		last = meta.FindStatusCondition(pvs.Status.Conditions, condType)
 		return last != nil && last.Status == status && last.Reason == reason && last.ObservedGeneration == pvs.Generation, nil
 	}); err != nil {
-		h.t.Fatalf("timed out waiting for set %s %s=%s (%s); last %+v; failing: %v", name, condType, status, reason, last, h.failures())
+		h.t.Fatalf("timed out waiting for set %s %s=%s (%s); last %+v; failing: %v", name, condType, status, reason, last, h.run.Failing())
 	}
 	return last
 }
@@ -293,7 +219,7 @@ func (h *harness) waitVariants(want ...string) map[string]configv1alpha1.Package
 		got = h.variants()
 		return strings.Join(names(got), ",") == strings.Join(want, ","), nil
 	}); err != nil {
-		h.t.Fatalf("timed out waiting for variants %v; have %v; failing: %v", want, names(got), h.failures())
+		h.t.Fatalf("timed out waiting for variants %v; have %v; failing: %v", want, names(got), h.run.Failing())
 	}
 	return got
 }
@@ -336,46 +262,6 @@ func (h *harness) allVariantsReady() {
 	})
 }
 
-// settle waits until the set controller is idle with caches caught up,
-// three checks in a row.
-func (h *harness) settle() {
-	h.t.Helper()
-	quiet := 0
-	h.eventually("the set controller to settle", func() bool {
-		h.mu.Lock()
-		busy := h.inflight > 0 || len(h.failing) > 0
-		h.mu.Unlock()
-		if busy || h.set.queue.Len() > 0 || !h.cachesMatch() {
-			quiet = 0
-			return false
-		}
-		quiet++
-		return quiet >= 3
-	})
-}
-
-func (h *harness) cachesMatch() bool {
-	stored := h.sim.PackageVariants(testNS)
-	if len(h.set.pvIndexer.ListKeys()) != len(stored) {
-		return false
-	}
-	for _, pv := range stored {
-		obj, ok, _ := h.set.pvIndexer.GetByKey(pv.Namespace + "/" + pv.Name)
-		if !ok || obj.(*configv1alpha1.PackageVariant).ResourceVersion != pv.ResourceVersion {
-			return false
-		}
-	}
-	return true
-}
-
-func byRepo(vs map[string]configv1alpha1.PackageVariant) map[string]configv1alpha1.PackageVariant {
-	out := map[string]configv1alpha1.PackageVariant{}
-	for _, pv := range vs {
-		out[pv.Spec.Downstream.Repo+"/"+pv.Spec.Downstream.Package] = pv
-	}
-	return out
-}
-
 func repoLabels(env, region string) map[string]string {
 	return map[string]string{"env": env, "region": region}
 }
@@ -393,5 +279,3 @@ func newSet(name string, targets ...configv1alpha2.Target) *configv1alpha2.Packa
 		},
 	}
 }
-
-var _ = porchv1alpha1.PackageRevisionLifecycleDraft

@@ -1,4 +1,4 @@
-package packagevariantset
+package packagevariantset_test
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 )
 
 func fleet(n int, env string) map[string]map[string]string {
@@ -50,7 +51,7 @@ func TestSetFansOutOverRepositories(t *testing.T) {
 	vs := h.waitVariants(want...)
 	h.waitDrafts(drafts...)
 	h.allVariantsReady()
-	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.settle()
 	for _, pv := range vs {
 		if pv.Labels[configv1alpha2.SetLabel] != string(set.UID) {
@@ -76,7 +77,7 @@ func TestSetFansOutOverRepositories(t *testing.T) {
 		return got.DesiredVariants == n && got.ExistingVariants == n && got.ReadyVariants == n
 	})
 	got := h.getSet("edge").Status
-	if st := meta.FindStatusCondition(got.Conditions, "Stalled"); st == nil || st.Status != metav1.ConditionFalse || st.Reason != ReasonValid {
+	if st := meta.FindStatusCondition(got.Conditions, "Stalled"); st == nil || st.Status != metav1.ConditionFalse || st.Reason != packagevariantset.ReasonValid {
 		t.Errorf("Stalled %+v", st)
 	}
 }
@@ -218,7 +219,6 @@ func TestSetTargetKinds(t *testing.T) {
 
 	// A new object that matches the selector but not the name changes nothing;
 	// widening the selector to every name adds the matching ones.
-	<-h.watching
 	h.updateSet("obj", func(s *configv1alpha2.PackageVariantSetSpec) { s.Targets[0].ObjectSelector.Name = nil })
 	h.waitVariants(
 		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
@@ -228,9 +228,7 @@ func TestSetTargetKinds(t *testing.T) {
 	h.settle()
 	// A new matching object in the cluster reaches the set through the
 	// watch on its kind.
-	if _, err := h.dyn.Resource(configMapGVR).Namespace(testNS).Create(h.ctx, site("edge-02", "eu"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	h.createObject(site("edge-02", "eu"))
 	h.waitVariants(
 		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
 		"sel-edge-01-web",
@@ -261,7 +259,7 @@ func TestSetReportsDuplicateDownstreams(t *testing.T) {
 		configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{{Name: "edge-00"}}},
 		configv1alpha2.Target{RepositorySelector: prodSelector()},
 	))
-	cond := h.waitSetCondition("dup", "Stalled", metav1.ConditionTrue, ReasonValidationError)
+	cond := h.waitSetCondition("dup", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
 	for _, want := range []string{"spec.targets[0] and spec.targets[1] both render downstream edge-00/app"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
@@ -285,7 +283,7 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 		s.Targets[0].RepositorySelector = nil
 		s.Targets[0].ObjectSelector = &configv1alpha2.ObjectSelector{APIVersion: "infra.example.com/v1", Kind: "Site"}
 	})
-	cond := h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, ReasonNoMatchingTargets)
+	cond := h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonNoMatchingTargets)
 	for _, want := range []string{"spec.targets[0].objectSelector", "Site", "not served", "nothing was created or deleted"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
@@ -308,7 +306,7 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 			}},
 		})
 	})
-	cond = h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, ReasonValidationError)
+	cond = h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
 	for _, want := range []string{"spec.targets[1].template.labelExprs[0].valueExpr", "tier", "none is deleted"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
@@ -323,7 +321,7 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
 		s.Targets[1].Template.LabelExprs[0].ValueExpr = ptr("'silver'")
 	})
-	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
 }
 
@@ -335,7 +333,7 @@ func TestSetStatusReasons(t *testing.T) {
 		Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("repository.name +")}}}})
 	bad.Spec.Upstream.Repo = ""
 	h.createSet(bad)
-	cond := h.waitSetCondition("bad", "Stalled", metav1.ConditionTrue, ReasonValidationError)
+	cond := h.waitSetCondition("bad", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
 	for _, want := range []string{"spec.upstream.repo is a required field", "spec.targets[0] must specify one of", "spec.targets[1].template.labelExprs[0].valueExpr"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
@@ -344,7 +342,7 @@ func TestSetStatusReasons(t *testing.T) {
 	missing := newSet("missing", configv1alpha2.Target{RepositorySelector: prodSelector()})
 	missing.Spec.Upstream.Package = "nope"
 	h.createSet(missing)
-	cond = h.waitSetCondition("missing", "Stalled", metav1.ConditionTrue, ReasonUpstreamNotFound)
+	cond = h.waitSetCondition("missing", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonUpstreamNotFound)
 	if !strings.Contains(cond.Message, `"nope"`) {
 		t.Errorf("message %q does not name the package", cond.Message)
 	}
@@ -352,7 +350,7 @@ func TestSetStatusReasons(t *testing.T) {
 	if _, err := h.sim.AddPublished(testNS, "blueprints", "nope", 1, blueprint("v1\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitSetCondition("missing", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.waitSetCondition("missing", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.waitVariants("missing-edge-00-nope")
 }
 
@@ -393,7 +391,7 @@ func TestSetResyncOfSettledSetWritesNothing(t *testing.T) {
 	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app")
 	h.allVariantsReady()
-	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, ReasonReconciled)
+	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.eventually("the ready count", func() bool { return h.getSet("edge").Status.ReadyVariants == 4 })
 	h.settle()
 	h.sim.ResetRequests()

@@ -1,0 +1,73 @@
+package packagevariant
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+)
+
+// Fixtures of the unit tests here and of the integration tests
+// (package packagevariant_test, which reaches them through
+// export_test.go): variants of the blueprint blueprints/app into the
+// repository deploy, and the ConfigMaps they inject.
+
+const testNS = "team-a"
+
+var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+func configMap(name string, data map[string]string) *unstructured.Unstructured {
+	d := map[string]interface{}{}
+	for k, v := range data {
+		d[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]interface{}{"name": name, "namespace": testNS},
+		"data":       d,
+	}}
+}
+
+// newVariant is a variant of blueprints/app into deploy/<downstream>.
+func newVariant(name, downstream string) *configv1alpha1.PackageVariant {
+	return &configv1alpha1.PackageVariant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: name},
+		Spec: configv1alpha1.PackageVariantSpec{
+			Upstream:   &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Downstream: &configv1alpha1.Downstream{Repo: "deploy", Package: downstream},
+		},
+	}
+}
+
+func strPtr(s string) *string { return &s }
+
+// customised is a variant that uses every mutation: package context,
+// a prepended function and config injection.
+func customised(name, downstream string) *configv1alpha1.PackageVariant {
+	pv := newVariant(name, downstream)
+	pv.Spec.Labels = map[string]string{"team": "a"}
+	pv.Spec.Annotations = map[string]string{"owner": "platform"}
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"cluster": "eu-1"}}
+	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{
+		Name:      "set-ns",
+		Image:     "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4",
+		ConfigMap: map[string]string{"namespace": "app"},
+	}}}
+	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Kind: strPtr("ConfigMap"), Name: "eu-west"}}
+	return pv
+}
+
+func mustContain(t *testing.T, what, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s does not contain %q:\n%s", what, w, text)
+		}
+	}
+}

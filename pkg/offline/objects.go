@@ -1,0 +1,193 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// clusterObjects are the in-cluster objects (Options.Objects) the
+// controllers read: a fake dynamic client and a matching REST mapper.
+type clusterObjects struct {
+	dyn    *dynamicfake.FakeDynamicClient
+	mapper meta.RESTMapper
+
+	mu sync.Mutex
+	// watched holds, per resource, a channel closed once the resource is
+	// watched.
+	watched map[schema.GroupVersionResource]chan struct{}
+}
+
+// watchedChan is the channel closed once resource is watched.
+func (c *clusterObjects) watchedChan(resource schema.GroupVersionResource) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watchedLocked(resource)
+}
+
+func (c *clusterObjects) watchedLocked(resource schema.GroupVersionResource) chan struct{} {
+	ch, ok := c.watched[resource]
+	if !ok {
+		ch = make(chan struct{})
+		c.watched[resource] = ch
+	}
+	return ch
+}
+
+// watching records that a watch of resource was established.
+func (c *clusterObjects) watching(resource schema.GroupVersionResource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.watchedLocked(resource)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// resourceOf waits until the controllers watch obj's kind, then returns
+// the client of obj's resource (in obj's namespace if it has one).
+func (c *clusterObjects) resourceOf(ctx context.Context, obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	gvk := obj.GroupVersionKind()
+	what := fmt.Sprintf("%s %s/%s", gvk.Kind, obj.GetNamespace(), obj.GetName())
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	select {
+	case <-c.watchedChan(mapping.Resource):
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: the controllers do not watch %s: %w", what, mapping.Resource.Resource, ctx.Err())
+	}
+	res := c.dyn.Resource(mapping.Resource)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return res.Namespace(obj.GetNamespace()), nil
+	}
+	return res, nil
+}
+
+// CreateObject adds an in-cluster object (as Options.Objects holds them)
+// while the controllers run. It first waits until they watch the object's
+// kind (or ctx ends): a change made before that would never reach them. A
+// kind nothing reads is never watched, so give ctx a deadline.
+func (r *Runner) CreateObject(ctx context.Context, obj *unstructured.Unstructured) error {
+	res, err := r.objects.resourceOf(ctx, obj)
+	if err != nil {
+		return err
+	}
+	_, err = res.Create(ctx, obj, metav1.CreateOptions{})
+	return err
+}
+
+// UpdateObject changes an in-cluster object while the controllers run,
+// once they watch its kind, as CreateObject does.
+func (r *Runner) UpdateObject(ctx context.Context, obj *unstructured.Unstructured) error {
+	res, err := r.objects.resourceOf(ctx, obj)
+	if err != nil {
+		return err
+	}
+	_, err = res.Update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
+// ObjectRequests counts the requests the controllers made for in-cluster
+// objects by "<verb> <resource>" ("list configmaps"), as
+// porchsim.Sim.Requests counts those to Porch.
+func (r *Runner) ObjectRequests() map[string]int {
+	out := map[string]int{}
+	for _, a := range r.objects.dyn.Actions() {
+		out[a.GetVerb()+" "+a.GetResource().Resource]++
+	}
+	return out
+}
+
+// builtinKinds are served even when no object of theirs is given.
+var builtinKinds = []schema.GroupVersionKind{
+	{Version: "v1", Kind: "ConfigMap"},
+	{Version: "v1", Kind: "Secret"},
+}
+
+// objectClient serves the given objects (and empty builtin and extra
+// kinds) through a fake dynamic client with a matching REST mapper. A kind
+// is namespaced unless one of its objects has no namespace.
+func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind) (*clusterObjects, error) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	listKinds := map[schema.GroupVersionResource]string{}
+	scopes := map[schema.GroupVersionKind]meta.RESTScope{}
+	kinds := append(append([]schema.GroupVersionKind(nil), builtinKinds...), extra...)
+	type objectID struct {
+		gk              schema.GroupKind
+		namespace, name string
+	}
+	ids := map[objectID]bool{}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Kind == "" || gvk.Version == "" {
+			return nil, fmt.Errorf("object %s/%s has no apiVersion or kind", o.GetNamespace(), o.GetName())
+		}
+		if o.GetName() == "" {
+			return nil, fmt.Errorf("%s object has no metadata.name", gvk.Kind)
+		}
+		id := objectID{gvk.GroupKind(), o.GetNamespace(), o.GetName()}
+		if ids[id] {
+			return nil, fmt.Errorf("%s %s/%s is given twice", gvk.Kind, o.GetNamespace(), o.GetName())
+		}
+		ids[id] = true
+		kinds = append(kinds, gvk)
+		if o.GetNamespace() == "" {
+			scopes[gvk] = meta.RESTScopeRoot
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range kinds {
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		scope := scopes[gvk]
+		if scope == nil {
+			scope = meta.RESTScopeNamespace
+		}
+		mapper.Add(gvk, scope)
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		listKinds[plural] = gvk.Kind + "List"
+	}
+	var runtimeObjs []runtime.Object
+	for _, o := range objs {
+		runtimeObjs = append(runtimeObjs, o.DeepCopy())
+	}
+	c := &clusterObjects{
+		dyn:     dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, runtimeObjs...),
+		mapper:  mapper,
+		watched: map[schema.GroupVersionResource]chan struct{}{},
+	}
+	// The fake's watch starts at "now": a change made before the
+	// controllers watch its kind never reaches them. This reactor watches
+	// as the fake's own does and tells when a resource is first watched.
+	c.dyn.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if a, ok := action.(clienttesting.WatchActionImpl); ok {
+			opts = a.ListOptions
+		}
+		w, err := c.dyn.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		c.watching(action.GetResource())
+		return true, w, nil
+	})
+	return c, nil
+}
