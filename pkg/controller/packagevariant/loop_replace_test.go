@@ -1,6 +1,7 @@
 package packagevariant_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,7 +170,17 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	// The person rejects the proposal (keeping the annotations, as kubectl
 	// edit would) and edits the draft; the controller's reads of the files
 	// fail meanwhile, so that it acts only once the person is done.
+	reads := h.sim.Requests()["get packagerevisionresources"]
 	h.sim.InjectFault(porchsim.Fault{Verb: "get", Resource: "packagerevisionresources", Name: draft})
+	// A read that failed shows that no sync past its read of the files is
+	// still in flight (one key syncs at a time): the sync that retries
+	// the delete checks the files first. (A sync already past that check
+	// when the person acts races with the person in the cluster too; it
+	// proposes again at the resourceVersion it read, so it only loses to
+	// a person who rejects and edits within its next request.)
+	h.eventually("the controller's read of the files to fail", func() bool {
+		return h.sim.Requests()["get packagerevisionresources"] > reads
+	})
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		pr := h.revision(draft)
 		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
@@ -240,4 +251,82 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
 		t.Errorf("Replaced events %v, want one", ev)
 	}
+}
+
+// TestLoopRejectionWhileFinishingIsKept: the controller's delete of its
+// proposed stale draft failed; on the next sync it checks the proposal
+// live, and right after its read a person sets it back to Draft and edits
+// it. Porch ignores delete preconditions, so the
+// controller used to delete the edit. It now marks the proposal again at
+// the resourceVersion it checked before deleting: Porch refuses that, and
+// the person's draft is kept (DraftEdited).
+func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
+	var (
+		armed      atomic.Pointer[string]
+		deleteSeen atomic.Bool
+		checked    atomic.Bool
+		once       sync.Once
+	)
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		person := s.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS)
+		prependReactor(s, "*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			draft := armed.Load()
+			if draft == nil || actionName(a) != *draft {
+				return false, nil, nil
+			}
+			switch {
+			case a.GetVerb() == "delete" && !deleteSeen.Load():
+				deleteSeen.Store(true) // the one that fails
+			case !deleteSeen.Load():
+			case a.GetVerb() == "get" && a.GetResource().Resource == "packagerevisions":
+				// The controller's check (files, then the revision) reads
+				// the revision as it is now; the person acts before the
+				// controller's next request (a write in flight would make
+				// Porch refuse the person's).
+				var served runtime.Object
+				once.Do(func() {
+					checked.Store(true)
+					pr, err := s.ClientsetAs("reader").PorchV1alpha1().PackageRevisions(testNS).Get(context.Background(), *draft, metav1.GetOptions{})
+					if err != nil {
+						t.Errorf("read %s: %v", *draft, err)
+						return
+					}
+					served = pr
+					rejected := pr.DeepCopy()
+					rejected.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+					_, err = person.Update(context.Background(), rejected, metav1.UpdateOptions{})
+					var files map[string]string
+					if err == nil {
+						files, err = s.Resources(testNS, *draft)
+					}
+					if err == nil {
+						err = s.SetResources(testNS, *draft, editedFiles(files))
+					}
+					if err != nil {
+						t.Errorf("person's rejection and edit of %s: %v", *draft, err)
+					}
+				})
+				if served != nil {
+					return true, served, nil
+				}
+			}
+			return false, nil, nil
+		})
+	}))
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
+	armed.Store(&draft)
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
+	h.settle()
+	if !checked.Load() {
+		t.Fatal("the controller never checked its proposal live after the failed delete")
+	}
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
 }

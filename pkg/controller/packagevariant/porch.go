@@ -118,6 +118,9 @@ func (w *porchWriter) delete(ctx context.Context, pr *porchv1alpha1.PackageRevis
 // (configv1alpha1.ReplacingAnnotation), at the resourceVersion check read.
 // A change since check read it makes Porch refuse the proposal; once it is
 // Proposed, nobody's edit can be saved into it before the delete. A
+// revision proposed already (a replacement a failed delete or a restart
+// left half-way) is written again the same way, so a person who set it
+// back to Draft and edited it after check read it keeps the edit. A
 // revision Porch will not propose because its pipeline fails (Porch renders
 // a Draft on every update) is deleted straight after check. proposed is
 // told what Porch made of the proposal. It reports whether the revision is
@@ -133,21 +136,24 @@ func (w *porchWriter) retire(ctx context.Context, pr *porchv1alpha1.PackageRevis
 	if err != nil || live == nil {
 		return false, err
 	}
-	if live.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleProposed {
-		upd := live.DeepCopy()
-		upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
+	// Propose it (or, proposed already by a replacement left half-way,
+	// mark it again) at the resourceVersion check read: a person who set
+	// it back to Draft and edited it since makes Porch refuse the write,
+	// and it is kept.
+	upd := live.DeepCopy()
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[configv1alpha1.ReplacingAnnotation] = upstream
+	alreadyProposed := live.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed
+	upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+	updated, err := w.client.PackageRevisions(pr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if err = classify(pr.Name, err); err != nil {
+		if _, failedRender := isRenderError(err); alreadyProposed || !failedRender {
+			return false, fmt.Errorf("propose %s before deleting it: %w", pr.Name, err)
 		}
-		upd.Annotations[configv1alpha1.ReplacingAnnotation] = upstream
-		updated, err := w.client.PackageRevisions(pr.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
-		if err = classify(pr.Name, err); err != nil {
-			if _, failedRender := isRenderError(err); !failedRender {
-				return false, fmt.Errorf("propose %s before deleting it: %w", pr.Name, err)
-			}
-		} else {
-			proposed(updated)
-		}
+	} else {
+		proposed(updated)
 	}
 	err = classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
 	switch {
