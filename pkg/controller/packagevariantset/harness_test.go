@@ -61,6 +61,14 @@ type harness struct {
 // deployment repositories (name -> labels), then both controllers.
 func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*unstructured.Unstructured) *harness {
 	t.Helper()
+	return newHarnessWithSim(t, repos, nil, objects...)
+}
+
+// newHarnessWithSim is newHarness with setup run on the Sim before the
+// controllers start (reactors must be in place before anything reads the
+// clientset).
+func newHarnessWithSim(t *testing.T, repos map[string]map[string]string, setup func(*porchsim.Sim), objects ...*unstructured.Unstructured) *harness {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	sim := porchsim.New()
 	sim.AddRepository(testNS, "blueprints", false, nil)
@@ -69,6 +77,9 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 	}
 	if _, err := sim.AddPublished(testNS, "blueprints", "app", 1, blueprint("v1\n")); err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(sim)
 	}
 	// Readiness changes of variants reach their set batched, as in the
 	// cluster.

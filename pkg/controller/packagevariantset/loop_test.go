@@ -1,17 +1,22 @@
 package packagevariantset_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
 func fleet(n int, env string) map[string]map[string]string {
@@ -402,4 +407,46 @@ func TestSetResyncOfSettledSetWritesNothing(t *testing.T) {
 			t.Errorf("a settled set made %d %q requests", n, req)
 		}
 	}
+}
+
+// TestSetStatusWriteOnAStaleCache: the set's status write conflicts because
+// the controller's cache is behind (someone changed the set's labels and the
+// watch has not delivered it). The controller reads the set live and writes
+// its status onto it at once, instead of retrying on the stale cache with a
+// backoff that grows with every conflict (the soak saw a set's status left
+// stale for over three minutes that way).
+func TestSetStatusWriteOnAStaleCache(t *testing.T) {
+	var once sync.Once
+	h := newHarnessWithSim(t, fleet(1, "prod"), func(sim *porchsim.Sim) {
+		sim.Clientset().(interface {
+			PrependReactor(verb, resource string, reaction clienttesting.ReactionFunc)
+		}).PrependReactor("update", "packagevariantsets", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			if action.GetSubresource() != "status" {
+				return false, nil, nil
+			}
+			once.Do(func() {
+				// From here on the controllers' caches stand still.
+				sim.HoldWatchEvents()
+				person := sim.ClientsetAs("person").ConfigV1alpha2().PackageVariantSets(testNS)
+				set, err := person.Get(context.Background(), "edge", metav1.GetOptions{})
+				if err != nil {
+					t.Errorf("get the set: %v", err)
+					return
+				}
+				set.Labels = map[string]string{"owner": "someone"}
+				if _, err := person.Update(context.Background(), set, metav1.UpdateOptions{}); err != nil {
+					t.Errorf("relabel the set: %v", err)
+				}
+			})
+			return false, nil, nil
+		})
+	})
+	person := h.sim.ClientsetAs("person").ConfigV1alpha2().PackageVariantSets(testNS)
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
+	h.eventually("the set's status written while its watch is held", func() bool {
+		set, err := person.Get(h.ctx, "edge", metav1.GetOptions{})
+		return err == nil && set.Labels["owner"] == "someone" && meta.FindStatusCondition(set.Status.Conditions, "Ready") != nil
+	})
+	h.sim.ReleaseWatchEvents()
+	h.settle()
 }

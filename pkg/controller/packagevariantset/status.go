@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -91,7 +93,26 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	if equality.Semantic.DeepEqual(old.Status, pvs.Status) {
 		return nil
 	}
-	updated, err := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).UpdateStatus(ctx, pvs, metav1.UpdateOptions{})
+	sets := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace)
+	updated, err := sets.UpdateStatus(ctx, pvs, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// The cache is behind the server. As the ReplicaSet controller
+		// does, read the set live and write the status once more onto
+		// what the server holds, if that is still the set (same uid) and
+		// the spec (generation) the status was computed from. Waiting for
+		// the cache instead costs a rate-limited retry per conflict, and
+		// those back off exponentially: a cache that lags for a while
+		// (a watch in its reflector's backoff) leaves the set's status
+		// stale for minutes after it caught up.
+		live, getErr := sets.Get(ctx, pvs.Name, metav1.GetOptions{})
+		if getErr == nil && live.UID == pvs.UID && live.Generation == pvs.Generation {
+			klog.FromContext(ctx).V(2).Info("Status write conflicted; writing onto the live set", "cached", pvs.ResourceVersion, "live", live.ResourceVersion)
+			retry := live.DeepCopy()
+			retry.Status = pvs.Status
+			old = live
+			updated, err = sets.UpdateStatus(ctx, retry, metav1.UpdateOptions{})
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("update status of PackageVariantSet %s/%s: %w", pvs.Namespace, pvs.Name, err)
 	}
