@@ -27,7 +27,7 @@ hack/local-cluster.sh up
 eval "$(hack/local-cluster.sh env)"
 
 mkdir -p bin
-for b in variant-controller porchsim-apiserver; do
+for b in variant-controller porchsim-apiserver variantctl; do
     CGO_ENABLED=0 go build -trimpath -o "bin/${b}" "./cmd/${b}"
 done
 

@@ -54,6 +54,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	start := time.Now()
 	var live *offline.Input
+	var liveObjects *offline.LiveObjects
 	var requests offline.Requests
 	ns := c.namespace
 	var err error
@@ -89,7 +90,8 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				ns = offline.DefaultNamespace
 			}
 		}
-		client, err := versioned.NewForConfig(offline.ReadOnlyConfig(cfg, &requests))
+		readOnly := offline.ReadOnlyConfig(cfg, &requests)
+		client, err := versioned.NewForConfig(readOnly)
 		if err != nil {
 			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
 			return exitBadInput
@@ -99,9 +101,13 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
 			return exitBadInput
 		}
+		if liveObjects, err = offline.NewLiveObjects(readOnly); err != nil {
+			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
+			return exitBadInput
+		}
 	}
 
-	d, stats, err := offline.Diff(ctx, live, change, offline.DiffOptions{Namespace: ns, Delete: *del, Timeout: c.timeout})
+	d, stats, err := offline.Diff(ctx, live, change, offline.DiffOptions{Namespace: ns, Delete: *del, Timeout: c.timeout, Live: liveObjects})
 	if err != nil {
 		var inputErrs offline.InputErrors
 		if errors.As(err, &inputErrs) {

@@ -26,6 +26,9 @@ type DiffOptions struct {
 	// Timeout bounds the wait for the controllers to settle; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// Live, when set, serves the cluster's in-cluster objects (those
+	// injectors and objectSelectors name) on first need.
+	Live *LiveObjects
 }
 
 // DiffStats say what a diff read of the live fleet.
@@ -65,7 +68,17 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	if err != nil {
 		return nil, nil, err
 	}
-	runner, err := Start(ctx, sim, Options{Objects: objects})
+	if opts.Live != nil && opts.Delete {
+		deleted := map[string]bool{}
+		for _, o := range change.Objects {
+			deleted[objectID(o.Obj, ns)] = true
+		}
+		opts.Live.omit = func(u *unstructured.Unstructured) bool { return deleted[objectID(u, ns)] }
+	}
+	failed := func() []error {
+		return append(sim.FileSourceErrors(), opts.Live.Errors()...)
+	}
+	runner, err := Start(ctx, sim, Options{Objects: objects, Live: opts.Live})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,7 +99,7 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 			case <-waitCtx.Done():
 				return
 			case <-tick.C:
-				if len(sim.FileSourceErrors()) > 0 {
+				if len(failed()) > 0 {
 					cancel()
 					return
 				}
@@ -96,7 +109,7 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	settleErr := runner.WaitIdle(waitCtx, timeout)
 	cancel()
 	runner.Stop()
-	if errs := sim.FileSourceErrors(); len(errs) > 0 {
+	if errs := failed(); len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
 	after, err := CaptureState(ctx, sim)
@@ -262,6 +275,16 @@ func apply(ctx context.Context, sim *porchsim.Sim, live, change *Input, ns strin
 		return nil, errs
 	}
 	return objects, nil
+}
+
+// objectID names an in-cluster object: group/kind namespace/name (the
+// namespace defaulted to ns).
+func objectID(u *unstructured.Unstructured, ns string) string {
+	n := u.GetNamespace()
+	if n == "" {
+		n = ns
+	}
+	return u.GroupVersionKind().GroupKind().String() + " " + n + "/" + u.GetName()
 }
 
 // fileCache reads each revision's files from the source once and keeps

@@ -122,8 +122,9 @@ var builtinKinds = []schema.GroupVersionKind{
 // objectClient serves the given objects (and empty builtin and extra
 // kinds) through a fake dynamic client with a matching REST mapper. A kind
 // is namespaced unless one of its objects has no namespace.
-func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind) (*clusterObjects, error) {
-	mapper := meta.NewDefaultRESTMapper(nil)
+func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind, live *LiveObjects) (*clusterObjects, error) {
+	local := meta.NewDefaultRESTMapper(nil)
+	var mapper meta.RESTMapper = local
 	listKinds := map[schema.GroupVersionResource]string{}
 	scopes := map[schema.GroupVersionKind]meta.RESTScope{}
 	kinds := append(append([]schema.GroupVersionKind(nil), builtinKinds...), extra...)
@@ -161,9 +162,17 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 		if scope == nil {
 			scope = meta.RESTScopeNamespace
 		}
-		mapper.Add(gvk, scope)
+		local.Add(gvk, scope)
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
 		listKinds[plural] = gvk.Kind + "List"
+	}
+	if live != nil {
+		mapper = meta.MultiRESTMapper{local, live.mapper}
+		for gvr, kind := range live.listKinds {
+			if _, ok := listKinds[gvr]; !ok {
+				listKinds[gvr] = kind
+			}
+		}
 	}
 	var runtimeObjs []runtime.Object
 	for _, o := range objs {
@@ -189,5 +198,28 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 		c.watching(action.GetResource())
 		return true, w, nil
 	})
+	if live != nil {
+		// A list of a kind in a namespace first brings in the cluster's
+		// objects; the fake then serves it (and its watches) from those.
+		c.dyn.PrependReactor("list", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			gvr, ns := action.GetResource(), action.GetNamespace()
+			items, fresh, err := live.fetch(context.Background(), gvr, ns)
+			if err != nil {
+				return true, nil, err
+			}
+			if fresh {
+				for i := range items {
+					item := &items[i]
+					if _, err := c.dyn.Tracker().Get(gvr, item.GetNamespace(), item.GetName()); err == nil {
+						continue // given by the change: it takes the cluster's place
+					}
+					if err := c.dyn.Tracker().Create(gvr, item, item.GetNamespace()); err != nil {
+						return true, nil, err
+					}
+				}
+			}
+			return false, nil, nil
+		})
+	}
 	return c, nil
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// injector or objectSelector naming one of them finds nothing instead
 	// of reporting an unknown kind. ConfigMap and Secret are always served.
 	Kinds []schema.GroupVersionKind
+	// Live, when set, serves the objects of a cluster too: each kind in
+	// each namespace is listed from the cluster the first time the
+	// controllers list it (Objects given here take the place of the
+	// cluster's of the same kind, namespace and name).
+	Live *LiveObjects
 	// Workers per controller; 0 means 2.
 	Workers int
 	// Metrics, when set, receives the controllers' metrics.
@@ -89,7 +94,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	if workers <= 0 {
 		workers = 2
 	}
-	objs, err := objectClient(opts.Objects, opts.Kinds)
+	objs, err := objectClient(opts.Objects, opts.Kinds, opts.Live)
 	if err != nil {
 		return nil, err
 	}

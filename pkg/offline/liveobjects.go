@@ -1,0 +1,134 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// LiveObjects reads a cluster's in-cluster objects (those injectors and
+// objectSelectors name) for a run, one list per kind and namespace, the
+// first time the controllers list that kind in that namespace: a diff
+// reads only the kinds its variants use, never every object of the
+// cluster.
+type LiveObjects struct {
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
+	// listKinds are the list kinds of every listable resource the cluster
+	// serves (what the fake dynamic client must know to serve a list).
+	listKinds map[schema.GroupVersionResource]string
+	// omit, when set, hides objects of the cluster from the run (those a
+	// change deletes).
+	omit func(*unstructured.Unstructured) bool
+
+	mu      sync.Mutex
+	fetched map[string]bool // "<group/version/resource> <namespace>"
+	errs    map[string]error
+}
+
+// NewLiveObjects reads the cluster's API resources through discovery
+// (build cfg with ReadOnlyConfig).
+func NewLiveObjects(cfg *rest.Config) (*LiveObjects, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	groups, err := restmapper.GetAPIGroupResources(dc)
+	if err != nil {
+		return nil, &ClusterError{What: "discover the cluster's API resources", Err: err}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	l := &LiveObjects{
+		dynamic:   dyn,
+		mapper:    restmapper.NewDiscoveryRESTMapper(groups),
+		listKinds: map[schema.GroupVersionResource]string{},
+		fetched:   map[string]bool{},
+		errs:      map[string]error{},
+	}
+	for _, g := range groups {
+		for version, resources := range g.VersionedResources {
+			for _, r := range resources {
+				if r.Kind == "" || !containsString(r.Verbs, "list") {
+					continue
+				}
+				l.listKinds[schema.GroupVersionResource{Group: g.Group.Name, Version: version, Resource: r.Name}] = r.Kind + "List"
+			}
+		}
+	}
+	return l, nil
+}
+
+func containsString(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// fetch lists resource in namespace from the cluster once; later calls
+// return the first outcome.
+func (l *LiveObjects) fetch(ctx context.Context, resource schema.GroupVersionResource, namespace string) ([]unstructured.Unstructured, bool, error) {
+	key := resource.String() + " " + namespace
+	l.mu.Lock()
+	if l.fetched[key] {
+		err := l.errs[key]
+		l.mu.Unlock()
+		return nil, false, err
+	}
+	l.fetched[key] = true
+	l.mu.Unlock()
+	list, err := l.dynamic.Resource(resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		where := "namespace " + namespace
+		if namespace == "" {
+			where = "the cluster"
+		}
+		err = &ClusterError{What: fmt.Sprintf("list %s in %s (an injector or objectSelector names them)", resource.GroupResource(), where), Err: err}
+		l.mu.Lock()
+		l.errs[key] = err
+		l.mu.Unlock()
+		return nil, false, err
+	}
+	var out []unstructured.Unstructured
+	for _, item := range list.Items {
+		if l.omit != nil && l.omit(&item) {
+			continue
+		}
+		out = append(out, item)
+	}
+	return out, true, nil
+}
+
+// Errors are the lists that failed, sorted.
+func (l *LiveObjects) Errors() []error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := make([]string, 0, len(l.errs))
+	for k := range l.errs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]error, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, l.errs[k])
+	}
+	return out
+}
