@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -215,5 +216,53 @@ func mustContain(t *testing.T, what, text string, want ...string) {
 		if !strings.Contains(text, w) {
 			t.Errorf("%s does not contain %q:\n%s", what, w, text)
 		}
+	}
+}
+
+var writeSnapshot = flag.Bool("write-example-snapshot", false, "write examples/diff/live-snapshot.yaml from the example fleet settled offline")
+
+const (
+	exampleSnapshotFile = "../../examples/diff/live-snapshot.yaml"
+	exampleChange       = "../../examples/diff/edge-set.yaml"
+)
+
+// TestExampleSnapshot keeps examples/diff/live-snapshot.yaml, the "live"
+// fleet of the README's diff example: -write-example-snapshot rewrites it;
+// otherwise the committed one must read back as a settled fleet (its own
+// manifests make no difference).
+func TestExampleSnapshot(t *testing.T) {
+	if *writeSnapshot {
+		b, err := os.ReadFile(exampleSnapshot(t, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := "# The example fleet (examples/fleet) as a cluster would hold it once the\n" +
+			"# controllers settled, saved as kubectl get -o yaml prints it; the \"live\"\n" +
+			"# fleet of the README's variantctl diff example. Regenerate with\n" +
+			"#   go test ./cmd/variantctl -run TestExampleSnapshot -write-example-snapshot\n"
+		if err := os.WriteFile(exampleSnapshotFile, append([]byte(header), b...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	variantctl(t, "diff", "--from", exampleSnapshotFile, "-f", examplesFleet).want(t, exitOK)
+}
+
+// TestREADMEDiffExample: the README shows what the diff example prints.
+func TestREADMEDiffExample(t *testing.T) {
+	r := variantctl(t, "diff", "--from", exampleSnapshotFile, "-f", exampleChange)
+	r.want(t, exitDifferent)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "<!-- output of: variantctl diff --from examples/diff/live-snapshot.yaml -f examples/diff/edge-set.yaml -->\n```\n"
+	i := bytes.Index(readme, []byte(marker))
+	if i < 0 {
+		t.Fatalf("README.md has no block after %q", marker)
+	}
+	block := readme[i+len(marker):]
+	block = block[:bytes.Index(block, []byte("```\n"))]
+	if string(block) != r.stdout {
+		t.Errorf("README.md's diff example is not what the command prints; put this in it:\n%s", r.stdout)
 	}
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,8 +77,13 @@ func TestDiffLiveFleet(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		ok, msg := fleetReady(ctx, ns, 2)
-		return ok && s.Status.ReadyVariants == 2 && s.Status.ObservedGeneration == s.Generation, msg
+		pr, err := env.admin.PorchV1alpha1().PackageRevisions(ns).Get(ctx, "edge-1.app.packagevariant-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Status.ReadyVariants == 2 && s.Status.ObservedGeneration == s.Generation &&
+				pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished,
+			fmt.Sprintf("set status %+v; edge-1's revision %s; downstream revisions %v", s.Status, pr.Spec.Lifecycle, downstreamRevisions(ctx, ns))
 	})
 	reader := diffReader(t, ns)
 	before := fleetVersions(t, ns)
