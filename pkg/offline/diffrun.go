@@ -135,7 +135,9 @@ func apply(ctx context.Context, sim *porchsim.Sim, live, change *Input, ns strin
 	client := sim.Clientset()
 	var errs InputErrors
 	fail := func(src Source, obj string, err error) {
-		errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
+		if err != nil {
+			errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
+		}
 	}
 	if len(change.Revisions) > 0 {
 		r := change.Revisions[0]
@@ -150,85 +152,28 @@ func apply(ctx context.Context, sim *porchsim.Sim, live, change *Input, ns strin
 	for _, o := range change.Repositories {
 		repo := o.Obj.DeepCopy()
 		nsOf(&repo.ObjectMeta)
-		name := "Repository " + repo.Namespace + "/" + repo.Name
-		repos := client.ConfigV1alpha1().Repositories(repo.Namespace)
-		cur, err := repos.Get(ctx, repo.Name, metav1.GetOptions{})
-		switch {
-		case del && apierrors.IsNotFound(err):
-			fail(o.Source, name, errors.New("it does not exist, so there is nothing to delete"))
-		case del:
-			if err := repos.Delete(ctx, repo.Name, metav1.DeleteOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		case apierrors.IsNotFound(err):
-			clearServerFields(&repo.ObjectMeta)
-			if _, err := repos.Create(ctx, repo, metav1.CreateOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		case err != nil:
-			fail(o.Source, name, err)
-		default:
-			cur.Labels, cur.Annotations, cur.Spec = repo.Labels, repo.Annotations, repo.Spec
-			if _, err := repos.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		}
+		fail(o.Source, "Repository "+repo.Namespace+"/"+repo.Name,
+			applyOne(ctx, client.ConfigV1alpha1().Repositories(repo.Namespace), repo, del, func(cur *configv1alpha1.Repository) {
+				cur.Labels, cur.Annotations, cur.Spec = repo.Labels, repo.Annotations, repo.Spec
+			}))
 	}
 	for _, o := range change.Sets {
 		set := o.Obj.DeepCopy()
 		nsOf(&set.ObjectMeta)
-		name := "PackageVariantSet " + set.Namespace + "/" + set.Name
-		sets := client.ConfigV1alpha2().PackageVariantSets(set.Namespace)
-		cur, err := sets.Get(ctx, set.Name, metav1.GetOptions{})
-		switch {
-		case del && apierrors.IsNotFound(err):
-			fail(o.Source, name, errors.New("it does not exist, so there is nothing to delete"))
-		case del:
-			if err := sets.Delete(ctx, set.Name, metav1.DeleteOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		case apierrors.IsNotFound(err):
-			clearServerFields(&set.ObjectMeta)
-			set.Status = configv1alpha2.PackageVariantSetStatus{}
-			if _, err := sets.Create(ctx, set, metav1.CreateOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		case err != nil:
-			fail(o.Source, name, err)
-		default:
-			cur.Labels, cur.Annotations, cur.Spec = set.Labels, set.Annotations, set.Spec
-			if _, err := sets.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		}
+		set.Status = configv1alpha2.PackageVariantSetStatus{}
+		fail(o.Source, "PackageVariantSet "+set.Namespace+"/"+set.Name,
+			applyOne(ctx, client.ConfigV1alpha2().PackageVariantSets(set.Namespace), set, del, func(cur *configv1alpha2.PackageVariantSet) {
+				cur.Labels, cur.Annotations, cur.Spec = set.Labels, set.Annotations, set.Spec
+			}))
 	}
 	for _, o := range change.Variants {
 		pv := o.Obj.DeepCopy()
 		nsOf(&pv.ObjectMeta)
-		name := "PackageVariant " + pv.Namespace + "/" + pv.Name
-		pvs := client.ConfigV1alpha1().PackageVariants(pv.Namespace)
-		cur, err := pvs.Get(ctx, pv.Name, metav1.GetOptions{})
-		switch {
-		case del && apierrors.IsNotFound(err):
-			fail(o.Source, name, errors.New("it does not exist, so there is nothing to delete"))
-		case del:
-			if err := pvs.Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		case apierrors.IsNotFound(err):
-			clearServerFields(&pv.ObjectMeta)
-			pv.Status = configv1alpha1.PackageVariantStatus{}
-			if _, err := pvs.Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		case err != nil:
-			fail(o.Source, name, err)
-		default:
-			cur.Labels, cur.Annotations, cur.Spec = pv.Labels, pv.Annotations, pv.Spec
-			if _, err := pvs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-				fail(o.Source, name, err)
-			}
-		}
+		pv.Status = configv1alpha1.PackageVariantStatus{}
+		fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name,
+			applyOne(ctx, client.ConfigV1alpha1().PackageVariants(pv.Namespace), pv, del, func(cur *configv1alpha1.PackageVariant) {
+				cur.Labels, cur.Annotations, cur.Spec = pv.Labels, pv.Annotations, pv.Spec
+			}))
 	}
 
 	// In-cluster objects: the change's replace the fleet's (or, deleted,
@@ -285,6 +230,41 @@ func objectID(u *unstructured.Unstructured, ns string) string {
 		n = ns
 	}
 	return u.GroupVersionKind().GroupKind().String() + " " + n + "/" + u.GetName()
+}
+
+// typedClient is what applyOne needs of a typed client.
+type typedClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// applyOne does to one object what kubectl apply (or, with del, kubectl
+// delete) would: create it, or replace what merge sets on the object the
+// Sim holds (keeping its identity and status), or delete it.
+func applyOne[T metav1.Object](ctx context.Context, c typedClient[T], obj T, del bool, merge func(cur T)) error {
+	cur, err := c.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case del && apierrors.IsNotFound(err):
+		return errors.New("it does not exist, so there is nothing to delete")
+	case del:
+		return c.Delete(ctx, obj.GetName(), metav1.DeleteOptions{})
+	case apierrors.IsNotFound(err):
+		obj.SetUID("")
+		obj.SetResourceVersion("")
+		obj.SetGeneration(0)
+		obj.SetCreationTimestamp(metav1.Time{})
+		obj.SetDeletionTimestamp(nil)
+		obj.SetManagedFields(nil)
+		_, err = c.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	case err != nil:
+		return err
+	}
+	merge(cur)
+	_, err = c.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
 }
 
 // fileCache reads each revision's files from the source once and keeps

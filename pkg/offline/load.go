@@ -217,19 +217,6 @@ func (in *Input) ObjectList() []*unstructured.Unstructured {
 	return out
 }
 
-// clearServerFields drops what the API server sets, so that an object from
-// a snapshot can be created again.
-func clearServerFields(m *metav1.ObjectMeta) {
-	m.UID = ""
-	m.ResourceVersion = ""
-	m.Generation = 0
-	m.CreationTimestamp = metav1.Time{}
-	m.DeletionTimestamp = nil
-	m.DeletionGracePeriodSeconds = nil
-	m.ManagedFields = nil
-	m.SelfLink = ""
-}
-
 // AddStandInUpstreams gives every set whose upstream package is not in the
 // input a stand-in Published revision (the revision the set pins, else 1,
 // holding only a Kptfile), so sets can be expanded without their packages.
