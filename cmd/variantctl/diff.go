@@ -96,12 +96,13 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
 			return exitBadInput
 		}
-		live, err = offline.ReadCluster(ctx, client, namespacesOf(change, ns))
+		namespaces := namespacesOf(change, ns)
+		live, err = offline.ReadCluster(ctx, client, namespaces)
 		if err != nil {
 			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
 			return exitBadInput
 		}
-		if liveObjects, err = offline.NewLiveObjects(readOnly); err != nil {
+		if liveObjects, err = offline.NewLiveObjects(readOnly, namespaces); err != nil {
 			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
 			return exitBadInput
 		}

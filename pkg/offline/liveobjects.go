@@ -30,6 +30,10 @@ type LiveObjects struct {
 	// omit, when set, hides objects of the cluster from the run (those a
 	// change deletes).
 	omit func(*unstructured.Unstructured) bool
+	// namespaces are those the run reads: the controllers list kinds
+	// across the cluster, the diff only in these (a reader may be granted
+	// no more).
+	namespaces []string
 
 	mu      sync.Mutex
 	fetched map[string]bool // "<group/version/resource> <namespace>"
@@ -37,8 +41,9 @@ type LiveObjects struct {
 }
 
 // NewLiveObjects reads the cluster's API resources through discovery
-// (build cfg with ReadOnlyConfig).
-func NewLiveObjects(cfg *rest.Config) (*LiveObjects, error) {
+// (build cfg with ReadOnlyConfig). Objects are read from the given
+// namespaces only.
+func NewLiveObjects(cfg *rest.Config, namespaces []string) (*LiveObjects, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -52,11 +57,12 @@ func NewLiveObjects(cfg *rest.Config) (*LiveObjects, error) {
 		return nil, err
 	}
 	l := &LiveObjects{
-		dynamic:   dyn,
-		mapper:    restmapper.NewDiscoveryRESTMapper(groups),
-		listKinds: map[schema.GroupVersionResource]string{},
-		fetched:   map[string]bool{},
-		errs:      map[string]error{},
+		dynamic:    dyn,
+		mapper:     restmapper.NewDiscoveryRESTMapper(groups),
+		listKinds:  map[schema.GroupVersionResource]string{},
+		fetched:    map[string]bool{},
+		namespaces: namespaces,
+		errs:       map[string]error{},
 	}
 	for _, g := range groups {
 		for version, resources := range g.VersionedResources {
@@ -92,20 +98,24 @@ func (l *LiveObjects) fetch(ctx context.Context, resource schema.GroupVersionRes
 	}
 	l.fetched[key] = true
 	l.mu.Unlock()
-	list, err := l.dynamic.Resource(resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		where := "namespace " + namespace
-		if namespace == "" {
-			where = "the cluster"
+	namespaces := []string{namespace}
+	if namespace == "" {
+		namespaces = l.namespaces
+	}
+	var items []unstructured.Unstructured
+	for _, ns := range namespaces {
+		list, err := l.dynamic.Resource(resource).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			err = &ClusterError{What: fmt.Sprintf("list %s in namespace %s (an injector or objectSelector names them)", resource.GroupResource(), ns), Err: err}
+			l.mu.Lock()
+			l.errs[key] = err
+			l.mu.Unlock()
+			return nil, false, err
 		}
-		err = &ClusterError{What: fmt.Sprintf("list %s in %s (an injector or objectSelector names them)", resource.GroupResource(), where), Err: err}
-		l.mu.Lock()
-		l.errs[key] = err
-		l.mu.Unlock()
-		return nil, false, err
+		items = append(items, list.Items...)
 	}
 	var out []unstructured.Unstructured
-	for _, item := range list.Items {
+	for _, item := range items {
 		if l.omit != nil && l.omit(&item) {
 			continue
 		}

@@ -167,7 +167,9 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 		listKinds[plural] = gvk.Kind + "List"
 	}
 	if live != nil {
-		mapper = meta.MultiRESTMapper{local, live.mapper}
+		// The cluster knows its kinds best; kinds only the change has come
+		// from the local mapper.
+		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{live.mapper, local}}
 		for gvr, kind := range live.listKinds {
 			if _, ok := listKinds[gvr]; !ok {
 				listKinds[gvr] = kind

@@ -143,7 +143,7 @@ func TestDiffLiveFleet(t *testing.T) {
 	})
 	t.Run("a reader without rights", func(t *testing.T) {
 		nobody := serviceAccountKubeconfig(t, ns, "nobody")
-		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", nobody, "-f", writeSet(t, set))
+		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", nobody, writeSet(t, set))
 		out, err := cmd.CombinedOutput()
 		if code := exitCode(err); code != 2 {
 			t.Fatalf("exit %d, want 2:\n%s", code, out)
@@ -218,7 +218,7 @@ func mustContain(t *testing.T, text string, want ...string) {
 	t.Helper()
 	for _, w := range want {
 		if !strings.Contains(text, w) {
-			t.Errorf("the output does not contain %q", w)
+			t.Errorf("the output does not contain %q:\n%s", w, text)
 		}
 	}
 }
