@@ -90,6 +90,12 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				ns = offline.DefaultNamespace
 			}
 		}
+		// client-go's default of 5 requests a second would make a change
+		// touching a thousand packages wait minutes for its reads; kubectl
+		// allows 50.
+		if cfg.QPS == 0 {
+			cfg.QPS, cfg.Burst = 50, 100
+		}
 		readOnly := offline.ReadOnlyConfig(cfg, &requests)
 		client, err := versioned.NewForConfig(readOnly)
 		if err != nil {

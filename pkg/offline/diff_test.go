@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,6 +209,27 @@ func TestDiffSelectorGainsARepository(t *testing.T) {
 func TestDiffPackageContextChange(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	_, live := liveFleet(t, ctx)
+	// Each package's files are read from the cluster once, however many
+	// times the run and the comparison need them.
+	var mu sync.Mutex
+	reads := map[string]int{}
+	source := live.FileSource
+	live.FileSource = func(ctx context.Context, ns, name string) (map[string]string, error) {
+		mu.Lock()
+		reads[ns+"/"+name]++
+		mu.Unlock()
+		return source(ctx, ns, name)
+	}
+	defer func() {
+		for name, n := range reads {
+			if n > 1 {
+				t.Errorf("the files of %s were read %d times from the cluster, want once", name, n)
+			}
+		}
+		if len(reads) == 0 {
+			t.Error("no files were read from the cluster")
+		}
+	}()
 	change := strings.Replace(diffSet, "      deletionPolicy: delete\n",
 		"      deletionPolicy: delete\n      packageContext:\n        dataExprs:\n        - key: region\n          valueExpr: repository.labels['region']\n", 1)
 	d, _ := diffOf(t, ctx, live, change, false)

@@ -154,7 +154,8 @@ func (in *Input) hasRepository(ns, name string) bool {
 // deletion in progress, status), so a replayed fleet is the fleet: a set
 // owns its variants and an up-to-date variant has nothing to do.
 // Revisions are imported with their files, or with none when the input
-// has a FileSource (the Sim reads them on first need). Objects with no
+// has a FileSource: the caller gives the Sim a file source first (Diff
+// gives one that also keeps what it read for the comparison). Objects with no
 // namespace are put in ns. It returns every problem found.
 func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
 	var errs InputErrors
@@ -184,9 +185,6 @@ func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
 	for _, o := range in.Variants {
 		pv := o.Obj.DeepCopy()
 		restore(o.Source, "PackageVariant", pv, &pv.ObjectMeta)
-	}
-	if in.FileSource != nil {
-		sim.SetFileSource(in.FileSource)
 	}
 	for _, r := range in.Revisions {
 		pr := r.PR.DeepCopy()
