@@ -12,7 +12,8 @@
 # The tests get (test/e2eporch/main_test.go reads them):
 #   KUBECONFIG        the cluster admin's kubeconfig
 #   KUBECTL           kubectl
-#   E2E_BIN           directory of variant-controller and porchsim-apiserver
+#   E2E_BIN           directory of variant-controller, porchsim-apiserver and
+#                     variantctl
 #   PORCH_BIN         directory of Porch's binaries (hack/porch.sh bin-dir)
 #   PORCH_GIT_URL     Porch's test git server; a Repository's spec.git.repo
 #                     is $PORCH_GIT_URL/<name> (created on first access)
@@ -176,11 +177,11 @@ eval "$(hack/porch.sh env)"
 build_ours() {
     local b
     mkdir -p bin || return 1
-    for b in variant-controller porchsim-apiserver; do
+    for b in variant-controller porchsim-apiserver variantctl; do
         CGO_ENABLED=0 go build -trimpath -o "bin/${b}" "./cmd/${b}" || return 1
     done
 }
-stage "build variant-controller, porchsim" build_ours
+stage "build variant-controller, porchsim, variantctl" build_ours
 
 mkdir -p "$(dirname "${REPORT}")"
 : >"${REPORT}"

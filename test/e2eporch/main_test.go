@@ -13,7 +13,8 @@
 //
 //	KUBECONFIG        the cluster admin's kubeconfig
 //	KUBECTL           kubectl (default: kubectl on PATH)
-//	E2E_BIN           directory of variant-controller and porchsim-apiserver
+//	E2E_BIN           directory of variant-controller, porchsim-apiserver and
+//	                  variantctl
 //	PORCH_BIN         directory of Porch's binaries
 //	PORCH_GIT_URL     Porch's test git server: a Repository's spec.git.repo
 //	                  is $PORCH_GIT_URL/<name>

@@ -1,0 +1,427 @@
+//go:build e2e_porch
+
+package e2eporch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/test/e2eutil"
+)
+
+// The blueprint of the diff test has an injection point: the region's
+// settings ConfigMap.
+const diffSettings = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  annotations:
+    kpt.dev/config-injection: required
+data:
+  region: unset
+`
+
+// TestDiffOnPorch is test/e2e's TestDiffLiveFleet against the real Porch:
+// variantctl diff, as a ServiceAccount that may only read, against a
+// settled fleet the controller made through Porch, for every case of the
+// issue, and the fleet unchanged afterwards. The live fleet is what Porch
+// serves (its placeholder revisions, its tasks, its rendering of the
+// drafts), so this is where the offline run meets the state it models.
+// Each diff's own count of its requests goes into the report next to what
+// the audit log saw of the reader, which must be reads only.
+func TestDiffOnPorch(t *testing.T) {
+	ctx := context.Background()
+	switchTo(t, "Porch", env.porchPort)
+	ns := createNamespace(t, "diff-porch")
+	s := &scenario{b: backend{name: "porch", port: env.porchPort, ns: ns, log: porchLog}, published: map[string]bool{}}
+
+	// Each Repository has a git repository of its own on Porch's git server
+	// (named after the namespace, as the scenario's): Porch would otherwise
+	// find the packages of another test in it.
+	gitRepository(t, ns, repoBlueprints, env.porchGitURL+"/"+ns+"-"+repoBlueprints)
+	deploymentRepository(t, ns, "edge-1", map[string]string{"env": "prod", "region": "r1"})
+	deploymentRepository(t, ns, "edge-2", map[string]string{"env": "prod", "region": "r2"})
+	deploymentRepository(t, ns, "edge-3", map[string]string{"env": "staging", "region": "r3"})
+	publishApp(t, s, "v1", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "e2e blueprint"}}, map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
+		"settings.yaml":   diffSettings,
+	})
+	publishApp(t, s, "v2", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeEdit, Edit: &porchv1alpha1.PackageEditTaskSpec{
+		Source: &porchv1alpha1.PackageRevisionRef{Name: repoBlueprints + ".app.v1"}}}, map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
+		"settings.yaml":   diffSettings,
+	})
+	for _, r := range []string{"r1", "r2", "r3"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings-" + r, Namespace: ns}, Data: map[string]string{"region": r}}
+		if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Confined to the namespace: the namespaces of the tests before this
+	// one still hold their variants.
+	s.ctrl = startController(t, "controller-diff", "--namespace", ns)
+	s.ctrl.waitReady(t)
+	set := diffSet(ns)
+	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, step{name: "2 Ready variants with one draft each", want: map[string]readyWant{"edge-edge-1-app": ready, "edge-edge-2-app": ready}})
+	// The expectations below name the revisions the controller made, and
+	// those the offline run predicts, <repo>.<package>.<workspace>: make
+	// sure Porch names them so, or every subtest would fail for it.
+	for variant, want := range map[string]string{"edge-edge-1-app": "edge-1.app.packagevariant-1", "edge-edge-2-app": "edge-2.app.packagevariant-1"} {
+		if got := names(s.draftsOf(t, variant)); len(got) != 1 || got[0] != want {
+			t.Fatalf("variant %s's drafts are %v on Porch, want [%s]", variant, got, want)
+		}
+	}
+	s.publishDraftOf(t, "edge-edge-1-app")
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		if s.ctrl.Exited() {
+			return false, fmt.Errorf("the controller exited")
+		}
+		cur, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Get(ctx, "edge", metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		pr, err := env.admin.PorchV1alpha1().PackageRevisions(ns).Get(ctx, "edge-1.app.packagevariant-1", metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("set status %+v; edge-1's revision %s", cur.Status, pr.Spec.Lifecycle)
+		return cur.Status.ReadyVariants == 2 && cur.Status.ObservedGeneration == cur.Generation &&
+			pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished, nil
+	})
+	if err != nil {
+		t.Fatalf("the set did not settle on its 2 variants: %v; last: %s; revisions %v\n%s", err, last, names(s.revisions(t)), s.ctrl.Tail())
+	}
+	// Porch made the placeholder edge-1.app.main at the publish; the
+	// controller saw it and the publish, and must be done with both before
+	// the fleet's versions are taken.
+	s.waitFor(t, step{name: "edge-1's draft published", want: map[string]readyWant{"edge-edge-1-app": published, "edge-edge-2-app": ready}})
+	reader := diffReader(t, ns)
+	before := fleetVersions(t, ns)
+
+	t.Run("its own manifest: no difference", func(t *testing.T) {
+		out, _ := runDiff(t, reader, 0, writeSet(t, set))
+		mustContain(t, out, "No difference")
+	})
+	t.Run("the selector gains a repository", func(t *testing.T) {
+		changed := set.DeepCopy()
+		changed.Spec.Targets[0].RepositorySelector.LabelSelector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod", "staging"}}}}
+		out, _ := runDiff(t, reader, 1, writeSet(t, changed))
+		mustContain(t, out, "+ PackageVariant "+ns+"/edge-edge-3-app (set edge): added",
+			"+ PackageRevision "+ns+"/edge-3.app.packagevariant-1: created Draft (clone)",
+			"+  region: r3", "PackageVariants: 1 added, 0 changed, 0 removed", "1 created (1 clone, 0 edit, 0 upgrade)")
+	})
+	t.Run("a CEL change of the package context", func(t *testing.T) {
+		changed := set.DeepCopy()
+		changed.Spec.Targets[0].Template.PackageContext.DataExprs = append(changed.Spec.Targets[0].Template.PackageContext.DataExprs,
+			configv1alpha2.MapExpr{Key: ptr("tier"), ValueExpr: ptr("repository.labels['region'] == 'r1' ? 'gold' : 'silver'")})
+		out, _ := runDiff(t, reader, 1, writeSet(t, changed))
+		mustContain(t, out, "+  tier: gold", "+  tier: silver", "PackageVariants: 0 added, 2 changed, 0 removed")
+	})
+	t.Run("the upstream pin moves to revision 2", func(t *testing.T) {
+		changed := set.DeepCopy()
+		changed.Spec.Upstream.Revision = 2
+		out, _ := runDiff(t, reader, 1, writeSet(t, changed))
+		mustContain(t, out, "+ PackageRevision "+ns+"/edge-1.app.packagevariant-2: created Draft (upgrade)",
+			"files against edge-1.app.packagevariant-1 (Published 1)", "+  replicas: 2",
+			"in place of edge-2.app.packagevariant-1")
+	})
+	t.Run("deleting the set", func(t *testing.T) {
+		out, _ := runDiff(t, reader, 1, "--delete", writeSet(t, set))
+		mustContain(t, out, "- PackageVariantSet "+ns+"/edge: removed",
+			"! PackageRevision "+ns+"/edge-1.app.packagevariant-1: proposed for deletion (Published 1",
+			"- PackageRevision "+ns+"/edge-2.app.packagevariant-1: deleted (was Draft)")
+		// Porch's placeholder is the branch's view of the package, not a
+		// revision the variant owns: the controller leaves it alone.
+		if strings.Contains(out, "edge-1.app.main") {
+			t.Errorf("the diff acts on Porch's placeholder edge-1.app.main:\n%s", out)
+		}
+	})
+	t.Run("an injector naming a missing object", func(t *testing.T) {
+		changed := set.DeepCopy()
+		changed.Spec.Targets[0].Template.Injectors[0].NameExpr = ptr("'missing-' + repository.labels['region']")
+		out, _ := runDiff(t, reader, 1, writeSet(t, changed))
+		mustContain(t, out, "Ready: True NoErrors", "blocks publishing: config.injection.ConfigMap.settings: False NoResourceSelected",
+			`no v1 ConfigMap named \"missing-r2\"`)
+	})
+	t.Run("-o json", func(t *testing.T) {
+		changed := set.DeepCopy()
+		changed.Spec.Upstream.Revision = 2
+		out, _ := runDiff(t, reader, 1, "-o", "json", writeSet(t, changed))
+		var d offline.FleetDiff
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out)
+		}
+		if d.Summary.Upgrades != 1 || d.Summary.RevisionsReplaced != 1 {
+			t.Errorf("summary %+v, want 1 upgrade and 1 replaced draft", d.Summary)
+		}
+	})
+	t.Run("a reader without rights", func(t *testing.T) {
+		_, errOut := runDiff(t, serviceAccount(t, ns, "nobody"), 2, writeSet(t, set))
+		mustContain(t, errOut, "the cluster refused to list", "needs get and list on")
+	})
+
+	if after := fleetVersions(t, ns); !cmp.Equal(before, after) {
+		t.Errorf("the diffs changed the fleet (resourceVersions, -before +after):\n%s", cmp.Diff(before, after))
+	}
+}
+
+// deploymentRepository registers a deployment Repository of Porch's git
+// server with the labels the set's selector and CEL expressions read.
+func deploymentRepository(t *testing.T, ns, name string, labels map[string]string) {
+	t.Helper()
+	repo := &configv1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: configv1alpha1.RepositorySpec{
+			Type:       configv1alpha1.RepositoryTypeGit,
+			Deployment: true,
+			Git:        &configv1alpha1.GitRepository{Repo: env.porchGitURL + "/" + ns + "-" + name, Branch: "main", CreateBranch: true},
+		},
+	}
+	if _, err := env.admin.ConfigV1alpha1().Repositories(ns).Create(context.Background(), repo, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publishApp publishes a revision of blueprints/app made by task, as a
+// person does through Porch's API: a draft, its files changed, proposed,
+// approved. The files are added to those the task made (the Kptfile and
+// package context of the init, the previous revision's of the edit), not
+// put in their place.
+func publishApp(t *testing.T, s *scenario, workspace string, task porchv1alpha1.Task, files map[string]string) {
+	t.Helper()
+	name := s.createDraft(t, repoBlueprints, "app", workspace, task)
+	prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(s.b.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := map[string]string{}
+	for k, v := range prr.Spec.Resources {
+		merged[k] = v
+	}
+	for k, v := range files {
+		merged[k] = v
+	}
+	s.setFiles(t, name, merged)
+	s.propose(t, name)
+	s.approve(t, name)
+}
+
+func diffSet(ns string) *configv1alpha2.PackageVariantSet {
+	policy := configv1alpha1.DeletionPolicyDelete
+	return &configv1alpha2.PackageVariantSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: repoBlueprints, Package: "app", Revision: 1},
+			Targets: []configv1alpha2.Target{{
+				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+				Template: &configv1alpha2.PackageVariantTemplate{
+					DeletionPolicy: &policy,
+					PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{
+						{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}}},
+					Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("'settings-' + repository.labels['region']")}},
+				},
+			}},
+		},
+	}
+}
+
+func writeSet(t *testing.T, s *configv1alpha2.PackageVariantSet) string {
+	t.Helper()
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "set.yaml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "-f=" + p
+}
+
+// diffUser is who variantctl diff runs as: a kubeconfig, and the name the
+// audit log records its requests under.
+type diffUser struct {
+	kubeconfig string
+	name       string
+}
+
+// requestsSent is variantctl diff's own count of its requests, from its
+// summary line on stderr.
+var requestsSent = regexp.MustCompile(`\((\d+) requests to the cluster\)`)
+
+// runDiff runs the variantctl binary as u and checks its exit status; it
+// returns stdout and stderr. It reports variantctl's summary line (how many
+// requests it sent; for a failed run, its last line) and the requests the
+// audit log saw of u meanwhile, which must all be reads.
+func runDiff(t *testing.T, u diffUser, want int, args ...string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	before, err := env.audit.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(filepath.Join(env.bin, "variantctl"), append([]string{"diff", "--kubeconfig", u.kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := exitCode(cmd.Run())
+	events, _, err := env.audit.Since(ctx, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := e2eutil.Select(events, e2eutil.ByUser(u.name))
+	sum := e2eutil.Summarize(ours)
+	line := summaryLine(stderr.String())
+	// The two counts should agree; when they do not, the report says so
+	// (a retry, a request the audit policy leaves out) rather than the
+	// test failing: what a diff costs the cluster is a figure to read.
+	counted := "none (no summary line)"
+	if m := requestsSent.FindStringSubmatch(line); m != nil {
+		counted = m[1]
+	}
+	reportf(t, "exit %d: %s\nrequests: variantctl counted %s, the audit log shows %d by %s:\n%s", code, line, counted, sum.Total, u.name, sum)
+	if writes := e2eutil.Select(ours, e2eutil.Not(e2eutil.ByVerb("get", "list", "watch"))); len(writes) > 0 {
+		t.Errorf("variantctl diff sent %d requests that are not reads:\n%s", len(writes), e2eutil.Summarize(writes))
+	}
+	if code != want {
+		t.Fatalf("variantctl diff %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout.String(), stderr.String())
+	}
+	t.Logf("variantctl diff %v:\n%s%s", args, stdout.String(), stderr.String())
+	return stdout.String(), stderr.String()
+}
+
+// summaryLine is variantctl diff's line on what it read and how many
+// requests that took, or, when it stopped before (an error), its last
+// line.
+func summaryLine(stderr string) string {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "read ") {
+			return l
+		}
+	}
+	return lines[len(lines)-1]
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(*exec.ExitError); ok {
+		return e.ExitCode()
+	}
+	return -1
+}
+
+func mustContain(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("the output does not contain %q:\n%s", w, text)
+		}
+	}
+}
+
+// diffReader is a ServiceAccount that may read what variantctl diff reads
+// and nothing else: a write would be refused by RBAC (which Porch applies
+// to porch.kpt.dev through the kube-apiserver's authorization) too, on top
+// of the client that cannot send one.
+func diffReader(t *testing.T, ns string) diffUser {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "diff-reader", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"config.porch.kpt.dev"}, Resources: []string{"repositories", "packagevariants", "packagevariantsets"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"porch.kpt.dev"}, Resources: []string{"packagerevisions", "packagerevisionresources"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	}
+	if _, err := env.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "diff-reader", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "diff-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "diff-reader", Namespace: ns}},
+	}
+	if _, err := env.kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return serviceAccount(t, ns, "diff-reader")
+}
+
+// serviceAccount creates a ServiceAccount (with no rights of its own) and a
+// kubeconfig with its token, in the work directory.
+func serviceAccount(t *testing.T, ns, name string) diffUser {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if _, err := env.kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	path := filepath.Join(env.workDir, ns+"-"+name+".kubeconfig")
+	if err := e2eutil.ServiceAccountKubeconfig(ctx, env.kube, env.adminConfig, ns, name, time.Hour, path); err != nil {
+		t.Fatal(err)
+	}
+	return diffUser{kubeconfig: path, name: "system:serviceaccount:" + ns + ":" + name}
+}
+
+// fleetVersions is the resourceVersion of every set, variant and package
+// revision of the namespace (Porch's placeholders included), for "nothing
+// changed".
+func fleetVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	sets, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sets.Items {
+		out["set/"+s.Name] = s.ResourceVersion
+	}
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range pvs.Items {
+		out["pv/"+pv.Name] = pv.ResourceVersion
+	}
+	prs, err := env.admin.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range prs.Items {
+		out["pr/"+pr.Name] = pr.ResourceVersion
+	}
+	return out
+}
