@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
@@ -115,5 +116,25 @@ func serve(ctx context.Context, o *options) error {
 		return err
 	}
 	klog.FromContext(ctx).Info("Serving", "revisions", len(sim.PackageRevisions("")))
-	return srv.Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	// The generic API server's graceful shutdown waits up to its request
+	// timeout (60s) for open connections, and a watch proxied by the
+	// kube-apiserver keeps one open: an in-memory Porch has nothing to
+	// save, so it gives in-flight requests a short grace and exits.
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(shutdownGrace):
+		klog.FromContext(ctx).Info("Exiting with connections still open (watches)", "after", shutdownGrace)
+		return nil
+	}
 }
+
+// shutdownGrace is how long in-flight requests get once asked to stop.
+const shutdownGrace = 5 * time.Second
