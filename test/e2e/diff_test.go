@@ -6,21 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/offline"
@@ -142,8 +137,11 @@ func TestDiffLiveFleet(t *testing.T) {
 		}
 	})
 	t.Run("a reader without rights", func(t *testing.T) {
-		nobody := serviceAccountKubeconfig(t, ns, "nobody")
-		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", nobody, writeSet(t, set))
+		nobody, err := e2eutil.ServiceAccountUser(context.Background(), env.kube, env.adminConfig, ns, "nobody", env.workDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", nobody.Kubeconfig, writeSet(t, set))
 		out, err := cmd.CombinedOutput()
 		if code := exitCode(err); code != 2 {
 			t.Fatalf("exit %d, want 2:\n%s", code, out)
@@ -151,42 +149,9 @@ func TestDiffLiveFleet(t *testing.T) {
 		mustContain(t, string(out), "the cluster refused to list", "needs get and list on")
 	})
 
-	if after := fleetVersions(t, ns); after != before {
+	if after := fleetVersions(t, ns); !maps.Equal(after, before) {
 		t.Errorf("the diffs changed the fleet:\nbefore %s\nafter  %s", before, after)
 	}
-}
-
-func diffSet(ns string) *configv1alpha2.PackageVariantSet {
-	policy := configv1alpha1.DeletionPolicyDelete
-	return &configv1alpha2.PackageVariantSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app", Revision: 1},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					DeletionPolicy: &policy,
-					PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{
-						{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}}},
-					Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("'settings-' + repository.labels['region']")}},
-				},
-			}},
-		},
-	}
-}
-
-func writeSet(t *testing.T, s *configv1alpha2.PackageVariantSet) string {
-	t.Helper()
-	b, err := yaml.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "set.yaml")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return "-f=" + p
 }
 
 // runDiff runs the variantctl binary as the reader and checks its exit
@@ -204,16 +169,6 @@ func runDiff(t *testing.T, kubeconfig string, want int, args ...string) string {
 	return stdout.String()
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if e, ok := err.(*exec.ExitError); ok {
-		return e.ExitCode()
-	}
-	return -1
-}
-
 func mustContain(t *testing.T, text string, want ...string) {
 	t.Helper()
 	for _, w := range want {
@@ -221,78 +176,6 @@ func mustContain(t *testing.T, text string, want ...string) {
 			t.Errorf("the output does not contain %q:\n%s", w, text)
 		}
 	}
-}
-
-// diffReader is a ServiceAccount that may read what variantctl diff reads
-// and nothing else: a write would be refused by RBAC too, on top of the
-// client that cannot send one.
-func diffReader(t *testing.T, ns string) string {
-	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "diff-reader", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"config.porch.kpt.dev"}, Resources: []string{"repositories", "packagevariants", "packagevariantsets"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"porch.kpt.dev"}, Resources: []string{"packagerevisions", "packagerevisionresources"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		},
-	}
-	if _, err := env.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "diff-reader", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "diff-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "diff-reader", Namespace: ns}},
-	}
-	if _, err := env.kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return serviceAccountKubeconfig(t, ns, "diff-reader")
-}
-
-func serviceAccountKubeconfig(t *testing.T, ns, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	if _, err := env.kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	path := filepath.Join(env.workDir, ns+"-"+name+".kubeconfig")
-	if err := e2eutil.ServiceAccountKubeconfig(ctx, env.kube, env.adminConfig, ns, name, time.Hour, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// fleetVersions is the resourceVersion of every set, variant and package
-// revision of the namespace, for "nothing changed".
-func fleetVersions(t *testing.T, ns string) string {
-	t.Helper()
-	ctx := context.Background()
-	var parts []string
-	sets, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range sets.Items {
-		parts = append(parts, "set/"+s.Name+"@"+s.ResourceVersion)
-	}
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pv := range pvs.Items {
-		parts = append(parts, "pv/"+pv.Name+"@"+pv.ResourceVersion)
-	}
-	prs, err := env.admin.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pr := range prs.Items {
-		parts = append(parts, "pr/"+pr.Name+"@"+pr.ResourceVersion)
-	}
-	return strings.Join(parts, " ")
 }
 
 // publishRevision publishes a revision of blueprints/app made by task,
@@ -358,4 +241,37 @@ func approve(t *testing.T, ns, name string) {
 	if err != nil {
 		t.Fatalf("approve %s: %v", name, err)
 	}
+}
+
+func diffSet(ns string) *configv1alpha2.PackageVariantSet { return e2eutil.DiffSet(ns) }
+
+func writeSet(t *testing.T, s *configv1alpha2.PackageVariantSet) string {
+	t.Helper()
+	f, err := e2eutil.WriteManifest(t.TempDir(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func exitCode(err error) int { return e2eutil.ExitCode(err) }
+
+// diffReader is the kubeconfig of a ServiceAccount that may only read what
+// variantctl diff reads (e2eutil.DiffReader).
+func diffReader(t *testing.T, ns string) string {
+	t.Helper()
+	u, err := e2eutil.DiffReader(context.Background(), env.kube, env.adminConfig, ns, env.workDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Kubeconfig
+}
+
+func fleetVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	v, err := e2eutil.FleetVersions(context.Background(), env.admin, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -6,21 +6,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -234,46 +229,6 @@ func publishApp(t *testing.T, s *scenario, workspace string, task porchv1alpha1.
 	s.approve(t, name)
 }
 
-func diffSet(ns string) *configv1alpha2.PackageVariantSet {
-	policy := configv1alpha1.DeletionPolicyDelete
-	return &configv1alpha2.PackageVariantSet{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: repoBlueprints, Package: "app", Revision: 1},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					DeletionPolicy: &policy,
-					PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{
-						{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}}},
-					Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("'settings-' + repository.labels['region']")}},
-				},
-			}},
-		},
-	}
-}
-
-func writeSet(t *testing.T, s *configv1alpha2.PackageVariantSet) string {
-	t.Helper()
-	b, err := yaml.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "set.yaml")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return "-f=" + p
-}
-
-// diffUser is who variantctl diff runs as: a kubeconfig, and the name the
-// audit log records its requests under.
-type diffUser struct {
-	kubeconfig string
-	name       string
-}
-
 // requestsSent is variantctl diff's own count of its requests, from its
 // summary line on stderr.
 var requestsSent = regexp.MustCompile(`\((\d+) requests to the cluster\)`)
@@ -282,7 +237,7 @@ var requestsSent = regexp.MustCompile(`\((\d+) requests to the cluster\)`)
 // returns stdout and stderr. It reports variantctl's summary line (how many
 // requests it sent; for a failed run, its last line) and the requests the
 // audit log saw of u meanwhile, which must all be reads.
-func runDiff(t *testing.T, u diffUser, want int, args ...string) (string, string) {
+func runDiff(t *testing.T, u e2eutil.User, want int, args ...string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	before, err := env.audit.Flush(ctx)
@@ -290,14 +245,14 @@ func runDiff(t *testing.T, u diffUser, want int, args ...string) (string, string
 		t.Fatal(err)
 	}
 	var stdout, stderr strings.Builder
-	cmd := exec.Command(filepath.Join(env.bin, "variantctl"), append([]string{"diff", "--kubeconfig", u.kubeconfig}, args...)...)
+	cmd := exec.Command(filepath.Join(env.bin, "variantctl"), append([]string{"diff", "--kubeconfig", u.Kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	code := exitCode(cmd.Run())
 	events, _, err := env.audit.Since(ctx, before)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := e2eutil.Select(events, e2eutil.ByUser(u.name))
+	ours := e2eutil.Select(events, e2eutil.ByUser(u.Name))
 	sum := e2eutil.Summarize(ours)
 	line := summaryLine(stderr.String())
 	// The two counts should agree; when they do not, the report says so
@@ -307,7 +262,7 @@ func runDiff(t *testing.T, u diffUser, want int, args ...string) (string, string
 	if m := requestsSent.FindStringSubmatch(line); m != nil {
 		counted = m[1]
 	}
-	reportf(t, "exit %d: %s\nrequests: variantctl counted %s, the audit log shows %d by %s:\n%s", code, line, counted, sum.Total, u.name, sum)
+	reportf(t, "exit %d: %s\nrequests: variantctl counted %s, the audit log shows %d by %s:\n%s", code, line, counted, sum.Total, u.Name, sum)
 	if writes := e2eutil.Select(ours, e2eutil.Not(e2eutil.ByVerb("get", "list", "watch"))); len(writes) > 0 {
 		t.Errorf("variantctl diff sent %d requests that are not reads:\n%s", len(writes), e2eutil.Summarize(writes))
 	}
@@ -331,16 +286,6 @@ func summaryLine(stderr string) string {
 	return lines[len(lines)-1]
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if e, ok := err.(*exec.ExitError); ok {
-		return e.ExitCode()
-	}
-	return -1
-}
-
 func mustContain(t *testing.T, text string, want ...string) {
 	t.Helper()
 	for _, w := range want {
@@ -350,78 +295,43 @@ func mustContain(t *testing.T, text string, want ...string) {
 	}
 }
 
-// diffReader is a ServiceAccount that may read what variantctl diff reads
-// and nothing else: a write would be refused by RBAC (which Porch applies
-// to porch.kpt.dev through the kube-apiserver's authorization) too, on top
-// of the client that cannot send one.
-func diffReader(t *testing.T, ns string) diffUser {
+func diffSet(ns string) *configv1alpha2.PackageVariantSet { return e2eutil.DiffSet(ns) }
+
+func writeSet(t *testing.T, s *configv1alpha2.PackageVariantSet) string {
 	t.Helper()
-	ctx := context.Background()
-	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "diff-reader", Namespace: ns},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"config.porch.kpt.dev"}, Resources: []string{"repositories", "packagevariants", "packagevariantsets"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"porch.kpt.dev"}, Resources: []string{"packagerevisions", "packagerevisionresources"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		},
-	}
-	if _, err := env.kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	f, err := e2eutil.WriteManifest(t.TempDir(), s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "diff-reader", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "diff-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "diff-reader", Namespace: ns}},
-	}
-	if _, err := env.kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return serviceAccount(t, ns, "diff-reader")
+	return f
 }
 
-// serviceAccount creates a ServiceAccount (with no rights of its own) and a
-// kubeconfig with its token, in the work directory.
-func serviceAccount(t *testing.T, ns, name string) diffUser {
+func exitCode(err error) int { return e2eutil.ExitCode(err) }
+
+// diffReader may only read what variantctl diff reads (e2eutil.DiffReader).
+func diffReader(t *testing.T, ns string) e2eutil.User {
 	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	if _, err := env.kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	u, err := e2eutil.DiffReader(context.Background(), env.kube, env.adminConfig, ns, env.workDir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(env.workDir, ns+"-"+name+".kubeconfig")
-	if err := e2eutil.ServiceAccountKubeconfig(ctx, env.kube, env.adminConfig, ns, name, time.Hour, path); err != nil {
-		t.Fatal(err)
-	}
-	return diffUser{kubeconfig: path, name: "system:serviceaccount:" + ns + ":" + name}
+	return u
 }
 
-// fleetVersions is the resourceVersion of every set, variant and package
-// revision of the namespace (Porch's placeholders included), for "nothing
-// changed".
+func serviceAccount(t *testing.T, ns, name string) e2eutil.User {
+	t.Helper()
+	u, err := e2eutil.ServiceAccountUser(context.Background(), env.kube, env.adminConfig, ns, name, env.workDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 func fleetVersions(t *testing.T, ns string) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]string{}
-	sets, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
+	v, err := e2eutil.FleetVersions(context.Background(), env.admin, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range sets.Items {
-		out["set/"+s.Name] = s.ResourceVersion
-	}
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pv := range pvs.Items {
-		out["pv/"+pv.Name] = pv.ResourceVersion
-	}
-	prs, err := env.admin.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pr := range prs.Items {
-		out["pr/"+pr.Name] = pr.ResourceVersion
-	}
-	return out
+	return v
 }
