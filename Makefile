@@ -65,13 +65,10 @@ soak: ## Chaos soak: both controllers on porchsim under faults, restarts and peo
 	$(GO) test -race -count=1 -timeout 90m -run '^TestSoak$$' ./test/soak -soak.seeds $(SOAK_SEEDS) -soak.duration $(SOAK_DURATION) -soak.report $(CURDIR)/soak-report.md
 	@cat soak-report.md
 
-.PHONY: e2e e2e-porch dev-up dev-down
+.PHONY: e2e dev-up dev-down
 
-e2e: ## End-to-end tests on a fresh local control plane (builds Kubernetes once, ~15 min cold).
+e2e: ## End-to-end tests on a fresh local control plane against porchsim; PORCH_BIN=... PORCH_MANIFESTS=... adds your Porch (builds Kubernetes once, ~15 min cold).
 	hack/e2e.sh
-
-e2e-porch: ## End-to-end tests against the real Porch server and porchsim, audit log on (builds Porch once, 10-18 min cold).
-	hack/e2e-porch.sh
 
 dev-up: ## A local cluster with Porch's API, the controller and the example fleet, to try with kubectl.
 	hack/dev.sh up

@@ -65,7 +65,7 @@
 #   KCM_CONTROLLERS        kube-controller-manager --controllers value
 #   CLUSTER_WAIT_TIMEOUT   seconds `up` waits for readiness (default 120)
 #   APISERVER_AUDIT_POLICY an audit policy file (audit.k8s.io/v1 Policy, e.g.
-#                          hack/e2e-porch/audit-policy.yaml): `up` copies it
+#                          hack/e2e/audit-policy.yaml): `up` copies it
 #                          to ${CLUSTER_DIR}/audit-policy.yaml and the
 #                          apiserver writes one JSON event per line to
 #                          ${CLUSTER_DIR}/logs/audit.log (`env` prints it as

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
@@ -29,13 +28,17 @@ func TestDiffScale(t *testing.T) {
 	if n <= 0 {
 		t.Skip("E2E_DIFF_SCALE is not set")
 	}
-	ns := namespace(t, "e2e-diff-scale")
+	forEachBackend(t, func(t *testing.T, b *backend) { testDiffScale(t, b, n) })
+}
+
+func testDiffScale(t *testing.T, b *backend, n int) {
+	ns := createNamespace(t, b.ns("e2e-diff-scale"))
 	ctx := context.Background()
 	publishUpstream(t, ns)
 	for i := range n {
 		repository(t, ns, fmt.Sprintf("site-%04d", i), true, map[string]string{"env": "prod", "region": fmt.Sprintf("r%d", i%7)})
 	}
-	ctrl := startController(t, "controller", false)
+	ctrl := startController(t, "controller", ns)
 	set := diffSet(ns)
 	set.Spec.Upstream.Revision = 0
 	set.Spec.Targets[0].Template.Injectors = nil
@@ -74,7 +77,7 @@ spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.e
 		{fmt.Sprintf("a change touching all %d variants (a CEL change)", n), writeSet(t, all), fmt.Sprintf("PackageVariants: 0 added, %d changed, 0 removed", n)},
 	} {
 		var stdout, stderr strings.Builder
-		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", reader, "--timeout", "10m", c.file)
+		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", reader.Kubeconfig, "--timeout", "10m", c.file)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		began := time.Now()
 		err := cmd.Run()
@@ -96,19 +99,4 @@ spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.e
 func lastLine(s string) string {
 	s = strings.TrimSpace(s)
 	return s[strings.LastIndex(s, "\n")+1:]
-}
-
-// eventuallyWithin is eventually with a longer deadline (a fleet takes
-// minutes to converge).
-func eventuallyWithin(t *testing.T, p interface{ Tail() string }, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(context.Background(), poll, within, true, func(context.Context) (bool, error) {
-		ok, msg := cond()
-		last = msg
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s; last: %s\n%s", within, what, last, p.Tail())
-	}
 }

@@ -19,17 +19,17 @@ import (
 )
 
 // The objects that make porch.kpt.dev/v1alpha1 an aggregated API of the local
-// cluster: exactly those hack/porch.sh writes for the Porch server (and
-// hack/e2e/porch-apiservice.yaml for porchsim), so that switching them
+// cluster, with the names Porch's own installation uses (and
+// hack/e2e/porch-apiservice.yaml for make dev-up), so that switching them
 // replaces the backend rather than adding a second registration.
 const (
 	PorchAPIServiceName   = "v1alpha1.porch.kpt.dev"
 	PorchServiceNamespace = "porch-system"
 	PorchServiceName      = "api"
-	// porchManagedByKey/Value label the objects as hack/porch.sh does, so its
-	// `down` removes them whichever backend they point at last.
+	// porchManagedByKey/Value label the objects as made by the end-to-end
+	// suite, whichever backend they point at last.
 	porchManagedByKey   = "app.kubernetes.io/managed-by"
-	porchManagedByValue = "variant-controller-hack-porch"
+	porchManagedByValue = "variant-controller-e2e"
 )
 
 var apiServicesResource = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -243,8 +243,8 @@ func applyPorchService(ctx context.Context, kube kubernetes.Interface, port int)
 }
 
 // PorchAPIService is the APIService for the Service of PorchService on
-// port, with hack/porch.sh's settings: the servers' certificates are
-// self-signed, and the priorities are Porch's own.
+// port: the servers' certificates are self-signed, and the priorities are
+// Porch's own (its deployments/porch/3-porch-server.yaml).
 func PorchAPIService(port int) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "apiregistration.k8s.io/v1",

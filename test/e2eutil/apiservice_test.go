@@ -7,19 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// TestPorchAPIServiceObjects: the objects are hack/porch.sh's (same names,
-// label, settings) so that switching them replaces Porch's registration.
+// TestPorchAPIServiceObjects: the objects have the names and settings of
+// Porch's own registration, so that switching them replaces it, and the
+// suite's label.
 func TestPorchAPIServiceObjects(t *testing.T) {
 	svc := PorchService(9444)
 	if svc.Namespace != "porch-system" || svc.Name != "api" || svc.Spec.Type != corev1.ServiceTypeExternalName ||
 		svc.Spec.ExternalName != "localhost" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 9444 {
 		t.Errorf("Service: %+v", svc)
 	}
-	if svc.Labels["app.kubernetes.io/managed-by"] != "variant-controller-hack-porch" {
-		t.Errorf("Service labels %v lack hack/porch.sh's", svc.Labels)
+	if svc.Labels["app.kubernetes.io/managed-by"] != "variant-controller-e2e" {
+		t.Errorf("Service labels %v lack the suite's", svc.Labels)
 	}
 	as := PorchAPIService(9444)
-	if as.GetName() != "v1alpha1.porch.kpt.dev" || as.GetLabels()["app.kubernetes.io/managed-by"] != "variant-controller-hack-porch" {
+	if as.GetName() != "v1alpha1.porch.kpt.dev" || as.GetLabels()["app.kubernetes.io/managed-by"] != "variant-controller-e2e" {
 		t.Errorf("APIService metadata: %v %v", as.GetName(), as.GetLabels())
 	}
 	for _, f := range []struct {

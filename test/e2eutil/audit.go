@@ -124,7 +124,7 @@ func (l *AuditLog) Flush(ctx context.Context) (Position, error) {
 		l.scanned = end
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("flush audit log %s: the marker request (GET configmap %s/%s) is not in it after %s; "+
-				"does the apiserver audit with hack/e2e-porch/audit-policy.yaml?", l.path, markerNamespace, name, timeout)
+				"does the apiserver audit with hack/e2e/audit-policy.yaml?", l.path, markerNamespace, name, timeout)
 		}
 		select {
 		case <-ctx.Done():

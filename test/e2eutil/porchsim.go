@@ -39,7 +39,7 @@ type PorchsimOptions struct {
 // be free: a server already there would be taken for porchsim.
 //
 // porchsim-apiserver renders strictly (a function that Porch does not build
-// in fails the render), as the real Porch of hack/porch.sh does with no
+// in fails the render), as a real Porch started by StartPorch does with no
 // function runner: both backends run the same functions.
 func StartPorchsim(ctx context.Context, o PorchsimOptions) (*Process, error) {
 	if o.Binary == "" || o.Kubeconfig == "" || o.Port == 0 || o.WorkDir == "" {
@@ -57,10 +57,6 @@ func StartPorchsim(ctx context.Context, o PorchsimOptions) (*Process, error) {
 	if logFile == "" {
 		logFile = filepath.Join(o.WorkDir, "porchsim-apiserver.log")
 	}
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = 60 * time.Second
-	}
 	args := append([]string{
 		"--kubeconfig", o.Kubeconfig,
 		"--secure-port", fmt.Sprint(o.Port),
@@ -71,21 +67,8 @@ func StartPorchsim(ctx context.Context, o PorchsimOptions) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(timeout)
-	for !Listening(addr) {
-		if p.Exited() {
-			return nil, fmt.Errorf("porchsim-apiserver exited before listening on %s\n%s", addr, p.Tail())
-		}
-		if time.Now().After(deadline) {
-			p.Kill()
-			return nil, fmt.Errorf("porchsim-apiserver is not listening on %s after %s\n%s", addr, timeout, p.Tail())
-		}
-		select {
-		case <-ctx.Done():
-			p.Kill()
-			return nil, fmt.Errorf("start porchsim-apiserver: %w", ctx.Err())
-		case <-time.After(Poll):
-		}
+	if err := waitListening(ctx, p, addr, o.Timeout); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

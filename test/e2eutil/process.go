@@ -27,6 +27,9 @@ type ProcessOptions struct {
 	LogFile string
 	// Env are NAME=value entries added to the test's own environment.
 	Env []string
+	// ReplaceEnv, when set, is the whole environment instead (Env is still
+	// added to it).
+	ReplaceEnv []string
 	// StopGrace bounds how long Stop waits after SIGTERM (default
 	// DefaultStopGrace).
 	StopGrace time.Duration
@@ -67,7 +70,9 @@ func StartWith(opts ProcessOptions, name, path string, args ...string) (*Process
 	}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
-	if len(opts.Env) > 0 {
+	if opts.ReplaceEnv != nil {
+		p.cmd.Env = append(append([]string{}, opts.ReplaceEnv...), opts.Env...)
+	} else if len(opts.Env) > 0 {
 		p.cmd.Env = append(os.Environ(), opts.Env...)
 	}
 	dieWithParent(p.cmd)

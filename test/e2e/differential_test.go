@@ -1,17 +1,12 @@
-//go:build e2e_porch
+//go:build e2e
 
-package e2eporch
+package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -22,33 +17,24 @@ import (
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
-// TestScenario runs the scenario (scenario_test.go) against the real Porch
-// server and then against porchsim-apiserver, each in a namespace of its
-// own, and compares the two, step by step, after normalising what is
-// legitimately different (commit SHAs, the namespace, timestamps). Every
+// TestScenario runs the scenario (scenario_test.go) against each backend,
+// each in a namespace of its own. With two backends (porchsim and a Porch
+// the user brought) it compares them, step by step, after normalising what
+// is legitimately different (commit SHAs, the namespace, timestamps). Every
 // other difference fails the test unless knownDifferences lists it with the
 // reason it cannot matter to the controllers. This is what keeps porchsim
 // honest: when the two disagree, Porch is right.
 func TestScenario(t *testing.T) {
-	ctx := context.Background()
-
-	switchTo(t, "Porch", env.porchPort)
-	onPorch := runScenario(t, backend{name: "porch", port: env.porchPort, ns: "scenario-porch", log: porchLog})
-
-	sim, port := servePorchsim(ctx, t, "scenario-porchsim")
-	onSim := runScenario(t, backend{name: "porchsim", port: port, ns: "scenario-porchsim", log: sim.Output})
-
-	compareRuns(t, onPorch, onSim)
-}
-
-// porchLog is the Porch server's log, from hack/porch.sh's log directory
-// (PORCH_LOG_DIR); "" when it cannot be read.
-func porchLog() string {
-	b, err := os.ReadFile(filepath.Join(os.Getenv("PORCH_LOG_DIR"), "porch.log"))
-	if err != nil {
-		return ""
+	runs := map[string]*scenario{}
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		runs[b.name] = runScenario(t, b, b.ns("scenario"))
+	})
+	porch, sim := runs[backendPorch], runs[backendPorchsim]
+	if porch == nil || sim == nil || t.Failed() {
+		reportf(t, "differential check: not run (it needs a passing run on both porchsim and Porch)")
+		return
 	}
-	return string(b)
+	compareRuns(t, porch, sim)
 }
 
 // compareRuns compares the snapshots of two runs, step by step.
@@ -216,7 +202,7 @@ func (s *scenario) snapshot(t *testing.T) snapshot {
 	ctx := context.Background()
 	norm := s.normaliser()
 	snap := snapshot{Revisions: map[string]revisionView{}, Variants: map[string]variantView{}}
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).List(ctx, metav1.ListOptions{})
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +248,7 @@ func (s *scenario) snapshot(t *testing.T) snapshot {
 		if l := pr.Status.SelfLock; l != nil && l.Git != nil {
 			r.SelfLock = norm(fmt.Sprintf("%s %s %s", l.Git.Repo, l.Git.Directory, l.Git.Ref))
 		}
-		prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(s.b.ns).Get(ctx, pr.Name, metav1.GetOptions{})
+		prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(s.ns).Get(ctx, pr.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -293,51 +279,10 @@ var sha = regexp.MustCompile(`\b[0-9a-f]{40}\b`)
 // normaliser returns a function that takes out of a text what must differ
 // between two runs: commit SHAs, the run's namespace (in git URLs too).
 func (s *scenario) normaliser() func(string) string {
-	gitPrefix := env.porchGitURL + "/" + s.b.ns + "-"
+	gitPrefix := env.git.URL + "/" + s.ns + "-"
 	return func(text string) string {
 		text = strings.ReplaceAll(text, gitPrefix, "GIT/")
-		text = strings.ReplaceAll(text, s.b.ns, "NAMESPACE")
+		text = strings.ReplaceAll(text, s.ns, "NAMESPACE")
 		return sha.ReplaceAllString(text, "COMMIT")
 	}
-}
-
-// metrics are the samples of a Prometheus text exposition.
-type metrics map[string][]float64
-
-func (m metrics) sum(name string) float64 {
-	var total float64
-	for _, v := range m[name] {
-		total += v
-	}
-	return total
-}
-
-// scrapeMetrics reads a /metrics endpoint.
-func scrapeMetrics(url string) (metrics, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	out := metrics{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := metricLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			continue
-		}
-		out[m[1]] = append(out[m[1]], v)
-	}
-	return out, sc.Err()
 }

@@ -1,13 +1,12 @@
-//go:build e2e_porch
+//go:build e2e
 
-package e2eporch
+package e2e
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -35,18 +34,6 @@ import (
 // variant's metadata, no Published revision gone missing, and each
 // variant's conditions saying what is true. The state after each step is
 // kept, normalised, for the differential check (differential_test.go).
-
-// backend is what a scenario runs against.
-type backend struct {
-	name string // "porch" or "porchsim"
-	// port serves porch.kpt.dev on 127.0.0.1.
-	port int
-	// ns is the namespace of this backend's run.
-	ns string
-	// log is the backend server's output, for checks (porchsim logs
-	// overlapping writes) and failure messages.
-	log func() string
-}
 
 // Repositories of the scenario: blueprints holds the upstream package; the
 // set targets four packages in prod-a (four variants writing into one
@@ -106,7 +93,8 @@ var (
 
 // scenario is one run of the steps against one backend.
 type scenario struct {
-	b    backend
+	b    *backend
+	ns   string
 	ctrl *controller
 	// published are the revisions ever seen Published: none may vanish
 	// (they may become DeletionProposed).
@@ -189,7 +177,7 @@ func steps() []step {
 			do: func(t *testing.T, s *scenario) {
 				s.deleteVariant(t, "direct")
 				s.deleteVariant(t, "keeper")
-				if err := env.admin.ConfigV1alpha2().PackageVariantSets(s.b.ns).Delete(context.Background(), "fleet", metav1.DeleteOptions{}); err != nil {
+				if err := env.admin.ConfigV1alpha2().PackageVariantSets(s.ns).Delete(context.Background(), "fleet", metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -215,19 +203,20 @@ const (
 	starlark     = "ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5"
 )
 
-// runScenario runs every step against b with a fresh controller (four
-// workers) and returns the normalised state after each step.
-func runScenario(t *testing.T, b backend) *scenario {
+// runScenario runs every step against b, in namespace ns, with a fresh
+// controller (four workers) and returns the normalised state after each
+// step.
+func runScenario(t *testing.T, b *backend, ns string) *scenario {
 	ctx := context.Background()
-	createNamespace(t, b.ns)
-	s := &scenario{b: b, published: map[string]bool{}}
+	createNamespace(t, ns)
+	s := &scenario{b: b, ns: ns, published: map[string]bool{}}
 	for _, repo := range []string{repoBlueprints, repoProdA, repoProdB, repoEdge} {
 		s.repository(t, repo)
 	}
-	if _, err := env.kube.CoreV1().ConfigMaps(b.ns).Create(ctx, regionConfigMap(b.ns), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, regionConfigMap(ns), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	s.ctrl = startController(t, "controller-"+b.name, "--namespace", b.ns, "--workers", "4")
+	s.ctrl = startController(t, "controller", ns, "--workers", "4")
 	s.ctrl.waitReady(t)
 
 	for _, st := range steps() {
@@ -277,24 +266,15 @@ func regionConfigMap(ns string) *corev1.ConfigMap {
 	}
 }
 
-// repository registers a git Repository of Porch's git server (porchsim
-// only mirrors it); prod-* carry env: prod and are deployment repositories.
+// repository registers one of the scenario's Repositories: prod-* carry
+// env: prod; all but blueprints are deployment repositories.
 func (s *scenario) repository(t *testing.T, name string) {
 	t.Helper()
-	repo := &configv1alpha1.Repository{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.b.ns},
-		Spec: configv1alpha1.RepositorySpec{
-			Type:       configv1alpha1.RepositoryTypeGit,
-			Deployment: name != repoBlueprints,
-			Git:        &configv1alpha1.GitRepository{Repo: env.porchGitURL + "/" + s.b.ns + "-" + name, Branch: "main", CreateBranch: true},
-		},
-	}
+	var labels map[string]string
 	if strings.HasPrefix(name, "prod-") {
-		repo.Labels = map[string]string{"env": "prod"}
+		labels = map[string]string{"env": "prod"}
 	}
-	if _, err := env.admin.ConfigV1alpha1().Repositories(s.b.ns).Create(context.Background(), repo, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	repository(t, s.ns, name, name != repoBlueprints, labels)
 }
 
 // blueprintFiles are the files of revision n of blueprints/app: the
@@ -326,93 +306,11 @@ func blueprintFiles(t *testing.T, n int) map[string]string {
 // files, proposed, approved.
 func (s *scenario) publishBlueprint(t *testing.T, n int) {
 	t.Helper()
-	ws := fmt.Sprintf("v%d", n)
-	task := porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "the app blueprint"}}
+	task := initTask("the app blueprint")
 	if n > 1 {
-		task = porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeEdit, Edit: &porchv1alpha1.PackageEditTaskSpec{
-			Source: &porchv1alpha1.PackageRevisionRef{Name: fmt.Sprintf("%s.app.v%d", repoBlueprints, n-1)}}}
+		task = editTask(fmt.Sprintf("%s.app.v%d", repoBlueprints, n-1))
 	}
-	name := s.createDraft(t, repoBlueprints, "app", ws, task)
-	s.setFiles(t, name, blueprintFiles(t, n))
-	s.propose(t, name)
-	s.approve(t, name)
-}
-
-// createDraft creates a Draft as a person does, retried while the server
-// has not seen the Repository yet.
-func (s *scenario) createDraft(t *testing.T, repo, pkg, ws string, task porchv1alpha1.Task) string {
-	t.Helper()
-	draft := &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.b.ns},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			PackageName: pkg, RepositoryName: repo, WorkspaceName: porchv1alpha1.WorkspaceName(ws),
-			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft, Tasks: []porchv1alpha1.Task{task},
-		},
-	}
-	var created *porchv1alpha1.PackageRevision
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		created, last = env.admin.PorchV1alpha1().PackageRevisions(s.b.ns).Create(ctx, draft, metav1.CreateOptions{})
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: create %s/%s/%s: %v; last error: %v", s.b.name, repo, pkg, ws, err, last)
-	}
-	return created.Name
-}
-
-func (s *scenario) setFiles(t *testing.T, name string, files map[string]string) {
-	t.Helper()
-	prrs := env.admin.PorchV1alpha1().PackageRevisionResources(s.b.ns)
-	prr, err := prrs.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prr.Spec.Resources = files
-	if _, err := prrs.Update(context.Background(), prr, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("%s: store the files of %s: %v", s.b.name, name, err)
-	}
-}
-
-// propose moves a Draft to Proposed; a conflict with the controller's own
-// write is retried with a fresh copy, as a person would.
-func (s *scenario) propose(t *testing.T, name string) {
-	t.Helper()
-	prs := env.admin.PorchV1alpha1().PackageRevisions(s.b.ns)
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		pr, err := prs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
-		_, last = prs.Update(ctx, pr, metav1.UpdateOptions{})
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: propose %s: %v; last error: %v", s.b.name, name, err, last)
-	}
-}
-
-// approve publishes a Proposed revision through the approval subresource.
-func (s *scenario) approve(t *testing.T, name string) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(ctx context.Context) (bool, error) {
-		pr, err := env.admin.PorchV1alpha1().PackageRevisions(s.b.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
-		last = env.admin.PorchV1alpha1().RESTClient().Put().Namespace(s.b.ns).Resource("packagerevisions").
-			Name(name).SubResource("approval").Body(pr).Do(ctx).Error()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: approve %s: %v; last error: %v", s.b.name, name, err, last)
-	}
+	name := publishRevision(t, s.ns, repoBlueprints, "app", fmt.Sprintf("v%d", n), task, blueprintFiles(t, n), true)
 	s.published[name] = true
 }
 
@@ -423,15 +321,15 @@ func (s *scenario) publishDraftOf(t *testing.T, variant string) {
 	if len(drafts) != 1 {
 		t.Fatalf("%s: variant %s has drafts %v, want one to publish", s.b.name, variant, names(drafts))
 	}
-	s.propose(t, drafts[0].Name)
-	s.approve(t, drafts[0].Name)
+	publish(t, s.ns, drafts[0].Name)
+	s.published[drafts[0].Name] = true
 }
 
 // createVariant makes a hand-written PackageVariant of blueprints/app.
 func (s *scenario) createVariant(t *testing.T, name, repo, pkg string, policy configv1alpha1.DeletionPolicy, pipeline *kptfilev1.Pipeline) {
 	t.Helper()
 	pv := &configv1alpha1.PackageVariant{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.b.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
 		Spec: configv1alpha1.PackageVariantSpec{
 			Upstream:       &configv1alpha1.Upstream{Repo: repoBlueprints, Package: "app"},
 			Downstream:     &configv1alpha1.Downstream{Repo: repo, Package: pkg},
@@ -443,7 +341,7 @@ func (s *scenario) createVariant(t *testing.T, name, repo, pkg string, policy co
 			Injectors:      []configv1alpha1.InjectionSelector{{Kind: ptr("ConfigMap"), Name: "region-us-east"}},
 		},
 	}
-	if _, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
+	if _, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -454,7 +352,7 @@ func (s *scenario) createVariant(t *testing.T, name, repo, pkg string, policy co
 func (s *scenario) createSet(t *testing.T) {
 	t.Helper()
 	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: s.b.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: s.ns},
 		Spec: configv1alpha2.PackageVariantSetSpec{
 			Upstream: &configv1alpha1.Upstream{Repo: repoBlueprints, Package: "app"},
 			Targets: []configv1alpha2.Target{{
@@ -471,19 +369,17 @@ func (s *scenario) createSet(t *testing.T) {
 			}},
 		},
 	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(s.b.ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(s.ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *scenario) deleteVariant(t *testing.T, name string) {
 	t.Helper()
-	if err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+	if err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // waitFor waits until the fleet is as the step wants (the variants that
 // exist, their Ready conditions, one draft each) and the controller has
@@ -510,7 +406,7 @@ func (s *scenario) waitFor(t *testing.T, st step) {
 // mismatch says how the fleet differs from what the step wants ("" when
 // it does not).
 func (s *scenario) mismatch(t *testing.T, st step) string {
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).List(context.Background(), metav1.ListOptions{})
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err.Error()
 	}
@@ -580,7 +476,7 @@ func (s *scenario) settle(t *testing.T) {
 // versions is every revision's and variant's resourceVersion, in order.
 func (s *scenario) versions(t *testing.T) string {
 	var b strings.Builder
-	prs, err := env.admin.PorchV1alpha1().PackageRevisions(s.b.ns).List(context.Background(), metav1.ListOptions{})
+	prs, err := env.admin.PorchV1alpha1().PackageRevisions(s.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err.Error()
 	}
@@ -588,7 +484,7 @@ func (s *scenario) versions(t *testing.T) string {
 	for _, pr := range prs.Items {
 		fmt.Fprintf(&b, "%s=%s ", pr.Name, pr.ResourceVersion)
 	}
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).List(context.Background(), metav1.ListOptions{})
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return err.Error()
 	}
@@ -600,7 +496,7 @@ func (s *scenario) versions(t *testing.T) string {
 
 // draftsOf lists the Draft and Proposed revisions a variant controls.
 func (s *scenario) draftsOf(t *testing.T, variant string) []porchv1alpha1.PackageRevision {
-	pv, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).Get(context.Background(), variant, metav1.GetOptions{})
+	pv, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).Get(context.Background(), variant, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -614,7 +510,7 @@ func (s *scenario) draftsOf(t *testing.T, variant string) []porchv1alpha1.Packag
 }
 
 func (s *scenario) revisions(t *testing.T) []porchv1alpha1.PackageRevision {
-	prs, err := env.admin.PorchV1alpha1().PackageRevisions(s.b.ns).List(context.Background(), metav1.ListOptions{})
+	prs, err := env.admin.PorchV1alpha1().PackageRevisions(s.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Errorf("%s: list packagerevisions: %v", s.b.name, err)
 		return nil
@@ -652,7 +548,7 @@ func (s *scenario) checkInvariants(t *testing.T, st step) {
 			t.Errorf("%s: after %q: Published revision %s went missing (now %v)", s.b.name, st.name, name, lifecycleOf(byName, name))
 		}
 	}
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).List(ctx, metav1.ListOptions{})
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +615,7 @@ func (s *scenario) draftFiles(t *testing.T, variant, ws string) map[string]strin
 	t.Helper()
 	for _, pr := range s.draftsOf(t, variant) {
 		if string(pr.Spec.WorkspaceName) == ws {
-			prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(s.b.ns).Get(context.Background(), pr.Name, metav1.GetOptions{})
+			prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(s.ns).Get(context.Background(), pr.Name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -741,7 +637,7 @@ func (s *scenario) checkRenderFailure(t *testing.T) {
 		"broken":       "PackageVariant.broken.broken.0 (" + starlark + "): ",
 		"needs-runner": "PackageVariant.needs-runner.set-annotations.0 (gcr.io/kpt-fn/set-annotations:v0.1.4)",
 	} {
-		pv, err := env.admin.ConfigV1alpha1().PackageVariants(s.b.ns).Get(ctx, name, metav1.GetOptions{})
+		pv, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -756,7 +652,7 @@ func (s *scenario) checkRenderFailure(t *testing.T) {
 		if !strings.Contains(files["Kptfile"], "reason: RenderFailed") || !strings.Contains(files["package-context.yaml"], "variant: "+name) {
 			t.Errorf("%s: %s's draft does not hold the variant's changes marked Rendered=False:\n%s", s.b.name, name, files["Kptfile"])
 		}
-		events, err := env.kube.CoreV1().Events(s.b.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		events, err := env.kube.CoreV1().Events(s.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -795,16 +691,3 @@ func (s *scenario) checkCleanup(t *testing.T) {
 		}
 	}
 }
-
-// grepLines keeps the lines of text that contain substr.
-func grepLines(text, substr string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-var metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([0-9eE.+-]+|NaN)$`)

@@ -1,6 +1,6 @@
-//go:build e2e_porch
+//go:build e2e
 
-package e2eporch
+package e2e
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
-// Fleet size of TestFleetOnPorch: the size the issue measured the first
-// version at (22 variants over 20 repositories: 6.8 requests per new
+// Fleet size of TestFleet: the size the first version was measured at on
+// real Porch (22 variants over 20 repositories: 6.8 requests per new
 // variant, 1.05 of them events; 13 conflicts on the controller's own status
 // writes; converged in 3.4 s).
 const (
@@ -32,18 +32,20 @@ const (
 	baselineRequestsPerVariant = 6.8
 )
 
-// TestFleetOnPorch measures the controllers on the real Porch: a set over
-// 20 deployment repositories and two hand-written variants into two of
-// them, 22 new variants in all. From the API server's audit log it reports
-// the requests per new variant by verb and resource, and the conflicts the
+// TestFleet measures the controllers on each backend: a set over 20
+// deployment repositories and two hand-written variants into two of them,
+// 22 new variants in all. From the API server's audit log it reports the
+// requests per new variant by verb and resource, and the conflicts the
 // controller met on its own writes (which must be none), and how long the
 // fleet took to converge.
-func TestFleetOnPorch(t *testing.T) {
+func TestFleet(t *testing.T) {
+	forEachBackend(t, testFleet)
+}
+
+func testFleet(t *testing.T, b *backend) {
 	ctx := context.Background()
-	switchTo(t, "Porch", env.porchPort)
-	b := backend{name: "porch", port: env.porchPort, ns: "fleet-porch", log: porchLog}
-	createNamespace(t, b.ns)
-	s := &scenario{b: b, published: map[string]bool{}}
+	ns := createNamespace(t, b.ns("fleet"))
+	s := &scenario{b: b, ns: ns, published: map[string]bool{}}
 	s.repository(t, repoBlueprints)
 	var repos []string
 	for i := 1; i <= fleetRepositories; i++ {
@@ -56,16 +58,15 @@ func TestFleetOnPorch(t *testing.T) {
 	// before the measurement starts, so that no request in it is spent
 	// waiting for Porch.
 	for _, repo := range repos {
-		name := s.createDraft(t, repo, "warm-up", "ws", porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit,
-			Init: &porchv1alpha1.PackageInitTaskSpec{Description: "makes Porch open the repository"}})
-		if err := env.admin.PorchV1alpha1().PackageRevisions(b.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		name, _ := createDraft(t, ns, repo, "warm-up", "ws", initTask("makes Porch open the repository"))
+		if err := env.admin.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := env.kube.CoreV1().ConfigMaps(b.ns).Create(ctx, regionConfigMap(b.ns), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, regionConfigMap(ns), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	s.ctrl = startController(t, "controller-fleet", "--namespace", b.ns, "--workers", "4")
+	s.ctrl = startController(t, "controller", ns, "--workers", "4")
 	s.ctrl.waitReady(t)
 
 	before, err := env.audit.Flush(ctx)
@@ -74,7 +75,7 @@ func TestFleetOnPorch(t *testing.T) {
 	}
 	start := time.Now()
 	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: b.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
 		Spec: configv1alpha2.PackageVariantSetSpec{
 			Upstream: &configv1alpha1.Upstream{Repo: repoBlueprints, Package: "app"},
 			Targets: []configv1alpha2.Target{{
@@ -87,7 +88,7 @@ func TestFleetOnPorch(t *testing.T) {
 			}},
 		},
 	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(b.ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.createVariant(t, "extra-1", repos[0], "extra", configv1alpha1.DeletionPolicyDelete, nil)
@@ -96,7 +97,7 @@ func TestFleetOnPorch(t *testing.T) {
 
 	var last string
 	err = wait.PollUntilContextTimeout(ctx, poll, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pvs, err := env.admin.ConfigV1alpha1().PackageVariants(b.ns).List(ctx, metav1.ListOptions{})
+		pvs, err := env.admin.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -141,12 +142,12 @@ func TestFleetOnPorch(t *testing.T) {
 	sum := e2eutil.Summarize(e2eutil.Select(events, e2eutil.ByUser(e2eutil.ControllerUser)))
 	perVariant, byKind, eventsPerVariant := perNewVariant(sum, variants)
 	conflicts := ownConflicts(sum)
-	reportf(t, "Porch: %d new variants (a set over %d repositories and 2 more) converged in %s and settled %s later",
-		variants, fleetRepositories, converged.Round(10*time.Millisecond), (time.Since(start) - converged).Round(10*time.Millisecond))
-	reportf(t, "Porch: %.2f requests per new variant (%.2f of them events; the first version made 6.8, 1.05 events):\n%s",
-		perVariant, eventsPerVariant, byKind)
-	reportf(t, "Porch: conflicts on the controller's own writes: %d (the first version: 13)", conflicts)
-	reportf(t, "Porch: every request of the controller meanwhile:\n%s", sum)
+	reportf(t, "%s: %d new variants (a set over %d repositories and 2 more) converged in %s and settled %s later",
+		b.name, variants, fleetRepositories, converged.Round(10*time.Millisecond), (time.Since(start) - converged).Round(10*time.Millisecond))
+	reportf(t, "%s: %.2f requests per new variant (%.2f of them events; the first version made 6.8, 1.05 events):\n%s",
+		b.name, perVariant, eventsPerVariant, byKind)
+	reportf(t, "%s: conflicts on the controller's own writes: %d (the first version: 13)", b.name, conflicts)
+	reportf(t, "%s: every request of the controller meanwhile:\n%s", b.name, sum)
 	if perVariant > baselineRequestsPerVariant {
 		t.Errorf("%.2f requests per new variant, more than the first version's %.1f:\n%s", perVariant, baselineRequestsPerVariant, byKind)
 	}

@@ -14,18 +14,13 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/leaderelection"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
 // TestCRDsKeepEverySampleField applies every sample of our CRDs (and
@@ -33,7 +28,7 @@ import (
 // come back unchanged, so no field is missing from a schema (the API server
 // would prune it silently).
 func TestCRDsKeepEverySampleField(t *testing.T) {
-	ns := namespace(t, "e2e-samples")
+	ns := createNamespace(t, "e2e-samples")
 	for _, sample := range []struct{ file, resource string }{
 		{"repository.yaml", "repositories.config.porch.kpt.dev"},
 		{"packagevariant.yaml", "packagevariants.config.porch.kpt.dev"},
@@ -62,10 +57,10 @@ func TestCRDsKeepEverySampleField(t *testing.T) {
 			}
 			// --validate=ignore: the server must not refuse an unknown field but
 			// prune it silently, which the comparison below catches.
-			if _, err := kubectl("apply", "--validate=ignore", "-n", ns, "-f", movedPath); err != nil {
+			if _, err := env.kubectl.Run("apply", "--validate=ignore", "-n", ns, "-f", movedPath); err != nil {
 				t.Fatal(err)
 			}
-			out, err := kubectl("get", "-n", ns, sample.resource, name, "-o", "json")
+			out, err := env.kubectl.Run("get", "-n", ns, sample.resource, name, "-o", "json")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +113,11 @@ func missingFields(path string, want, got interface{}) []string {
 // and deleting the set garbage-collects its variants, whose deletion policy
 // then deletes their drafts.
 func TestSetOverRepositories(t *testing.T) {
-	ns := namespace(t, "e2e-set")
+	forEachBackend(t, testSetOverRepositories)
+}
+
+func testSetOverRepositories(t *testing.T, b *backend) {
+	ns := createNamespace(t, b.ns("e2e-set"))
 	ctx := context.Background()
 	publishUpstream(t, ns)
 	for i := 1; i <= 3; i++ {
@@ -126,7 +125,7 @@ func TestSetOverRepositories(t *testing.T) {
 	}
 	repository(t, ns, "lab", true, map[string]string{"env": "lab"})
 
-	ctrl := startController(t, "controller", false)
+	ctrl := startController(t, "controller", ns)
 	set := &configv1alpha2.PackageVariantSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
 		Spec: configv1alpha2.PackageVariantSetSpec{
@@ -154,19 +153,19 @@ func TestSetOverRepositories(t *testing.T) {
 			fmt.Sprintf("%+v", s.Status)
 	})
 
-	out, err := kubectl("get", "-n", ns, "packagevariantsets")
+	out, err := env.kubectl.Run("get", "-n", ns, "packagevariantsets")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantColumns(t, out, "NAME", "DESIRED", "READY")
 	wantRow(t, out, "edge", "3")
-	out, err = kubectl("get", "-n", ns, "packagevariants")
+	out, err = env.kubectl.Run("get", "-n", ns, "packagevariants")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantColumns(t, out, "NAME", "READY")
 	wantRow(t, out, "edge-edge-1-app", "True")
-	out, err = kubectl("get", "-n", ns, "packagerevisions")
+	out, err = env.kubectl.Run("get", "-n", ns, "packagerevisions")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +175,7 @@ func TestSetOverRepositories(t *testing.T) {
 	// Deleting the set: kube-controller-manager's garbage collector deletes
 	// the variants it owns; each variant's finalizer runs its deletion
 	// policy (delete: drafts are deleted).
-	if _, err := kubectl("delete", "-n", ns, "packagevariantset", "edge", "--wait=false"); err != nil {
+	if _, err := env.kubectl.Run("delete", "-n", ns, "packagevariantset", "edge", "--wait=false"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ctrl, "the variants garbage-collected and their drafts deleted", func() (bool, string) {
@@ -194,14 +193,18 @@ func TestSetOverRepositories(t *testing.T) {
 // (a repository labelled after the kill gets its variant and draft), and no
 // downstream ever has a second draft.
 func TestLeaderHandover(t *testing.T) {
-	ns := namespace(t, "e2e-leader")
+	forEachBackend(t, testLeaderHandover)
+}
+
+func testLeaderHandover(t *testing.T, b *backend) {
+	ns := createNamespace(t, b.ns("e2e-leader"))
 	ctx := context.Background()
 	publishUpstream(t, ns)
 	for i := 1; i <= 2; i++ {
 		repository(t, ns, fmt.Sprintf("site-%d", i), true, map[string]string{"env": "prod"})
 	}
-	a := startController(t, "controller-a", true)
-	b := startController(t, "controller-b", true)
+	ca := startLeaderElecting(t, "controller-a", ns)
+	cb := startLeaderElecting(t, "controller-b", ns)
 	set := &configv1alpha2.PackageVariantSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "sites", Namespace: ns},
 		Spec: configv1alpha2.PackageVariantSetSpec{
@@ -214,14 +217,14 @@ func TestLeaderHandover(t *testing.T) {
 	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, a, "2 Ready variants", func() (bool, string) { return fleetReady(ctx, ns, 2) })
+	eventually(t, ca, "2 Ready variants", func() (bool, string) { return fleetReady(ctx, ns, 2) })
 
-	leader, standby := a, b
-	if !strings.Contains(a.Output(), "Became leader") {
-		leader, standby = b, a
+	leader, standby := ca, cb
+	if !strings.Contains(ca.Output(), "Became leader") {
+		leader, standby = cb, ca
 	}
 	if !strings.Contains(leader.Output(), "Became leader") {
-		t.Fatalf("neither process leads\n%s\n%s", a.Tail(), b.Tail())
+		t.Fatalf("neither process leads\n%s\n%s", ca.Tail(), cb.Tail())
 	}
 	before := leaseHolder(t, ctx)
 	leader.Kill()
@@ -264,35 +267,17 @@ const (
 	retryPeriod   = 500 * time.Millisecond
 )
 
-// startController runs the binary as the controller's ServiceAccount.
-func startController(t *testing.T, name string, leaderElect bool) *e2eutil.Process {
+// startLeaderElecting runs a controller that leads only while it holds the
+// Lease, with short lease timings.
+func startLeaderElecting(t *testing.T, name, ns string) *controller {
 	t.Helper()
-	args := []string{
-		"--kubeconfig", env.saKubeconfig,
-		"--reconcilers", "*",
-		"--health-probe-bind-address", "", "--metrics-bind-address", "",
+	return startController(t, name, ns,
+		"--leader-elect=true",
 		"--leader-election-namespace", controllerNS,
 		"--leader-election-lease-duration", leaseDuration.String(),
 		"--leader-election-renew-deadline", renewDeadline.String(),
 		"--leader-election-retry-period", retryPeriod.String(),
-		"--shutdown-grace-period", "5s",
-	}
-	if !leaderElect {
-		args = append(args, "--leader-elect=false")
-	}
-	p, err := e2eutil.Start(name, filepath.Join(env.bin, "variant-controller"), args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !p.Exited() {
-			_ = p.Stop()
-		}
-		if t.Failed() {
-			t.Log(p.Tail())
-		}
-	})
-	return p
+	)
 }
 
 func leaseHolder(t *testing.T, ctx context.Context) string {
@@ -302,165 +287,3 @@ func leaseHolder(t *testing.T, ctx context.Context) string {
 	}
 	return *lease.Spec.HolderIdentity
 }
-
-// namespace creates a namespace for one test and deletes it afterwards.
-func namespace(t *testing.T, name string) string {
-	t.Helper()
-	ctx := context.Background()
-	_, err := env.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	return name
-}
-
-func repository(t *testing.T, ns, name string, deployment bool, labels map[string]string) {
-	t.Helper()
-	repo := &configv1alpha1.Repository{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec: configv1alpha1.RepositorySpec{
-			Type: configv1alpha1.RepositoryTypeGit, Content: "Package", Deployment: deployment,
-			Git: &configv1alpha1.GitRepository{Repo: "https://git.example.com/" + name + ".git", Branch: "main"},
-		},
-	}
-	if _, err := env.admin.ConfigV1alpha1().Repositories(ns).Create(context.Background(), repo, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// publishUpstream makes blueprints/app revision 1 through Porch's API as a
-// person would: a draft (init), its files, proposed, approved.
-func publishUpstream(t *testing.T, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	repository(t, ns, "blueprints", false, nil)
-	prs := env.admin.PorchV1alpha1().PackageRevisions(ns)
-	draft := &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			PackageName: "app", RepositoryName: "blueprints", WorkspaceName: "v1",
-			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
-			Tasks:     []porchv1alpha1.Task{{Type: porchv1alpha1.TaskTypeInit, Init: &porchv1alpha1.PackageInitTaskSpec{Description: "e2e blueprint"}}},
-		},
-	}
-	var created *porchv1alpha1.PackageRevision
-	// Porch learns of the new Repository through its watch.
-	if err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		created, err = prs.Create(ctx, draft, metav1.CreateOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("create the upstream draft: %v", err)
-	}
-	prr, err := env.admin.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, created.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prr.Spec.Resources["deployment.yaml"] = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n"
-	if _, err := env.admin.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cur, err := prs.Get(ctx, created.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
-	if cur, err = prs.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
-	if err := env.admin.PorchV1alpha1().RESTClient().Put().Namespace(ns).Resource("packagerevisions").
-		Name(cur.Name).SubResource("approval").Body(cur).Do(ctx).Error(); err != nil {
-		t.Fatalf("approve %s: %v", cur.Name, err)
-	}
-}
-
-// fleetReady: n variants, all Ready, each with exactly one downstream
-// revision.
-func fleetReady(ctx context.Context, ns string, n int) (bool, string) {
-	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return false, err.Error()
-	}
-	ready := 0
-	var notReady []string
-	for _, pv := range pvs.Items {
-		if meta.IsStatusConditionTrue(pv.Status.Conditions, "Ready") {
-			ready++
-		} else {
-			notReady = append(notReady, fmt.Sprintf("%s: %+v", pv.Name, pv.Status.Conditions))
-		}
-	}
-	revs := downstreamRevisions(ctx, ns)
-	ok := len(pvs.Items) == n && ready == n && len(revs) == n
-	for _, names := range revs {
-		ok = ok && len(names) == 1
-	}
-	return ok, fmt.Sprintf("%d variants, %d Ready, downstream revisions %v; not Ready: %v", len(pvs.Items), ready, revs, notReady)
-}
-
-// downstreamRevisions maps repository/package to the revisions in it, for
-// every repository but blueprints.
-func downstreamRevisions(ctx context.Context, ns string) map[string][]string {
-	prs, err := env.admin.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return map[string][]string{"error": {err.Error()}}
-	}
-	out := map[string][]string{}
-	for _, pr := range prs.Items {
-		if pr.Spec.RepositoryName == "blueprints" {
-			continue
-		}
-		key := pr.Spec.RepositoryName + "/" + pr.Spec.PackageName
-		out[key] = append(out[key], pr.Name)
-	}
-	return out
-}
-
-// eventually polls cond until it holds or the timeout; on failure it shows
-// the last state and the controller's output.
-func eventually(t *testing.T, p *e2eutil.Process, what string, cond func() (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), poll, timeout, true, func(context.Context) (bool, error) {
-		ok, state := cond()
-		last = state
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting for %s; last state: %s\n%s", what, last, p.Tail())
-	}
-}
-
-func wantColumns(t *testing.T, table string, columns ...string) {
-	t.Helper()
-	header := strings.Fields(strings.SplitN(table, "\n", 2)[0])
-	for _, c := range columns {
-		found := false
-		for _, h := range header {
-			found = found || h == c
-		}
-		if !found {
-			t.Errorf("kubectl get shows no column %s:\n%s", c, table)
-		}
-	}
-}
-
-func wantRow(t *testing.T, table, name string, values ...string) {
-	t.Helper()
-	for _, line := range strings.Split(table, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] != name {
-			continue
-		}
-		for _, v := range values {
-			if !strings.Contains(line, v) {
-				t.Errorf("row %s lacks %q:\n%s", name, v, table)
-			}
-		}
-		return
-	}
-	t.Errorf("kubectl get shows no row %s:\n%s", name, table)
-}
-
-func ptr[T any](v T) *T { return &v }
