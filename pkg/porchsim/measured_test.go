@@ -2,17 +2,23 @@ package porchsim
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 )
 
 // The tests in this file each prove one fact of porch-wire-contract.md,
@@ -571,5 +577,387 @@ func TestReadinessGatesNotEnforced(t *testing.T) {
 	}
 	if got := getPR(t, c, pr.Name); got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
 		t.Errorf("lifecycle %s, want Published", got.Spec.Lifecycle)
+	}
+}
+
+// TestPackageMetadataFromKptfile: Porch fills a revision's
+// spec.packageMetadata from the labels and annotations of its package's
+// Kptfile, for a published blueprint, a clone, and a draft whose Kptfile a
+// resources update changed.
+func TestPackageMetadataFromKptfile(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	bp := blueprint(1, "app:v1", "")
+	bp[kptfileName] = strings.Replace(bp[kptfileName], "  name: anything # replaced by the package name\n",
+		"  name: anything\n  labels:\n    tier: web\n  annotations:\n    owner: team-a\n", 1)
+	if _, err := s.AddPublished(ns, "blueprints", "labelled", 1, bp); err != nil {
+		t.Fatal(err)
+	}
+	want := &porchv1alpha1.PackageMetadata{Labels: map[string]string{"tier": "web"}, Annotations: map[string]string{"owner": "team-a"}}
+	if diff := cmp.Diff(want, getPR(t, c, "blueprints.labelled.v1").Spec.PackageMetadata); diff != "" {
+		t.Errorf("blueprint's packageMetadata (-Kptfile +got):\n%s", diff)
+	}
+
+	// What the clone's Kptfile says, whatever the clone added to it.
+	fromKptfile := func(name string) *porchv1alpha1.PackageMetadata {
+		t.Helper()
+		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kf := parseKptfile(t, prr.Spec.Resources[kptfileName])
+		return &porchv1alpha1.PackageMetadata{Labels: kf.Metadata.Labels, Annotations: kf.Metadata.Annotations}
+	}
+	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask("blueprints.labelled.v1")))
+	kfMeta := fromKptfile(draft.Name)
+	if kfMeta.Labels["tier"] != "web" || kfMeta.Annotations["owner"] != "team-a" {
+		t.Fatalf("the clone's Kptfile lost the blueprint's metadata: %+v", kfMeta)
+	}
+	if diff := cmp.Diff(kfMeta, draft.Spec.PackageMetadata); diff != "" {
+		t.Errorf("clone's packageMetadata as created (-Kptfile +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(kfMeta, getPR(t, c, draft.Name).Spec.PackageMetadata); diff != "" {
+		t.Errorf("clone's packageMetadata (-Kptfile +got):\n%s", diff)
+	}
+
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "tier: web", "tier: db", 1)
+	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := getPR(t, c, draft.Name).Spec.PackageMetadata
+	if got == nil || got.Labels["tier"] != "db" {
+		t.Errorf("after the Kptfile's label changed, packageMetadata %+v, want label tier=db", got)
+	}
+	if diff := cmp.Diff(fromKptfile(draft.Name), got); diff != "" {
+		t.Errorf("packageMetadata after a resources update (-Kptfile +got):\n%s", diff)
+	}
+}
+
+// approve publishes a Proposed revision through the approval subresource
+// of the clientset, as a person's client does.
+func approve(t *testing.T, c versioned.Interface, pr *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	in := pr.DeepCopy()
+	in.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
+	obj, err := c.(interface {
+		Invokes(clienttesting.Action, runtime.Object) (runtime.Object, error)
+	}).Invokes(clienttesting.NewUpdateSubresourceAction(
+		porchv1alpha1.SchemeGroupVersion.WithResource(resPackageRevisions), "approval", ns, in), &porchv1alpha1.PackageRevision{})
+	if err != nil {
+		t.Fatalf("approve %s: %v", pr.Name, err)
+	}
+	return obj.(*porchv1alpha1.PackageRevision)
+}
+
+// TestPublishTimestampNullUntilPublished: a Draft's (and a Proposed
+// revision's) status.publishTimestamp is null; publishing sets it.
+func TestPublishTimestampNullUntilPublished(t *testing.T) {
+	ctx := context.Background()
+	_, c := fixture(t)
+	before := time.Now().Add(-time.Second)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	pr = getPR(t, c, pr.Name)
+	nullTimestamp := func(pr *porchv1alpha1.PackageRevision) {
+		t.Helper()
+		if pr.Status.PublishedAt != nil {
+			t.Errorf("%s revision has publishTimestamp %v, want null", pr.Spec.Lifecycle, pr.Status.PublishedAt)
+		}
+		data, err := json.Marshal(pr.Status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var status map[string]any
+		if err := json.Unmarshal(data, &status); err != nil {
+			t.Fatal(err)
+		}
+		if v := status["publishTimestamp"]; v != nil {
+			t.Errorf("%s revision's status carries publishTimestamp %v, want null", pr.Spec.Lifecycle, v)
+		}
+	}
+	nullTimestamp(pr)
+	pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+	pr, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, pr, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nullTimestamp(getPR(t, c, pr.Name))
+	approve(t, c, pr)
+	published := getPR(t, c, pr.Name)
+	if published.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
+		t.Fatalf("lifecycle %s after approval, want Published", published.Spec.Lifecycle)
+	}
+	if at := published.Status.PublishedAt; at == nil || at.Time.Before(before) || at.Time.After(time.Now().Add(time.Second)) {
+		t.Errorf("published revision's publishTimestamp %v, want the time of publishing", at)
+	}
+}
+
+// TestCloneReencodesKptfile: a clone re-encodes the blueprint's Kptfile, so
+// its comments are dropped (its content kept); the comments in every other
+// file survive the clone.
+func TestCloneReencodesKptfile(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	kptfileComments := []string{"# the head of the Kptfile", "# an inline Kptfile comment", "# above the description"}
+	bp := blueprint(1, "app:v1", "")
+	bp[kptfileName] = `# the head of the Kptfile
+apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: anything # an inline Kptfile comment
+info:
+  # above the description
+  description: the commented blueprint
+`
+	bp["config.yaml"] = `# about the config map
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: config
+data:
+  key: value # why this value
+`
+	if _, err := s.AddPublished(ns, "blueprints", "commented", 1, bp); err != nil {
+		t.Fatal(err)
+	}
+	stored := resources(t, s, "blueprints.commented.v1")[kptfileName]
+	for _, comment := range kptfileComments {
+		if !strings.Contains(stored, comment) {
+			t.Fatalf("the blueprint's stored Kptfile lacks %q; the test needs it:\n%s", comment, stored)
+		}
+	}
+	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask("blueprints.commented.v1")))
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := prr.Spec.Resources
+	for _, comment := range kptfileComments {
+		if strings.Contains(files[kptfileName], comment) {
+			t.Errorf("the clone's Kptfile kept the blueprint's comment %q:\n%s", comment, files[kptfileName])
+		}
+	}
+	if kf := parseKptfile(t, files[kptfileName]); kf.Info == nil || kf.Info.Description != "the commented blueprint" {
+		t.Errorf("the clone's Kptfile lost the blueprint's content:\n%s", files[kptfileName])
+	}
+	for file, comments := range map[string][]string{
+		"config.yaml":     {"# about the config map", "key: value # why this value"},
+		"deployment.yaml": {"name: app # the app"},
+	} {
+		for _, comment := range comments {
+			if !strings.Contains(files[file], comment) {
+				t.Errorf("the clone's %s lost the comment %q:\n%s", file, comment, files[file])
+			}
+		}
+	}
+}
+
+// TestRenderFailureOnCreateIsTheRenderersOwn500: a blueprint pushed to git
+// directly can be Published with a pipeline that fails; a clone of it
+// fails to render, and Porch answers the create with a 500 whose message is
+// the renderer's own ("fn.render: pkg /:" ... "pipeline.run:"), not the
+// "error rendering package in kpt function pipeline" of a failed resources
+// update, and stores nothing, even when the new draft carries
+// porch.kpt.dev/push-on-render-failure.
+func TestRenderFailureOnCreateIsTheRenderersOwn500(t *testing.T) {
+	ctx := context.Background()
+	for _, push := range []bool{false, true} {
+		s, c := fixture(t)
+		bp := blueprint(1, "app:v1", "")
+		bp[kptfileName] = strings.Replace(bp[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+		published, err := s.AddPublished(ns, "blueprints", "failing", 1, bp)
+		if err != nil {
+			t.Fatalf("AddPublished of a blueprint whose pipeline fails: %v, want it Published", err)
+		}
+		if got := getPR(t, c, published.Name); got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
+			t.Fatalf("the blueprint is %s, want Published", got.Spec.Lifecycle)
+		}
+		if !strings.Contains(resources(t, s, published.Name)[kptfileName], "def broken(:") {
+			t.Fatal("the blueprint's failing pipeline was not stored; the test needs it")
+		}
+
+		in := newDraft("deploy", "foo", "ws", cloneTask(published.Name))
+		if push {
+			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
+		}
+		_, err = c.PorchV1alpha1().PackageRevisions(ns).Create(ctx, in, metav1.CreateOptions{})
+		var st apierrors.APIStatus
+		if !apierrors.IsInternalError(err) || !errors.As(err, &st) || st.Status().Code != 500 {
+			t.Fatalf("push=%v: clone of a package whose pipeline fails: got %v, want a 500", push, err)
+		}
+		msg := strings.TrimPrefix(st.Status().Message, "Internal error occurred: ")
+		if !strings.HasPrefix(msg, "fn.render: pkg /:") || !strings.Contains(msg, "pkg.render:") || !strings.Contains(msg, "pipeline.run:") {
+			t.Errorf("push=%v: message %q, want the renderer's own (fn.render: pkg /: ... pipeline.run: ...)", push, st.Status().Message)
+		}
+		if strings.Contains(strings.ToLower(msg), "error rendering package in kpt function pipeline") || helper.IsRenderFailure(err) {
+			t.Errorf("push=%v: message %q is that of a failed resources update", push, st.Status().Message)
+		}
+		if _, err := s.PackageRevision(ns, "deploy.foo.ws"); !apierrors.IsNotFound(err) {
+			t.Errorf("push=%v: the refused create stored a revision: %v", push, err)
+		}
+		list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range list.Items {
+			if pr.Spec.RepositoryName == "deploy" {
+				t.Errorf("push=%v: the refused create left %s in the repository", push, pr.Name)
+			}
+		}
+	}
+}
+
+// TestProposingADraftThatDoesNotRenderIsRefused: proposing re-renders the
+// draft; when its pipeline fails the proposal is refused ("Package NOT
+// pushed") and the draft stays a Draft, even with
+// porch.kpt.dev/push-on-render-failure (with which a failed resources
+// update stored the failing pipeline).
+func TestProposingADraftThatDoesNotRenderIsRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, push := range []bool{false, true} {
+		s, c := fixture(t)
+		in := newDraft("deploy", "foo", "ws", cloneTask(upstreamV1))
+		if push {
+			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
+		}
+		pr := create(t, c, in)
+		if push {
+			// The client's own update stores the failing pipeline.
+			prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+			_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+			if _, stored := helper.RenderFailureDetails(err); !stored {
+				t.Fatalf("the resources update with push-on-render-failure: %v, want it stored with a 500", err)
+			}
+		} else {
+			files := resources(t, s, pr.Name)
+			files[kptfileName] = strings.Replace(files[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+			if err := s.SetResources(ns, pr.Name, files); err != nil { // a person's edit
+				t.Fatal(err)
+			}
+		}
+		if !strings.Contains(resources(t, s, pr.Name)[kptfileName], "def broken(:") {
+			t.Fatalf("push=%v: the failing pipeline is not in the draft; the test needs it", push)
+		}
+		pr = getPR(t, c, pr.Name)
+		if got := pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] == "true"; got != push {
+			t.Fatalf("push=%v: the draft's annotations %v", push, pr.Annotations)
+		}
+		proposed := pr.DeepCopy()
+		proposed.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
+		_, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, proposed, metav1.UpdateOptions{})
+		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "Error rendering package") || !strings.Contains(err.Error(), "Package NOT pushed") {
+			t.Errorf("push=%v: proposing a draft that does not render: got %v, want Porch's 500 \"... Package NOT pushed ...\"", push, err)
+		}
+		if got := getPR(t, c, pr.Name); got.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft || got.ResourceVersion != pr.ResourceVersion {
+			t.Errorf("push=%v: after the refused proposal: lifecycle %s, resourceVersion changed %v; want the Draft unchanged",
+				push, got.Spec.Lifecycle, got.ResourceVersion != pr.ResourceVersion)
+		}
+		if err := s.Propose(ns, pr.Name); err == nil || !strings.Contains(err.Error(), "Package NOT pushed") {
+			t.Errorf("push=%v: Propose of a draft that does not render: %v, want it refused", push, err)
+		}
+	}
+}
+
+// TestUpgradeTargetIsNotDeleted: Porch refuses (403) to delete a revision an
+// upgrade draft names as its new upstream, even once it is
+// DeletionProposed; deleting the upgrade draft lifts the refusal.
+func TestUpgradeTargetIsNotDeleted(t *testing.T) {
+	ctx := context.Background()
+	s, local := upgradeFixture(t)
+	c := s.Clientset()
+	const target = "blueprints.app.v2"
+	upgrade := create(t, c, newDraft("deploy", "foo", "upgrade", upgradeTask(upstreamV1, target, local)))
+	v2 := getPR(t, c, target)
+	v2.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, target, metav1.DeleteOptions{})
+	want := "cannot delete package revision, it is referenced as upstream by: " + upgrade.Name
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("delete of an upgrade's new upstream: got %v, want 403 %q", err, want)
+	}
+	if _, err := s.PackageRevision(ns, target); err != nil {
+		t.Errorf("the refused delete deleted: %v", err)
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, upgrade.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, target, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete once no upgrade names it: %v", err)
+	}
+}
+
+// TestOverlappingWritesOnOneRevisionConflict: through the clientset, a write
+// on a revision while another write on it is still in progress is answered
+// with Porch's 409 ("another request is already in progress") and changes
+// nothing; the first write is served, and writes after it are again.
+func TestOverlappingWritesOnOneRevisionConflict(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	held, release := make(chan struct{}), make(chan struct{})
+	var holding atomic.Bool
+	s.OnWrite(func(_, _, what string) {
+		if what == "update packagerevisions "+pr.Name && holding.CompareAndSwap(false, true) {
+			close(held)
+			<-release
+		}
+	})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+
+	first := pr.DeepCopy()
+	first.Labels = map[string]string{"write": "first"}
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, first, metav1.UpdateOptions{})
+		firstDone <- err
+	}()
+	select {
+	case <-held:
+	case <-time.After(wait):
+		t.Fatal("the first write never reached the Sim")
+	}
+
+	second := pr.DeepCopy()
+	second.Labels = map[string]string{"write": "second"}
+	_, errPR := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, second, metav1.UpdateOptions{})
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prr.Spec.Resources["second.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: second\n"
+	_, errPRR := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+	for what, err := range map[string]error{"an update of the revision": errPR, "an update of its resources": errPRR} {
+		var st apierrors.APIStatus
+		if !apierrors.IsConflict(err) || !errors.As(err, &st) || st.Status().Code != 409 ||
+			!strings.Contains(st.Status().Message, "another request is already in progress") {
+			t.Errorf("%s while another write on it is in progress: got %v, want Porch's 409", what, err)
+		}
+	}
+
+	unblock()
+	if err := <-firstDone; err != nil {
+		t.Fatalf("the first write: %v", err)
+	}
+	got := getPR(t, c, pr.Name)
+	if got.Labels["write"] != "first" {
+		t.Errorf("labels %v, want the first write's", got.Labels)
+	}
+	if _, ok := resources(t, s, pr.Name)["second.yaml"]; ok {
+		t.Error("the refused resources update was stored")
+	}
+	got.Labels["write"] = "third"
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("a write after the first ended: %v", err)
 	}
 }
