@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
@@ -79,16 +80,20 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 		prr.Spec.Resources = res.Files
 		updated, err := c.porch.updateResources(ctx, pr, prr)
 		if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
-			updated, err = c.readBack(ctx, pr, prr.ResourceVersion, err)
+			if updated, err = c.readBack(ctx, pr, prr.ResourceVersion, err); err == nil {
+				edited = edited || c.notOurs(ctx, pr, res.Files, updated.Spec.Resources)
+			}
 		}
 		if rerr, ok := isRenderError(err); ok {
 			var kept map[string]string
 			if rerr.stored {
 				// Porch kept the files: remember them as the controller's
-				// own, so the draft is not taken for a person's edit later,
-				// and read what each function said from its Kptfile.
+				// own when they are what it wrote, so the draft is not taken
+				// for a person's edit later, and read what each function
+				// said from its Kptfile.
 				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
 					kept = prr.Spec.Resources
+					edited = edited || c.notOurs(ctx, pr, res.Files, kept)
 					c.recordApplied(pv, pr, upstream, res.Candidates, kept, edited)
 					rerr.functions, _ = failedSteps(kept)
 				}
@@ -142,6 +147,22 @@ func (c *Controller) readBack(ctx context.Context, pr *porchv1alpha1.PackageRevi
 	}
 	klog.FromContext(ctx).V(2).Info("A resources update whose answer was lost was made", "packageRevision", klog.KObj(pr), "err", writeErr)
 	return live, nil
+}
+
+// notOurs reports whether files, read back from a draft after the
+// controller wrote sent into it without hearing the answer, may hold more
+// than its own write: a person's edit saved between the write and the read
+// looks exactly like the write's outcome (a new resourceVersion), so the
+// read may be recorded as the controller's own only when it holds exactly
+// what was sent. Otherwise the draft counts as edited: it is kept, never
+// replaced, and the variant says DraftEdited.
+func (c *Controller) notOurs(ctx context.Context, pr *porchv1alpha1.PackageRevision, sent, files map[string]string) bool {
+	if helper.HoldsWhatWasWritten(sent, files) {
+		return false
+	}
+	klog.FromContext(ctx).V(2).Info("A draft read back after a write whose answer was lost holds more than that write; taking it for edited",
+		"packageRevision", klog.KObj(pr))
+	return true
 }
 
 // recordApplied remembers in the variant's status what its downstream pr

@@ -3,9 +3,12 @@ package packagevariant_test
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
@@ -142,6 +145,49 @@ func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
 		h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
 			Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
 	})
+}
+
+// TestLoopEditAfterALostAnswerIsKept: the answer to the controller's write
+// into its draft is lost (the write was made), and a person edits the draft
+// before the controller reads it back to learn the outcome: the soak's seed
+// 8 on a busy machine, where the two writes landed in the same millisecond.
+// The read shows a new resourceVersion, as the controller's own write would.
+// When upstream then moves, the draft holds the person's edit: it is kept
+// and the variant says DraftEdited. The controller used to record the files
+// it read back, edit included, as its own, and deleted the draft as
+// unedited three seconds later.
+func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	var lost, edited atomic.Bool
+	h.sim.OnWrite(func(_, _, what string) {
+		if what == "update packagerevisionresources "+draft && !lost.Swap(true) {
+			h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
+				Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+		}
+	})
+	// The first read of the draft after the lost answer: the person's edit
+	// is saved just before it is served.
+	prependReactor(h.sim, "get", "packagerevisionresources", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if a, ok := action.(clienttesting.GetAction); ok && a.GetName() == draft && lost.Load() && !edited.Swap(true) {
+			h.personEdits(draft)
+		}
+		return false, nil, nil
+	})
+	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	})
+	h.eventually("the lost write read back", edited.Load)
+	h.settle()
+	h.publishV2AndWait()
+	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
+	h.settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(t, h.files(draft))
+	mustContain(t, "package-context.yaml", h.files(draft)["package-context.yaml"], "tier: gold")
 }
 
 // TestLoopFailedStatusWriteIsNoEdit: the controller writes into its draft,
