@@ -3,6 +3,7 @@ package porchsim
 import (
 	"errors"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +37,33 @@ type Fault struct {
 	// happened but the client never learns it, as when a response is lost
 	// to a timeout. Without it the request fails with no effect.
 	AfterEffect bool
+	// Delay holds the answer back this long after the request was served
+	// (or refused), outside the Sim's lock: others' requests go on
+	// meanwhile, as on a machine too busy to run the client. The client's
+	// own clientset answers nothing else until then (a fake clientset
+	// serves one request at a time). With AfterEffect and no Err the
+	// request succeeds: only its answer is late.
+	Delay time.Duration
+	// Until, when set, ends the wait for the answer as soon as it is
+	// closed, Delay at the latest: a test stages what others do while a
+	// client waits for its answer.
+	Until <-chan struct{}
+}
+
+// lateAnswer reports whether f only delays a successful answer.
+func (f *Fault) lateAnswer() bool { return f.AfterEffect && f.Delay > 0 && f.Err == nil }
+
+// wait holds an answer back as f says.
+func (f *Fault) wait() {
+	if f == nil || f.Delay <= 0 {
+		return
+	}
+	t := time.NewTimer(f.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-f.Until:
+	}
 }
 
 type faultState struct {
@@ -91,22 +119,23 @@ func (s *Sim) faultLocked(r Request) *Fault {
 				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
 			}
 		}
-		out := f.Fault
-		if out.Err == nil {
-			out.Err = ServerError("injected fault")
-		}
-		return &out
+		return withDefaultErr(f.Fault)
 	}
 	if s.chaos != nil {
 		if f := s.chaos(r); f != nil {
-			out := *f
-			if out.Err == nil {
-				out.Err = ServerError("injected fault")
-			}
-			return &out
+			return withDefaultErr(*f)
 		}
 	}
 	return nil
+}
+
+// withDefaultErr gives a fault without Err the injected server error,
+// unless it only delays a successful answer.
+func withDefaultErr(f Fault) *Fault {
+	if f.Err == nil && !f.lateAnswer() {
+		f.Err = ServerError("injected fault")
+	}
+	return &f
 }
 
 // ConflictError returns the error an update with a stale resourceVersion

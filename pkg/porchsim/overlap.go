@@ -39,9 +39,12 @@ type writes struct {
 	mu       sync.Mutex
 	inflight map[repoRef]map[int64]inflightWrite // by write id
 	revision map[revisionRef]int                 // writes in progress per revision
-	seq      int64
-	overlaps []Overlap
-	hook     func(namespace, repository, what string)
+	// onRevision is the write in progress on each revision (at most one:
+	// a second is refused).
+	onRevision map[revisionRef]*write
+	seq        int64
+	overlaps   []Overlap
+	hook       func(namespace, repository, what string)
 	// onOverlap, when set, hears of each overlap as it happens (under the
 	// lock: it must not call back into the Sim).
 	onOverlap func(Overlap)
@@ -73,6 +76,7 @@ func (w *writes) begin(repo repoRef, rev revisionRef, what, user string) (*write
 	if w.inflight == nil {
 		w.inflight = map[repoRef]map[int64]inflightWrite{}
 		w.revision = map[revisionRef]int{}
+		w.onRevision = map[revisionRef]*write{}
 	}
 	if rev.name != "" && w.revision[rev] > 0 {
 		return nil, conflictInProgress(rev.namespace, rev.name)
@@ -93,15 +97,24 @@ func (w *writes) begin(repo repoRef, rev revisionRef, what, user string) (*write
 		w.inflight[repo] = map[int64]inflightWrite{}
 	}
 	w.inflight[repo][w.seq] = inflightWrite{what: what, user: user}
+	wr := &write{repo: repo, rev: rev, id: w.seq}
 	if rev.name != "" {
 		w.revision[rev]++
+		w.onRevision[rev] = wr
 	}
-	return &write{repo: repo, rev: rev, id: w.seq}, nil
+	return wr, nil
 }
 
+// end ends a write; ending one already ended does nothing.
 func (w *writes) end(wr *write) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if _, ok := w.inflight[wr.repo][wr.id]; !ok {
+		return
+	}
+	if w.onRevision[wr.rev] == wr {
+		delete(w.onRevision, wr.rev)
+	}
 	delete(w.inflight[wr.repo], wr.id)
 	if len(w.inflight[wr.repo]) == 0 {
 		delete(w.inflight, wr.repo)
@@ -110,6 +123,19 @@ func (w *writes) end(wr *write) {
 		if w.revision[wr.rev]--; w.revision[wr.rev] <= 0 {
 			delete(w.revision, wr.rev)
 		}
+	}
+}
+
+// served ends the write in progress on revision rev once the Sim has
+// served it, before its answer reaches the client: as in Porch, which
+// releases a revision when it has handled a request, an answer the client
+// gets late holds nothing up.
+func (w *writes) served(rev revisionRef) {
+	w.mu.Lock()
+	wr := w.onRevision[rev]
+	w.mu.Unlock()
+	if wr != nil {
+		w.end(wr)
 	}
 }
 

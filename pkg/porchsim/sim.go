@@ -287,8 +287,18 @@ func (s *Sim) ReleaseWatchEvents() {
 	s.notifyLocked()
 }
 
-// react serves every non-watch request of user's fake clientset.
+// react serves every non-watch request of user's fake clientset. A fault's
+// Delay is waited out after the Sim's lock is released.
 func (s *Sim) react(user string, action clienttesting.Action) (bool, runtime.Object, error) {
+	obj, err, fault := s.serve(user, action)
+	fault.wait()
+	return true, obj, err
+}
+
+// serve is react under the Sim's lock: the answer, and the fault that
+// holds it back (nil when none). A write whose answer is held back is no
+// longer in progress by the time anyone else can reach the Sim.
+func (s *Sim) serve(user string, action clienttesting.Action) (runtime.Object, error, *Fault) {
 	resource := action.GetResource().Resource
 	sub := action.GetSubresource()
 	verb := action.GetVerb()
@@ -299,14 +309,24 @@ func (s *Sim) react(user string, action clienttesting.Action) (bool, runtime.Obj
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	obj, err, fault := s.answerLocked(action, user, resource, sub, verb, path)
+	if fault != nil && fault.Delay > 0 {
+		s.writes.served(revisionRef{action.GetNamespace(), requestName(action)})
+	}
+	return obj, err, fault
+}
+
+// answerLocked serves a request, or fails it as the fault that applies to
+// it says; it returns that fault (nil when none).
+func (s *Sim) answerLocked(action clienttesting.Action, user, resource, sub, verb, path string) (runtime.Object, error, *Fault) {
 	s.requests[verb+" "+path]++
 	fault := s.faultLocked(Request{User: user, Verb: verb, Resource: path, Name: requestName(action)})
 	if fault != nil && !fault.AfterEffect {
-		return true, nil, fault.Err
+		return nil, fault.Err, fault
 	}
 	obj, err := s.serveLocked(action, resource, sub, verb)
 	if err != nil {
-		return true, nil, err
+		return nil, err, fault
 	}
 	if verb == "create" || verb == "update" || verb == "patch" {
 		if _, stored := kindsByResource[resource]; stored || resource == resPackageRevisions {
@@ -315,10 +335,10 @@ func (s *Sim) react(user string, action clienttesting.Action) (bool, runtime.Obj
 			}
 		}
 	}
-	if fault != nil {
-		return true, nil, fault.Err
+	if fault != nil && fault.Err != nil {
+		return nil, fault.Err, fault
 	}
-	return true, obj, nil
+	return obj, nil, fault
 }
 
 // requestName is the object name a request is about, "" for collections.

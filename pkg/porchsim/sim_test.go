@@ -169,6 +169,54 @@ func TestFaultAfterEffect(t *testing.T) {
 	}
 }
 
+// TestFaultLateAnswer: a fault with AfterEffect and a Delay but no error
+// serves the request at once and answers it late (a client on a busy
+// machine): another client sees the write, and may write the revision
+// itself (Porch released it when it had served the request), while the
+// answer is held back; the answer, when it comes, is the object as the
+// request stored it.
+func TestFaultLateAnswer(t *testing.T) {
+	s, c := fixture(t)
+	name := helper.PackageRevisionName("deploy", "foo", "packagevariant-1")
+	s.InjectFault(Fault{Verb: "create", Resource: "packagerevisions", Name: name, Times: 1, AfterEffect: true, Delay: 3 * time.Second})
+	type answer struct {
+		pr  *porchv1alpha1.PackageRevision
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		pr, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
+			newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)), metav1.CreateOptions{})
+		answered <- answer{pr, err}
+	}()
+	person := s.ClientsetAs("person")
+	waitUntil(t, func() bool {
+		_, err := person.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil
+	})
+	live, err := person.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Labels = map[string]string{"touched": "by-a-person"}
+	if _, err := person.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("a person's update while the answer is held back: %v", err)
+	}
+	select {
+	case a := <-answered:
+		t.Fatalf("the answer came with no delay: %v", a.err)
+	default:
+	}
+	select {
+	case a := <-answered:
+		if a.err != nil || a.pr == nil || a.pr.Name != name {
+			t.Errorf("late answer: %v, %v; want the created %s", a.pr, a.err, name)
+		}
+	case <-time.After(wait):
+		t.Fatalf("no answer within %v", wait)
+	}
+}
+
 func isNil(err error) bool { return err == nil }
 
 func receive(t *testing.T, ch <-chan watch.Event) watch.Event {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -59,6 +60,12 @@ type world struct {
 	killed atomic.Bool
 	// chaosOn enables the random faults.
 	chaosOn atomic.Bool
+	// justWritten receives, in a busy seed, the drafts whose write by the
+	// controllers was made but whose answer is held back: a person edits
+	// each at once, inside the window between the write and the
+	// controllers' next step, and then lets the answer go (see
+	// config.busy).
+	justWritten chan heldAnswer
 
 	// mu guards runner, rng and counts.
 	mu     sync.Mutex
@@ -68,6 +75,10 @@ type world struct {
 	// lock, so it needs no lock of its own.
 	chaosRng *rand.Rand
 	upstream int // the newest published upstream revision
+	// upstreamAt is when the newest upstream revision was published: new
+	// ones are spread over the chaos phase, so that drafts go stale (and
+	// are replaced) all through it, not only in its first seconds.
+	upstreamAt time.Time
 	// placeholders are the packages with a placeholder revision (main).
 	placeholders map[string]bool
 }
@@ -138,6 +149,7 @@ func newWorld(t *testing.T, cfg config) *world {
 		chaosRng:     rand.New(rand.NewPCG(uint64(cfg.seed), 2)),
 		placeholders: map[string]bool{},
 		start:        time.Now(),
+		justWritten:  make(chan heldAnswer, 64),
 	}
 	w.person = w.sim.ClientsetAs("person")
 	w.objects = []*unstructured.Unstructured{
@@ -238,10 +250,26 @@ func (w *world) chaos(r porchsim.Request) *porchsim.Fault {
 		w.count("fault", "process going down (restart)")
 		return &porchsim.Fault{Err: errors.New("dial tcp 10.96.0.1:443: connect: connection refused")}
 	}
-	if !w.chaosOn.Load() || w.chaosRng.Float64() >= 0.05 {
+	if !w.chaosOn.Load() {
 		return nil
 	}
 	write := r.Verb == "create" || r.Verb == "update" || r.Verb == "patch" || r.Verb == "delete"
+	// A write into a draft, in a busy seed: its answer may come late (or
+	// be lost late), and a person edits the draft meanwhile.
+	draftWrite := w.cfg.busy && (r.Verb == "create" && r.Resource == "packagerevisions" || r.Verb == "update" && r.Resource == "packagerevisionresources")
+	if w.chaosRng.Float64() >= 0.05 {
+		if !draftWrite || w.chaosRng.Float64() >= 0.4 {
+			return nil
+		}
+		f := &porchsim.Fault{AfterEffect: true}
+		if w.chaosRng.IntN(3) == 0 {
+			w.count("fault", "answer late (busy machine)")
+		} else {
+			w.count("fault", "answer lost late (busy machine)")
+			f.Err = porchsim.TimeoutError("the response was lost")
+		}
+		return w.holdForAPerson(r.Name, f)
+	}
 	kinds := []string{"500 without effect", "timeout without effect"}
 	if write {
 		kinds = append(kinds, "timeout after effect", "500 after effect")
@@ -257,14 +285,41 @@ func (w *world) chaos(r porchsim.Request) *porchsim.Fault {
 	switch kind {
 	case "timeout without effect":
 		return &porchsim.Fault{Err: porchsim.TimeoutError("the request timed out")}
-	case "timeout after effect":
-		return &porchsim.Fault{Err: porchsim.TimeoutError("the response was lost"), AfterEffect: true}
-	case "500 after effect":
-		return &porchsim.Fault{Err: porchsim.ServerError("the response was lost"), AfterEffect: true}
+	case "timeout after effect", "500 after effect":
+		f := &porchsim.Fault{Err: porchsim.ServerError("the response was lost"), AfterEffect: true}
+		if kind == "timeout after effect" {
+			f.Err = porchsim.TimeoutError("the response was lost")
+		}
+		if draftWrite {
+			return w.holdForAPerson(r.Name, f)
+		}
+		return f
 	case "conflict":
 		return &porchsim.Fault{Err: porchsim.ConflictError(r.Resource, r.Name)}
 	}
 	return &porchsim.Fault{}
+}
+
+// heldAnswer is a draft the controllers just wrote, whose answer waits
+// until done is closed.
+type heldAnswer struct {
+	draft string
+	done  chan struct{}
+}
+
+// holdForAPerson makes f hold the controllers' answer about draft back
+// until a person has edited the draft (a second at most), as a machine too
+// busy to run the controllers would: the edit lands between their write and
+// their next step. It is called with the Sim's lock held (from chaos), so
+// it does not wait to hand the draft over.
+func (w *world) holdForAPerson(draft string, f *porchsim.Fault) *porchsim.Fault {
+	h := heldAnswer{draft: draft, done: make(chan struct{})}
+	select {
+	case w.justWritten <- h:
+		f.Delay, f.Until = time.Second, h.done
+	default:
+	}
+	return f
 }
 
 // count is called with the Sim's lock held (from chaos) or not; it only
@@ -373,6 +428,54 @@ func (w *world) act(stop <-chan struct{}) {
 	}
 }
 
+// watchDrafts is the person of a busy seed who edits each draft the
+// controllers just wrote at once, as if they had opened it the moment it
+// changed, and only then lets the controllers' answer go; until stop is
+// closed.
+func (w *world) watchDrafts(stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(uint64(w.cfg.seed), 4))
+	for {
+		select {
+		case <-stop:
+			return
+		case h := <-w.justWritten:
+			w.editDraft(h.draft, fmt.Sprintf("edit-%d.yaml", rng.Int64()), "edit a draft the controllers just wrote")
+			close(h.done)
+		}
+	}
+}
+
+// editDraft adds file to a draft through Porch's API, as a person does; a
+// revision that is not a Draft (any more) is left alone.
+func (w *world) editDraft(name, file, what string) {
+	ctx := context.Background()
+	content := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  %s\n", file[:len(file)-5], editMark)
+	err := retry(func() error {
+		pr, err := w.person.PorchV1alpha1().PackageRevisions(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
+			return errNotADraft
+		}
+		prr, err := w.person.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		prr.Spec.Resources[file] = content
+		_, err = w.person.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+		return err
+	})
+	if err == nil {
+		w.mon.edited(name, file, content)
+		w.count("person", what)
+	}
+	w.logf("person edits %s (%s): %v", name, file, err)
+}
+
+// errNotADraft: a person does not edit a revision once it left Draft.
+var errNotADraft = errors.New("not a Draft")
+
 // retry runs a person's request until it succeeds or fails for good; a
 // person re-runs kubectl after a conflict.
 func retry(f func() error) error {
@@ -411,22 +514,7 @@ func (w *world) actOnce() {
 		if pr == nil {
 			return
 		}
-		file := fmt.Sprintf("edit-%d.yaml", w.rng.Int64())
-		content := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  %s\n", file[:len(file)-5], editMark)
-		err := retry(func() error {
-			prr, err := w.person.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			prr.Spec.Resources[file] = content
-			_, err = w.person.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
-			return err
-		})
-		if err == nil {
-			w.mon.edited(pr.Name, file, content)
-			w.count("person", "edit a draft")
-		}
-		w.logf("person edits %s (%s): %v", pr.Name, file, err)
+		w.editDraft(pr.Name, fmt.Sprintf("edit-%d.yaml", w.rng.Int64()), "edit a draft")
 	case n < 34: // propose a draft
 		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
 		if pr == nil {
@@ -455,10 +543,11 @@ func (w *world) actOnce() {
 		w.count("person", "publish a proposed revision")
 		w.logf("person publishes %s: %v", pr.Name, err)
 	case n < 52: // publish a new upstream revision
-		if w.upstream >= maxUpstream {
+		if w.upstream >= maxUpstream || time.Since(w.upstreamAt) < w.cfg.duration/maxUpstream {
 			return
 		}
 		w.upstream++
+		w.upstreamAt = time.Now()
 		_, err := w.sim.AddPublished(ns, "blueprints", "app", w.upstream, blueprint(w.upstream))
 		w.count("person", "publish a new upstream revision")
 		w.logf("person publishes blueprints/app revision %d: %v", w.upstream, err)
@@ -534,6 +623,9 @@ func (w *world) actOnce() {
 // runSeed soaks one seed and checks the invariants; it returns what it
 // did.
 func runSeed(t *testing.T, cfg config) *counts {
+	if cfg.busy {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
 	w := newWorld(t, cfg)
 	ctx := context.Background()
 	// The starting fleet: the set and the hand variants.
@@ -551,8 +643,9 @@ func runSeed(t *testing.T, cfg config) *counts {
 	w.chaosOn.Store(true)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); w.act(stop) }()
+	go func() { defer wg.Done(); w.watchDrafts(stop) }()
 	go func() { defer wg.Done(); w.disturb(stop) }()
 	time.Sleep(cfg.duration) // the length of the chaos phase, not a wait for a condition
 	close(stop)
