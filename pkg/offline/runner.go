@@ -58,6 +58,11 @@ type Options struct {
 	// waiting); the in-cluster controller waits
 	// packagevariantset.DefaultReadinessDelay.
 	ReadinessDelay time.Duration
+	// User, when set, is the client of the Sim the controllers act as
+	// (Sim.ClientsetAs): controllers started again, as a new process would
+	// be, are then a client of their own, whose writes the Sim does not
+	// take for an overlap with the old ones'. "": Sim.Clientset().
+	User string
 }
 
 // Event is an Event a controller recorded.
@@ -110,6 +115,9 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	}
 	objects := ondemand.New(ctx, ondemand.Options{Dynamic: objs.dyn, Mapper: objs.mapper})
 	client := sim.Clientset()
+	if opts.User != "" {
+		client = sim.ClientsetAs(opts.User)
+	}
 	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(client), 0)
 	track := func(resource string, inf interface {
 		Informer() cache.SharedIndexInformer

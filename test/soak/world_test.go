@@ -28,10 +28,12 @@ import (
 )
 
 const (
-	ns       = "soak"
-	decoyNS  = "decoy"
-	setName  = "fleet"
-	handRepo = "hand"
+	// personUser is the Sim user of the people (Sim.ClientsetAs).
+	personUser = "person"
+	ns         = "soak"
+	decoyNS    = "decoy"
+	setName    = "fleet"
+	handRepo   = "hand"
 	// color is what the soak's settings ConfigMap holds; the decoy of the
 	// same name in another namespace holds decoyColor.
 	color      = "teal"
@@ -55,9 +57,12 @@ type world struct {
 	counts  *counts
 	start   time.Time
 
-	// killed fails every request of the controllers: the process is
-	// going down (a restart mid-sync).
-	killed atomic.Bool
+	// live is the Sim user of the controllers running now ("" while they
+	// are going down): each start is a client of its own, as a new process
+	// is, and every request of another (a process going down, a restart
+	// mid-sync) fails.
+	live        atomic.Value // string
+	incarnation int
 	// chaosOn enables the random faults.
 	chaosOn atomic.Bool
 	// justWritten receives, in a busy seed, the drafts whose write by the
@@ -151,7 +156,7 @@ func newWorld(t *testing.T, cfg config) *world {
 		start:        time.Now(),
 		justWritten:  make(chan heldAnswer, 64),
 	}
-	w.person = w.sim.ClientsetAs("person")
+	w.person = w.sim.ClientsetAs(personUser)
 	w.objects = []*unstructured.Unstructured{
 		configMap(ns, "settings", color),
 		configMap(decoyNS, "settings", decoyColor),
@@ -243,10 +248,10 @@ func (w *world) handVariant(i int) *configv1alpha1.PackageVariant {
 
 // chaos decides the fate of each request of the controllers.
 func (w *world) chaos(r porchsim.Request) *porchsim.Fault {
-	if r.User != "" {
+	if r.User == personUser {
 		return nil // people retry by hand; their requests are not faulted
 	}
-	if w.killed.Load() {
+	if live, _ := w.live.Load().(string); r.User != live {
 		w.count("fault", "process going down (restart)")
 		return &porchsim.Fault{Err: errors.New("dial tcp 10.96.0.1:443: connect: connection refused")}
 	}
@@ -338,10 +343,14 @@ func (w *world) count(what, kind string) {
 var countMu sync.Mutex
 
 func (w *world) startControllers() {
+	w.incarnation++
+	user := fmt.Sprintf("controllers-%d", w.incarnation)
+	w.live.Store(user)
 	r, err := offline.Start(w.ctx, w.sim, offline.Options{
 		Objects:        w.objects,
 		Workers:        4,
 		ReadinessDelay: 20 * time.Millisecond,
+		User:           user,
 	})
 	if err != nil {
 		w.t.Fatalf("start the controllers: %v", err)
@@ -358,9 +367,8 @@ func (w *world) restart() {
 	w.mu.Lock()
 	r := w.runner
 	w.mu.Unlock()
-	w.killed.Store(true)
+	w.live.Store("")
 	r.Stop()
-	w.killed.Store(false)
 	w.startControllers()
 	countMu.Lock()
 	w.counts.restarts++
