@@ -447,10 +447,62 @@ func TestRenderFunctionNotRunOffline(t *testing.T) {
 	if !strings.Contains(r.stderr, "not run offline, only Porch's function runner can run "+image) {
 		t.Errorf("stderr does not warn:\n%s", r.stderr)
 	}
-	r = variantctl(t, "render", "-f", "testdata/functions.yaml", "--package", examplesPackage, "--out", t.TempDir())
+	// The draft's Kptfile, in the YAML stream and as written with --out,
+	// says what happened: no step claims the function ran and passed, and
+	// Rendered is not True.
+	checkKptfile := func(where, kf string) {
+		t.Helper()
+		status := kf[strings.Index(kf, "\nstatus:")+1:]
+		for _, want := range []string{"status: Unknown", "reason: NotRunOffline", image} {
+			if !strings.Contains(status, want) {
+				t.Errorf("%s: the Kptfile's status lacks %q:\n%s", where, want, status)
+			}
+		}
+		if strings.Contains(status, "RenderSuccess") || strings.Contains(status, "- image: "+image) {
+			t.Errorf("%s: the Kptfile's status says the function ran:\n%s", where, status)
+		}
+	}
+	if !strings.Contains(r.stdout, "reason: NotRunOffline") || strings.Contains(r.stdout, "reason: RenderSuccess") {
+		t.Errorf("the YAML stream's Kptfile does not say the function did not run:\n%s", r.stdout)
+	}
+	if at := strings.Index(r.stdout, "renderStatus:\n          mutationSteps:"); at < 0 {
+		t.Errorf("the YAML stream holds no Kptfile renderStatus:\n%s", r.stdout)
+	} else if steps, _, _ := strings.Cut(r.stdout[at:], "workspaceName:"); strings.Contains(steps, image) {
+		t.Errorf("the Kptfile's renderStatus lists the function that did not run:\n%s", steps)
+	}
+	dir := t.TempDir()
+	r = variantctl(t, "render", "-f", "testdata/functions.yaml", "--package", examplesPackage, "--out", dir)
 	r.want(t, exitOK)
 	if !strings.Contains(r.stdout, "NOT RUN OFFLINE") || !strings.Contains(r.stdout, image) {
 		t.Errorf("the table does not show the function not run:\n%s", r.stdout)
+	}
+	kptfiles, err := filepath.Glob(filepath.Join(dir, "*", "*", "*", "Kptfile"))
+	if err != nil || len(kptfiles) != 1 {
+		t.Fatalf("drafts written: %v (%v), want one", kptfiles, err)
+	}
+	b, err := os.ReadFile(kptfiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKptfile(kptfiles[0], string(b))
+}
+
+// TestRenderFailureOnCreate: a blueprint whose own pipeline fails cannot
+// even be cloned (Porch refuses the create with the renderer's message):
+// the run ends at once with exit status 1 and the variant's RenderFailed
+// condition naming the blueprint's functions, not with a timeout.
+func TestRenderFailureOnCreate(t *testing.T) {
+	r := variantctl(t, "render", "-f", "testdata/broken-blueprint.yaml", "--package", "blueprints/broken=testdata/broken-blueprint", "--timeout", "60s")
+	r.want(t, exitNotReady)
+	for _, want := range []string{"PackageVariant team/copy is not Ready", "Ready=False (RenderFailed)",
+		"Porch could not create draft edge.copy.packagevariant-1 (clone of blueprints.broken.v1)",
+		"blueprints.broken.v1: broken-script (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "did not settle") {
+		t.Errorf("the run waited for its timeout:\n%s", r.stderr)
 	}
 }
 

@@ -792,8 +792,11 @@ func TestRenderFailureOnCreateIsTheRenderersOwn500(t *testing.T) {
 		if !strings.HasPrefix(msg, "fn.render: pkg /:") || !strings.Contains(msg, "pkg.render:") || !strings.Contains(msg, "pipeline.run:") {
 			t.Errorf("push=%v: message %q, want the renderer's own (fn.render: pkg /: ... pipeline.run: ...)", push, st.Status().Message)
 		}
-		if strings.Contains(strings.ToLower(msg), "error rendering package in kpt function pipeline") || helper.IsRenderFailure(err) {
+		if strings.Contains(strings.ToLower(msg), "error rendering package in kpt function pipeline") {
 			t.Errorf("push=%v: message %q is that of a failed resources update", push, st.Status().Message)
+		}
+		if details, stored := helper.RenderFailureDetails(err); details != msg || stored {
+			t.Errorf("push=%v: classified as %q, stored=%v; want a render failure with the renderer's message, nothing stored", push, details, stored)
 		}
 		if _, err := s.PackageRevision(ns, "deploy.foo.ws"); !apierrors.IsNotFound(err) {
 			t.Errorf("push=%v: the refused create stored a revision: %v", push, err)
@@ -959,5 +962,64 @@ func TestOverlappingWritesOnOneRevisionConflict(t *testing.T) {
 	got.Labels["write"] = "third"
 	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("a write after the first ended: %v", err)
+	}
+}
+
+// TestRenderFailureOnEveryCreatePath: the edit of a published revision and
+// the upgrade to an upstream revision whose pipelines fail are refused at
+// the create as the clone is (TestRenderFailureOnCreateIsTheRenderersOwn500):
+// a 500 with the renderer's own message, nothing stored.
+func TestRenderFailureOnEveryCreatePath(t *testing.T) {
+	failing := func(rev int, image string) map[string]string {
+		files := blueprint(rev, image, "")
+		files[kptfileName] = strings.Replace(files[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+		return files
+	}
+	cases := map[string]struct {
+		stage func(t *testing.T, s *Sim) porchv1alpha1.Task
+	}{
+		"an edit of a published revision whose pipeline fails": {
+			stage: func(t *testing.T, s *Sim) porchv1alpha1.Task {
+				if _, err := s.AddPublished(ns, "deploy", "foo", 1, failing(1, "app:v1")); err != nil {
+					t.Fatal(err)
+				}
+				return editTask("deploy.foo.v1")
+			},
+		},
+		"an upgrade to an upstream revision whose pipeline fails": {
+			stage: func(t *testing.T, s *Sim) porchv1alpha1.Task {
+				draft := create(t, s.Clientset(), newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+				if err := s.Publish(ns, draft.Name); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.AddPublished(ns, "blueprints", "app", 2, failing(1, "app:v2")); err != nil {
+					t.Fatal(err)
+				}
+				return upgradeTask(upstreamV1, "blueprints.app.v2", draft.Name)
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, c := fixture(t)
+			task := tc.stage(t, s)
+			in := newDraft("deploy", "foo", "new", task)
+			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
+			_, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), in, metav1.CreateOptions{})
+			var st apierrors.APIStatus
+			if !apierrors.IsInternalError(err) || !errors.As(err, &st) {
+				t.Fatalf("got %v, want a 500", err)
+			}
+			msg := strings.TrimPrefix(st.Status().Message, "Internal error occurred: ")
+			if !strings.HasPrefix(msg, "fn.render: pkg /:") || !strings.Contains(msg, "pipeline.run:") {
+				t.Errorf("message %q, want the renderer's own (fn.render: pkg /: ... pipeline.run: ...)", st.Status().Message)
+			}
+			if details, stored := helper.RenderFailureDetails(err); details != msg || stored {
+				t.Errorf("classified as %q, stored=%v; want the renderer's message, nothing stored", details, stored)
+			}
+			if _, err := s.PackageRevision(ns, "deploy.foo.new"); !apierrors.IsNotFound(err) {
+				t.Errorf("the refused create stored a revision: %v", err)
+			}
+		})
 	}
 }

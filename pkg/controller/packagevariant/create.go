@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
@@ -57,7 +60,18 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 			Tasks:          []porchv1alpha1.Task{task},
 		},
 	}
+	made := describeTask(task)
+	if d := c.renderRetries.wait(pv.UID, createRetryKey(pr.Name, made)); d > 0 {
+		// Its render failed, and it would be made from the same revisions.
+		return nil, &renderPending{draft: pr.Name, after: d}
+	}
 	created, err := c.porch.create(ctx, pr)
+	if rerr, ok := isRenderError(err); ok {
+		// Porch stored nothing (measured): no draft to wait for.
+		rerr.creating = made
+		rerr.candidates = c.pipelineFunctions(ctx, pv, task)
+		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
+	}
 	if apierrors.IsAlreadyExists(err) {
 		// A retry after a lost response, or a cache that lags: the draft is
 		// there. Wait until the cache shows it rather than make another.
@@ -148,6 +162,82 @@ func copyMap(in map[string]string) map[string]string {
 	out := make(map[string]string, len(in))
 	for k, v := range in {
 		out[k] = v
+	}
+	return out
+}
+
+// describeTask says what a draft is made from, as people read it.
+func describeTask(task porchv1alpha1.Task) string {
+	switch {
+	case task.Clone != nil && task.Clone.Upstream.UpstreamRef != nil:
+		return "clone of " + task.Clone.Upstream.UpstreamRef.Name
+	case task.Edit != nil && task.Edit.Source != nil:
+		return "edit of " + task.Edit.Source.Name
+	case task.Upgrade != nil:
+		return fmt.Sprintf("upgrade of %s from %s to %s", task.Upgrade.LocalPackageRevisionRef.Name, task.Upgrade.OldUpstream.Name, task.Upgrade.NewUpstream.Name)
+	}
+	return string(task.Type)
+}
+
+// pipelineFunctions lists the functions of the pipeline Porch ran when it
+// made a draft by task: those of the revisions the draft is made from (the
+// upstream of a clone, the source of an edit, both sides of an upgrade),
+// each read from its Kptfile, and those the variant prepends. A revision
+// whose files cannot be read is named as such: the list is a pointer for a
+// person, not a verdict.
+func (c *Controller) pipelineFunctions(ctx context.Context, pv *configv1alpha1.PackageVariant, task porchv1alpha1.Task) []string {
+	var sources []string
+	switch {
+	case task.Clone != nil && task.Clone.Upstream.UpstreamRef != nil:
+		sources = []string{task.Clone.Upstream.UpstreamRef.Name}
+	case task.Edit != nil && task.Edit.Source != nil:
+		sources = []string{task.Edit.Source.Name}
+	case task.Upgrade != nil:
+		sources = []string{task.Upgrade.NewUpstream.Name, task.Upgrade.LocalPackageRevisionRef.Name}
+	}
+	var out []string
+	for _, name := range sources {
+		prr, err := c.porch.getResources(ctx, &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: pv.Namespace, Name: name}})
+		if err != nil {
+			out = append(out, name+": (its files could not be read)")
+			continue
+		}
+		if fns := pipelineOf(prr.Spec.Resources[kptfilev1.KptFileName]); len(fns) > 0 {
+			out = append(out, name+": "+strings.Join(fns, ", "))
+		}
+	}
+	if fns := functionNames(pv.Spec.Pipeline); len(fns) > 0 {
+		out = append(out, "prepended by the variant: "+strings.Join(fns, ", "))
+	}
+	return out
+}
+
+// pipelineOf names the functions of a Kptfile's pipeline ("" Kptfile or
+// one that does not parse: none).
+func pipelineOf(kptfile string) []string {
+	var kf kptfilev1.KptFile
+	if err := yaml.Unmarshal([]byte(kptfile), &kf); err != nil {
+		return nil
+	}
+	return functionNames(kf.Pipeline)
+}
+
+// functionNames names a pipeline's mutators and validators, in order:
+// "name (image)", or the image (or exec) alone.
+func functionNames(p *kptfilev1.Pipeline) []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range append(append([]kptfilev1.Function{}, p.Mutators...), p.Validators...) {
+		what := f.Image
+		if what == "" {
+			what = f.Exec
+		}
+		if f.Name != "" {
+			what = f.Name + " (" + what + ")"
+		}
+		out = append(out, what)
 	}
 	return out
 }

@@ -221,3 +221,117 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 		t.Errorf("%d deletes of package revisions, want none: the Proposed revision is a person's decision", n)
 	}
 }
+
+// brokenKptfile is the blueprint's Kptfile with a pipeline whose one
+// function, built into Porch, runs and fails.
+const brokenKptfile = kptfileV1 + `pipeline:
+  mutators:
+  - name: broken
+    image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5
+    configMap:
+      source: "def broken(:"
+`
+
+// brokenFiles are the blueprint's files with that pipeline.
+func brokenFiles() map[string]string {
+	files := blueprintFiles(1, "broken\n")
+	files["Kptfile"] = brokenKptfile
+	return files
+}
+
+// expectCreateRenderFailure waits for the variant to say, as RenderFailed,
+// that Porch could not create its draft because the pipeline failed, made
+// from what, which functions ran and what Porch said; one Warning event;
+// no draft; the create tried once while its backoff runs.
+func expectCreateRenderFailure(h *harness, name, draft, made string, functions ...string) {
+	h.t.Helper()
+	cond := h.waitCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
+	want := append([]string{"Porch could not create draft " + draft + " (" + made + ")", "pipeline.run:", "Porch stored nothing"}, functions...)
+	for _, w := range want {
+		if !strings.Contains(cond.Message, w) {
+			h.t.Errorf("Ready message lacks %q:\n%s", w, cond.Message)
+		}
+	}
+	h.settle()
+	if _, err := h.sim.PackageRevision(testNS, draft); err == nil {
+		h.t.Errorf("draft %s exists; Porch stores nothing when a create fails to render", draft)
+	}
+	if n := len(h.eventsMatching("Porch could not create draft")); n != 1 {
+		h.t.Errorf("%d RenderFailed events, want 1: %v", n, h.eventsMatching("RenderFailed"))
+	}
+	if n := h.sim.Requests()["create packagerevisions"]; n != 1 {
+		h.t.Errorf("%d creates, want 1: the retry waits for its backoff, not for the next event", n)
+	}
+}
+
+// TestLoopCloneRenderFailure: the clone of a blueprint whose own pipeline
+// fails is refused by Porch with the renderer's message. The variant says
+// so as RenderFailed, naming the functions of the blueprint's pipeline and
+// the ones it prepends (Porch does not say which failed), and retries on
+// the render backoff; a new upstream revision is cloned at once.
+func TestLoopCloneRenderFailure(t *testing.T) {
+	h := newHarness(t)
+	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "bad", 1, brokenFiles()); err != nil {
+		t.Fatal(err)
+	}
+	pv := customised("bad", "bad")
+	pv.Spec.Upstream.Package = "bad"
+	h.create(pv)
+	expectCreateRenderFailure(h, "bad", "deploy.bad.packagevariant-1", "clone of blueprints.bad.v1",
+		"blueprints.bad.v1: broken (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)",
+		"prepended by the variant: set-ns (")
+
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "bad", 2, blueprintFiles(2, "fixed\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRevisions("bad", "packagevariant-1:Draft")
+	h.waitReady("bad")
+}
+
+// TestLoopUpgradeRenderFailure: the upgrade of a published downstream to a
+// new upstream revision whose pipeline fails is refused by Porch at the
+// create; the variant says so, naming both sides' functions.
+func TestLoopUpgradeRenderFailure(t *testing.T) {
+	h := newHarness(t)
+	h.create(newVariant("app", "app"))
+	h.waitReady("app")
+	h.settle()
+	draft := h.revisions("app")[0].Name
+	if err := h.sim.Propose(testNS, draft); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sim.Publish(testNS, draft); err != nil {
+		t.Fatal(err)
+	}
+	h.waitReady("app")
+	h.settle()
+	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
+	h.sim.ResetRequests()
+	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, brokenFiles()); err != nil {
+		t.Fatal(err)
+	}
+	expectCreateRenderFailure(h, "app", "deploy.app.packagevariant-2",
+		"upgrade of deploy.app.packagevariant-1 from blueprints.app.v1 to blueprints.app.v2",
+		"blueprints.app.v2: broken (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)")
+	h.expectRevisions("app", "packagevariant-1:Published")
+}
+
+// TestLoopEditRenderFailure: a downstream revision pushed to git with a
+// pipeline that fails, adopted by the variant: the edit that would apply
+// the variant's changes is refused by Porch at the create.
+func TestLoopEditRenderFailure(t *testing.T) {
+	h := newHarness(t, withSim(func(s *porchsim.Sim) {
+		files := brokenFiles()
+		files["package-context.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: app\n"
+		if _, err := s.AddPublished(testNS, "deploy", "app", 1, files); err != nil {
+			panic(err)
+		}
+	}))
+	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
+	pv := tiered("app", "app", "gold")
+	pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
+	h.create(pv)
+	expectCreateRenderFailure(h, "app", "deploy.app.packagevariant-1", "edit of deploy.app.v1",
+		"deploy.app.v1: broken (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)")
+}

@@ -28,9 +28,10 @@ type porchWriter struct {
 	locks  *repolock.Locks
 }
 
-// renderError is Porch's answer to a resources update whose pipeline
-// failed. details is what the pipeline said; stored says whether Porch kept
-// the files anyway (porch.kpt.dev/push-on-render-failure) or stored nothing.
+// renderError is Porch's answer to a write whose pipeline failed to
+// render: a resources update, or the create of a draft. details is what the
+// pipeline said; stored says whether Porch kept the files anyway
+// (porch.kpt.dev/push-on-render-failure) or stored nothing.
 type renderError struct {
 	name    string
 	details string
@@ -38,8 +39,26 @@ type renderError struct {
 	// functions are the failed functions and what they said, when Porch
 	// stored the Kptfile that records them.
 	functions []string
-	err       error
+	// creating describes the task of a create that failed ("clone of
+	// blueprints.app.v1"); "" for an update. Porch stores nothing then, and
+	// its message does not name the function: candidates lists the
+	// functions of the pipeline that ran, so a person knows where to look.
+	creating   string
+	candidates []string
+	err        error
 }
+
+// retryKey is what the render-failure backoff counts the failure under: the
+// draft for an update; for a create, the draft and what it is made from,
+// so that a new upstream revision is tried at once.
+func (e *renderError) retryKey() string {
+	if e.creating == "" {
+		return e.name
+	}
+	return createRetryKey(e.name, e.creating)
+}
+
+func createRetryKey(name, task string) string { return name + " (" + task + ")" }
 
 func (e *renderError) Error() string {
 	return fmt.Sprintf("rendering %s failed: %s", e.name, e.details)

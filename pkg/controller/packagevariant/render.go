@@ -14,8 +14,9 @@ import (
 )
 
 // Render retries: a draft whose pipeline failed to render is written again
-// (so that Porch renders again) on a backoff of its own, 5s doubling to 5m,
-// for as long as it fails. Not sooner: Porch stores the failed files
+// (so that Porch renders again), and a draft whose create failed to render
+// is created again, on a backoff of its own, 5s doubling to 5m, for as long
+// as it fails. Not sooner: Porch stores the failed files
 // (push-on-render-failure), and the event of that write would otherwise
 // make the variant render again at once, for ever. A change of the
 // variant's inputs (its spec, its upstream, an injected object) writes at
@@ -25,8 +26,9 @@ const (
 	renderRetryMax   = 5 * time.Minute
 )
 
-// renderRetries remembers, per variant, the draft whose render failed, how
-// often in a row, and when the next attempt is due.
+// renderRetries remembers, per variant, the write whose render failed (its
+// renderError.retryKey: the draft, or the create), how often in a row, and
+// when the next attempt is due.
 type renderRetries struct {
 	mu         sync.Mutex
 	now        func() time.Time
@@ -35,7 +37,7 @@ type renderRetries struct {
 }
 
 type renderRetry struct {
-	draft    string
+	key      string
 	failures int
 	next     time.Time
 }
@@ -44,14 +46,14 @@ func newRenderRetries() *renderRetries {
 	return &renderRetries{now: time.Now, first: renderRetryFirst, max: renderRetryMax, m: map[types.UID]renderRetry{}}
 }
 
-// failed records a failed render of draft and returns how long to wait
-// before the next attempt.
-func (r *renderRetries) failed(uid types.UID, draft string) time.Duration {
+// failed records a failed render of the write key and returns how long to
+// wait before the next attempt.
+func (r *renderRetries) failed(uid types.UID, key string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rr := r.m[uid]
-	if rr.draft != draft {
-		rr = renderRetry{draft: draft}
+	if rr.key != key {
+		rr = renderRetry{key: key}
 	}
 	rr.failures++
 	d := r.first
@@ -64,13 +66,13 @@ func (r *renderRetries) failed(uid types.UID, draft string) time.Duration {
 	return d
 }
 
-// wait is how long until the next attempt to render draft is due (0: now,
+// wait is how long until the next attempt of the write key is due (0: now,
 // or nothing known, as after a restart).
-func (r *renderRetries) wait(uid types.UID, draft string) time.Duration {
+func (r *renderRetries) wait(uid types.UID, key string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rr, ok := r.m[uid]
-	if !ok || rr.draft != draft {
+	if !ok || rr.key != key {
 		return 0
 	}
 	return max(rr.next.Sub(r.now()), 0)

@@ -83,6 +83,27 @@ func setReady(pv *configv1alpha1.PackageVariant, message string) {
 // do. A Warning event is recorded when the failure starts or its message
 // changes, not on every retry.
 func (c *Controller) reportRenderFailure(pv *configv1alpha1.PackageVariant, rerr *renderError) {
+	msg := renderFailureMessage(rerr)
+	prev := meta.FindStatusCondition(pv.Status.Conditions, ConditionReady)
+	if prev == nil || prev.Reason != ReasonRenderFailed || prev.Message != msg {
+		c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRenderFailed, "%s", msg)
+	}
+	setNotReady(pv, ReasonRenderFailed, msg)
+}
+
+// renderFailureMessage says which package's pipeline failed, which function
+// (or, for a create, where Porch does not say, which functions ran), what
+// it said, what Porch kept and what to do.
+func renderFailureMessage(rerr *renderError) string {
+	const fix = "Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff"
+	if rerr.creating != "" {
+		ran := "none could be listed"
+		if len(rerr.candidates) > 0 {
+			ran = strings.Join(rerr.candidates, "; ")
+		}
+		return fmt.Sprintf("Porch could not create draft %s (%s): its pipeline failed to render: %s. Porch stored nothing, and does not say which function failed; the pipeline's functions: %s. %s",
+			rerr.name, rerr.creating, lastLine(rerr.details), ran, fix)
+	}
 	kept := "Porch stored nothing: the draft keeps the files it had"
 	if rerr.stored {
 		kept = "Porch stored the variant's changes unrendered, and the draft's Kptfile says Rendered=False: Porch refuses to propose it until it renders"
@@ -93,13 +114,7 @@ func (c *Controller) reportRenderFailure(pv *configv1alpha1.PackageVariant, rerr
 	if len(rerr.functions) > 0 {
 		said = strings.Join(rerr.functions, "; ") + " (Porch: " + lastLine(rerr.details) + ")"
 	}
-	msg := fmt.Sprintf("the pipeline of %s failed to render: %s. %s. Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff",
-		rerr.name, said, kept)
-	prev := meta.FindStatusCondition(pv.Status.Conditions, ConditionReady)
-	if prev == nil || prev.Reason != ReasonRenderFailed || prev.Message != msg {
-		c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRenderFailed, "%s", msg)
-	}
-	setNotReady(pv, ReasonRenderFailed, msg)
+	return fmt.Sprintf("the pipeline of %s failed to render: %s. %s. %s", rerr.name, said, kept, fix)
 }
 
 // setTargets lists the downstream revisions the variant controls: its

@@ -217,7 +217,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 	var pending *renderPending
 	if rerr, ok := isRenderError(err); ok {
 		c.reportRenderFailure(pv, rerr)
-		err = workloop.RetryAfter(c.renderRetries.failed(pv.UID, rerr.name), err)
+		err = workloop.RetryAfter(c.renderRetries.failed(pv.UID, rerr.retryKey()), err)
 	} else if errors.As(err, &pending) {
 		// Still failing as reported; the status says so already.
 		err = workloop.RetryAfter(pending.after, nil)

@@ -450,3 +450,41 @@ func TestSetStatusWriteOnAStaleCache(t *testing.T) {
 	h.sim.ReleaseWatchEvents()
 	h.settle()
 }
+
+// TestSetCountsVariantsWhoseCloneFailsToRender: a set over a blueprint
+// whose own pipeline fails: Porch refuses every clone with the renderer's
+// message. Each variant says RenderFailed, and the set counts them as
+// existing but not Ready.
+func TestSetCountsVariantsWhoseCloneFailsToRender(t *testing.T) {
+	const n = 2
+	h := newHarnessWithSim(t, fleet(n, "prod"), func(s *porchsim.Sim) {
+		files := blueprint("v2, broken\n")
+		files["Kptfile"] += `pipeline:
+  mutators:
+  - name: broken
+    image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5
+    configMap:
+      source: "def broken(:"
+`
+		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, files); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
+	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
+	h.eventually("every variant RenderFailed, the set counting none Ready", func() bool {
+		for _, pv := range h.variants() {
+			c := meta.FindStatusCondition(pv.Status.Conditions, "Ready")
+			if c == nil || c.Reason != "RenderFailed" || !strings.Contains(c.Message, "Porch could not create draft") {
+				return false
+			}
+		}
+		st := h.getSet("edge").Status
+		return st.DesiredVariants == n && st.ExistingVariants == n && st.ReadyVariants == 0
+	})
+	for _, pv := range h.variants() {
+		if c := meta.FindStatusCondition(pv.Status.Conditions, "Ready"); !strings.Contains(c.Message, "blueprints.app.v2: broken (") {
+			t.Errorf("%s: the message does not name the blueprint's functions: %s", pv.Name, c.Message)
+		}
+	}
+}

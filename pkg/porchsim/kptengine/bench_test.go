@@ -31,6 +31,15 @@ func BenchmarkRender(b *testing.B) {
 		noPipeline[name] = text
 	}
 	noPipeline["Kptfile"] = regexp.MustCompile(`(?s)\npipeline:.*`).ReplaceAllString(files["Kptfile"], "\n")
+	render := func(b *testing.B, files map[string]string) {
+		res, err := Render(context.Background(), files, RenderOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Failed {
+			b.Fatalf("render failed: %s", res.Message)
+		}
+	}
 	for _, c := range []struct {
 		name  string
 		files map[string]string
@@ -38,14 +47,18 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := Render(context.Background(), c.files, RenderOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res.Failed {
-					b.Fatalf("render failed: %s", res.Message)
-				}
+				render(b, c.files)
 			}
+		})
+		// Renders of many drafts at once, as porchsim serves concurrent
+		// writes: the starlark function runs one at a time (oneAtATime).
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					render(b, c.files)
+				}
+			})
 		})
 	}
 }

@@ -32,9 +32,22 @@ var builtinFunctions = func() map[string]fnsdk.ResourceListProcessor {
 	}
 	add("apply-replacements", replacements.ApplyReplacements, "v0.1", "v0.1.5")
 	add("set-namespace", setnamespace.Run, "v0.4", "v0.4.5")
-	add("starlark", starlark.Process, "v0.5", "v0.5.5")
+	add("starlark", oneAtATime(starlark.Process), "v0.5", "v0.5.5")
 	return m
 }()
+
+// oneAtATime runs p for one render at a time. The starlark function sets
+// package-level options of the Starlark interpreter (go.starlark.net's
+// resolve.AllowSet and others) on every run, which races with another run
+// reading them; renders run concurrently outside porchsim's lock.
+func oneAtATime(p fnsdk.ResourceListProcessorFunc) fnsdk.ResourceListProcessorFunc {
+	var mu sync.Mutex
+	return func(rl *fnsdk.ResourceList) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return p(rl)
+	}
+}
 
 // IsBuiltin tells whether Porch runs the function image itself, without a
 // function runner. The image is compared as Porch compares it: exactly, so

@@ -15,7 +15,10 @@ import (
 const (
 	conditionTypeRendered = "Rendered"
 	reasonRenderSuccess   = "RenderSuccess"
-	reasonRenderFailed    = "RenderFailed"
+	// reasonNotRunOffline: offline (SkipNotBuiltin), some functions of the
+	// pipeline did not run; not Porch's, which runs them all or fails.
+	reasonNotRunOffline = "NotRunOffline"
+	reasonRenderFailed  = "RenderFailed"
 )
 
 // kptfileDoc is the layout in which kpt v1.0.0-beta.62.1 (the kpt Porch is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"path"
+	"slices"
 	"strings"
 
 	fnresult "github.com/kptdev/kpt/pkg/api/fnresult/v1"
@@ -29,9 +30,11 @@ const (
 	FailNotBuiltin NotBuiltinPolicy = iota
 	// SkipNotBuiltin passes the resources through such a function unchanged
 	// and lists its image in RenderResult.Skipped, so that an offline tool
-	// can render what it can and say what it could not. The function still
-	// gets its result and its step in the Kptfile, with exit code 0 and no
-	// messages: Skipped is what tells it apart.
+	// can render what it can and say what it could not. The files say so
+	// too: such a function has no step in the Kptfile's renderStatus and
+	// no item in Results (nothing claims it ran and passed), and a render
+	// that did not fail records Rendered as Unknown, reason
+	// NotRunOffline, naming the functions, rather than RenderSuccess.
 	SkipNotBuiltin
 )
 
@@ -112,6 +115,8 @@ func render(ctx context.Context, files map[string]string, runtime *functionRunti
 		return nil, err
 	}
 	plan := planPipeline(ctx, input, pkgDir, runnerOptions)
+	notRun := func(rs *renderStatus) *renderStatus { return withoutSteps(rs, res.Skipped) }
+	res.Results.Items = slices.DeleteFunc(res.Results.Items, func(r kptfilev1.Result) bool { return slices.Contains(res.Skipped, r.Image) })
 
 	if renderErr != nil {
 		res.Failed = true
@@ -132,7 +137,7 @@ func render(ctx context.Context, files map[string]string, runtime *functionRunti
 			Reason:  reasonRenderFailed,
 			Message: strings.ReplaceAll(hydrateErr.Error(), pkgDir, "."),
 		}
-		rs := buildRenderStatus(plan, fnResults, pipelineError(renderErr), true)
+		rs := notRun(buildRenderStatus(plan, fnResults, pipelineError(renderErr), true))
 		// As in kpt, a Kptfile the outcome cannot be written into is left
 		// as it is: the render has failed already.
 		if kf, err := recordRender(files[rootKptfile], cond, rs); err == nil {
@@ -162,7 +167,16 @@ func render(ctx context.Context, files map[string]string, runtime *functionRunti
 		Status: kptapi.ConditionTrue,
 		Reason: reasonRenderSuccess,
 	}
-	kf, err := recordRender(out[rootKptfile], cond, buildRenderStatus(plan, fnResults, nil, false))
+	if len(res.Skipped) > 0 {
+		cond = kptapi.Condition{
+			Type:   conditionTypeRendered,
+			Status: kptapi.ConditionUnknown,
+			Reason: reasonNotRunOffline,
+			Message: "not run offline, only Porch's function runner can run them (the resources passed through unchanged): " +
+				strings.Join(res.Skipped, ", "),
+		}
+	}
+	kf, err := recordRender(out[rootKptfile], cond, notRun(buildRenderStatus(plan, fnResults, nil, false)))
 	if err != nil {
 		return nil, fmt.Errorf("record render in %s: %w", rootKptfile, err)
 	}

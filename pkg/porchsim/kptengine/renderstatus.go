@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -297,4 +298,20 @@ func pipelineError(err error) error {
 		err = e.Err
 	}
 	return nil
+}
+
+// withoutSteps leaves the steps of the images that did not run (a function
+// skipped offline) out of a render status: a step records a function that
+// ran. nil when no step is left.
+func withoutSteps(rs *renderStatus, images []string) *renderStatus {
+	if rs == nil || len(images) == 0 {
+		return rs
+	}
+	drop := func(s stepResult) bool { return slices.Contains(images, s.Image) }
+	rs.MutationSteps = slices.DeleteFunc(rs.MutationSteps, drop)
+	rs.ValidationSteps = slices.DeleteFunc(rs.ValidationSteps, drop)
+	if len(rs.MutationSteps) == 0 && len(rs.ValidationSteps) == 0 && rs.ErrorSummary == "" {
+		return nil
+	}
+	return rs
 }

@@ -31,6 +31,13 @@ const (
 	RenderFailedStored = "Package pushed to remote despite render failure. "
 	// renderDetails precedes the pipeline's own message.
 	renderDetails = "Details: "
+	// CreateRenderFailedMessage starts the renderer's own message, which
+	// Porch answers a create with (500) when the new draft (a clone, an
+	// edit or an upgrade) fails to render: "fn.render: pkg /:" then
+	// "pkg.render:" and "pipeline.run: ...". Porch stores nothing, whatever
+	// the draft's porchv1alpha1.PushOnRenderFailureAnnotation, and the
+	// message does not name the function.
+	CreateRenderFailedMessage = "fn.render: pkg "
 	// WorkspaceNotUniqueMessage starts the message of a create whose
 	// workspace (and so whose name) a revision of the package already has.
 	WorkspaceNotUniqueMessage = "package revision workspaceNames must be unique"
@@ -66,11 +73,16 @@ func IsConflict(err error) bool {
 	return strings.Contains(msg, operationCannotBeFulfilled) || strings.Contains(msg, OptimisticLockMessage)
 }
 
-// IsRenderFailure reports whether an update of PackageRevisionResources was
-// refused because the package's pipeline failed to render (Porch stored
-// nothing).
+// IsRenderFailure reports whether a write was refused because the
+// package's pipeline failed to render: a create (Porch's renderer's own
+// message), an update of PackageRevisionResources, or an update of a Draft
+// (Porch renders it again).
 func IsRenderFailure(err error) bool {
-	return apierrors.IsInternalError(err) && renderMessageAt(statusMessage(err)) >= 0
+	if !apierrors.IsInternalError(err) {
+		return false
+	}
+	msg := statusMessage(err)
+	return renderMessageAt(msg) >= 0 || strings.Contains(msg, CreateRenderFailedMessage)
 }
 
 // renderMessageAt is where RenderFailedMessage starts in msg, -1 if it is
@@ -92,7 +104,12 @@ func RenderFailureDetails(err error) (details string, stored bool) {
 		return "", false
 	}
 	msg := statusMessage(err)
-	rest := msg[renderMessageAt(msg)+len(RenderFailedMessage):]
+	at := renderMessageAt(msg)
+	if at < 0 {
+		// A create: the message is the renderer's own.
+		return strings.TrimSpace(msg[strings.Index(msg, CreateRenderFailedMessage):]), false
+	}
+	rest := msg[at+len(RenderFailedMessage):]
 	stored = strings.HasPrefix(rest, RenderFailedStored)
 	if _, d, ok := strings.Cut(rest, renderDetails); ok {
 		rest = d

@@ -56,6 +56,14 @@ func TestClassification(t *testing.T) {
 			err:        fmt.Errorf("update resources of x: %w", porch500("error rendering package in kpt function pipeline. Package NOT pushed to remote. Fix locally (until 'kpt fn render' succeeds) and retry. Details: boom")),
 			renderFail: true, details: "boom",
 		},
+		"render failure of a create (clone, edit or upgrade: the renderer's own message)": {
+			err:        porch500(pipelineSays),
+			renderFail: true, details: pipelineSays,
+		},
+		"render failure of a create of a package kpt cannot read": {
+			err:        porch500("fn.render: pkg /:\n\tpkg.render:\n\tfailed to read package: yaml: line 3: did not find expected node content"),
+			renderFail: true, details: "fn.render: pkg /:\n\tpkg.render:\n\tfailed to read package: yaml: line 3: did not find expected node content",
+		},
 		"other refusal of Porch": {
 			err: porch500("upstream revision may not be the placeholder package revision blueprints/blueprints.app.main"),
 		},
