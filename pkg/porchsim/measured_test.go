@@ -279,10 +279,7 @@ func TestPushOnRenderFailure(t *testing.T) {
 	ctx := context.Background()
 	for _, push := range []bool{false, true} {
 		s, c := fixture(t)
-		in := newDraft("deploy", "foo", "ws", cloneTask(upstreamV1))
-		if push {
-			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
-		}
+		in := pushingOnRenderFailure(newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)), push)
 		pr := create(t, c, in)
 		before := resources(t, s, pr.Name)
 		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
@@ -779,10 +776,7 @@ func TestRenderFailureOnCreateIsTheRenderersOwn500(t *testing.T) {
 			t.Fatal("the blueprint's failing pipeline was not stored; the test needs it")
 		}
 
-		in := newDraft("deploy", "foo", "ws", cloneTask(published.Name))
-		if push {
-			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
-		}
+		in := pushingOnRenderFailure(newDraft("deploy", "foo", "ws", cloneTask(published.Name)), push)
 		_, err = c.PorchV1alpha1().PackageRevisions(ns).Create(ctx, in, metav1.CreateOptions{})
 		var st apierrors.APIStatus
 		if !apierrors.IsInternalError(err) || !errors.As(err, &st) || st.Status().Code != 500 {
@@ -822,10 +816,7 @@ func TestProposingADraftThatDoesNotRenderIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, push := range []bool{false, true} {
 		s, c := fixture(t)
-		in := newDraft("deploy", "foo", "ws", cloneTask(upstreamV1))
-		if push {
-			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
-		}
+		in := pushingOnRenderFailure(newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)), push)
 		pr := create(t, c, in)
 		if push {
 			// The client's own update stores the failing pipeline.
@@ -1003,8 +994,7 @@ func TestRenderFailureOnEveryCreatePath(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, c := fixture(t)
 			task := tc.stage(t, s)
-			in := newDraft("deploy", "foo", "new", task)
-			in.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
+			in := pushingOnRenderFailure(newDraft("deploy", "foo", "new", task), true)
 			_, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(), in, metav1.CreateOptions{})
 			var st apierrors.APIStatus
 			if !apierrors.IsInternalError(err) || !errors.As(err, &st) {
@@ -1022,4 +1012,13 @@ func TestRenderFailureOnEveryCreatePath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pushingOnRenderFailure gives a new draft porch.kpt.dev/push-on-render-failure
+// when push is set.
+func pushingOnRenderFailure(pr *porchv1alpha1.PackageRevision, push bool) *porchv1alpha1.PackageRevision {
+	if push {
+		pr.Annotations = map[string]string{porchv1alpha1.PushOnRenderFailureAnnotation: "true"}
+	}
+	return pr
 }

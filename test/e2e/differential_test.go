@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -158,7 +159,7 @@ type variantView struct {
 func (s snapshot) without(known []knownDifference) snapshot {
 	out := snapshot{Revisions: map[string]revisionView{}, Variants: map[string]variantView{}, Requests: s.Requests}
 	for k, v := range s.Revisions {
-		v.Files = copyMap(v.Files)
+		v.Files = maps.Clone(v.Files)
 		out.Revisions[k] = v
 	}
 	for k, v := range s.Variants {
@@ -166,14 +167,6 @@ func (s snapshot) without(known []knownDifference) snapshot {
 	}
 	for _, k := range known {
 		k.drop(&out)
-	}
-	return out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
