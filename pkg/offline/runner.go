@@ -76,6 +76,7 @@ type Event struct {
 // Runner is both controllers running against a Sim.
 type Runner struct {
 	sim      *porchsim.Sim
+	user     string // the controllers' client of the Sim (Options.User)
 	tracker  *workloop.Tracker
 	progress *progress
 	resync   *workloop.Resync
@@ -106,6 +107,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Runner{
 		sim:      sim,
+		user:     opts.User,
 		tracker:  workloop.NewTracker(),
 		resync:   &workloop.Resync{},
 		progress: newProgress(sim),
@@ -239,7 +241,7 @@ func (r *Runner) WaitIdle(ctx context.Context, timeout time.Duration) error {
 // repository that overlapped: real Porch can lose one of them, so it is a
 // defect of the controllers, never of the input.
 func (r *Runner) overlaps() error {
-	o := r.sim.Overlaps()
+	o := r.sim.OverlapsOf(r.user)
 	if len(o) == 0 {
 		return nil
 	}

@@ -21,6 +21,8 @@ import (
 // client must never overlap them; the Sim serves both and records the
 // overlap for the test (or tool) to fail on.
 type Overlap struct {
+	// User is the client whose writes overlapped ("" for Clientset).
+	User                  string
 	Namespace, Repository string
 	// First was in progress when Second arrived; each reads
 	// "<verb> <resource> <name>".
@@ -28,8 +30,12 @@ type Overlap struct {
 }
 
 func (o Overlap) String() string {
-	return fmt.Sprintf("writes into repository %s/%s overlapped: %q was still in progress when %q arrived",
-		o.Namespace, o.Repository, o.First, o.Second)
+	who := "writes"
+	if o.User != "" {
+		who = fmt.Sprintf("client %s's writes", o.User)
+	}
+	return fmt.Sprintf("%s into repository %s/%s overlapped: %q was still in progress when %q arrived",
+		who, o.Namespace, o.Repository, o.First, o.Second)
 }
 
 // writes tracks the writes into repositories in progress. It has its own
@@ -85,7 +91,7 @@ func (w *writes) begin(repo repoRef, rev revisionRef, what, user string) (*write
 		if other.user != user {
 			continue
 		}
-		o := Overlap{Namespace: repo.namespace, Repository: repo.repository, First: other.what, Second: what}
+		o := Overlap{User: user, Namespace: repo.namespace, Repository: repo.repository, First: other.what, Second: what}
 		w.overlaps = append(w.overlaps, o)
 		if w.onOverlap != nil {
 			w.onOverlap(o)
@@ -146,6 +152,20 @@ func (s *Sim) Overlaps() []Overlap {
 	s.writes.mu.Lock()
 	defer s.writes.mu.Unlock()
 	return append([]Overlap(nil), s.writes.overlaps...)
+}
+
+// OverlapsOf returns the overlaps of one client's writes (see ClientsetAs;
+// "" for Clientset): a test whose people write from several goroutines
+// through one client of their own holds the controllers to account for
+// the controllers' writes alone.
+func (s *Sim) OverlapsOf(user string) []Overlap {
+	var out []Overlap
+	for _, o := range s.Overlaps() {
+		if o.User == user {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // OnWrite makes f run at the start of every client's write into a

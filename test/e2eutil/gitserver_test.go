@@ -31,6 +31,16 @@ func (g gitClient) run(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// commit writes file with content in the clone and commits it.
+func (g gitClient) commit(file, content, message string) {
+	g.t.Helper()
+	if err := os.WriteFile(filepath.Join(g.dir, file), []byte(content), 0o644); err != nil {
+		g.t.Fatal(err)
+	}
+	g.run("add", file)
+	g.run("commit", "--quiet", "-m", message)
+}
+
 func startGitServer(t *testing.T) *GitServer {
 	t.Helper()
 	s, err := StartGitServer(t.TempDir())
@@ -65,11 +75,7 @@ func TestGitServerPushCloneFetch(t *testing.T) {
 		t.Fatalf("a new repository holds files: %q", files)
 	}
 
-	if err := os.WriteFile(filepath.Join(alice.dir, "Kptfile"), []byte("kind: Kptfile\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	alice.run("add", "Kptfile")
-	alice.run("commit", "--quiet", "-m", "add the Kptfile")
+	alice.commit("Kptfile", "kind: Kptfile\n", "add the Kptfile")
 	alice.run("push", "--quiet", "origin", "main")
 	pushed := alice.run("rev-parse", "HEAD")
 
@@ -83,11 +89,7 @@ func TestGitServerPushCloneFetch(t *testing.T) {
 
 	// A branch pushed by bob reaches alice by fetch; then bob deletes it.
 	bob.run("checkout", "--quiet", "-b", "drafts/app/v1")
-	if err := os.WriteFile(filepath.Join(bob.dir, "deployment.yaml"), []byte("kind: Deployment\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bob.run("add", "deployment.yaml")
-	bob.run("commit", "--quiet", "-m", "a draft")
+	bob.commit("deployment.yaml", "kind: Deployment\n", "a draft")
 	bob.run("push", "--quiet", "origin", "drafts/app/v1")
 	draft := bob.run("rev-parse", "HEAD")
 	alice.run("fetch", "--quiet", "origin")

@@ -28,12 +28,17 @@ import (
 )
 
 const (
-	// personUser is the Sim user of the people (Sim.ClientsetAs).
-	personUser = "person"
-	ns         = "soak"
-	decoyNS    = "decoy"
-	setName    = "fleet"
-	handRepo   = "hand"
+	// personUser is the Sim user of the people (Sim.ClientsetAs);
+	// watcherUser that of the person of a busy seed who edits drafts the
+	// moment the controllers wrote them (watchDrafts). Two people write at
+	// once through clients of their own, as two kubectl users do: the
+	// Sim's overlap check is about one client's writes.
+	personUser  = "person"
+	watcherUser = "person-watching-drafts"
+	ns          = "soak"
+	decoyNS     = "decoy"
+	setName     = "fleet"
+	handRepo    = "hand"
 	// color is what the soak's settings ConfigMap holds; the decoy of the
 	// same name in another namespace holds decoyColor.
 	color      = "teal"
@@ -52,6 +57,7 @@ type world struct {
 	ctx     context.Context
 	sim     *porchsim.Sim
 	person  versioned.Interface
+	watcher versioned.Interface // the person of watchDrafts
 	objects []*unstructured.Unstructured
 	mon     *monitor
 	counts  *counts
@@ -157,6 +163,7 @@ func newWorld(t *testing.T, cfg config) *world {
 		justWritten:  make(chan heldAnswer, 64),
 	}
 	w.person = w.sim.ClientsetAs(personUser)
+	w.watcher = w.sim.ClientsetAs(watcherUser)
 	w.objects = []*unstructured.Unstructured{
 		configMap(ns, "settings", color),
 		configMap(decoyNS, "settings", decoyColor),
@@ -248,7 +255,7 @@ func (w *world) handVariant(i int) *configv1alpha1.PackageVariant {
 
 // chaos decides the fate of each request of the controllers.
 func (w *world) chaos(r porchsim.Request) *porchsim.Fault {
-	if r.User == personUser {
+	if r.User == personUser || r.User == watcherUser {
 		return nil // people retry by hand; their requests are not faulted
 	}
 	if live, _ := w.live.Load().(string); r.User != live {
@@ -447,31 +454,31 @@ func (w *world) watchDrafts(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case h := <-w.justWritten:
-			w.editDraft(h.draft, fmt.Sprintf("edit-%d.yaml", rng.Int64()), "edit a draft the controllers just wrote")
+			w.editDraft(w.watcher, h.draft, fmt.Sprintf("edit-%d.yaml", rng.Int64()), "edit a draft the controllers just wrote")
 			close(h.done)
 		}
 	}
 }
 
-// editDraft adds file to a draft through Porch's API, as a person does; a
-// revision that is not a Draft (any more) is left alone.
-func (w *world) editDraft(name, file, what string) {
+// editDraft adds file to a draft through Porch's API, as the person of
+// client does; a revision that is not a Draft (any more) is left alone.
+func (w *world) editDraft(client versioned.Interface, name, file, what string) {
 	ctx := context.Background()
 	content := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  %s\n", file[:len(file)-5], editMark)
 	err := retry(func() error {
-		pr, err := w.person.PorchV1alpha1().PackageRevisions(ns).Get(ctx, name, metav1.GetOptions{})
+		pr, err := client.PorchV1alpha1().PackageRevisions(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
 			return errNotADraft
 		}
-		prr, err := w.person.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
+		prr, err := client.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		prr.Spec.Resources[file] = content
-		_, err = w.person.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+		_, err = client.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 		return err
 	})
 	if err == nil {
@@ -522,7 +529,7 @@ func (w *world) actOnce() {
 		if pr == nil {
 			return
 		}
-		w.editDraft(pr.Name, fmt.Sprintf("edit-%d.yaml", w.rng.Int64()), "edit a draft")
+		w.editDraft(w.person, pr.Name, fmt.Sprintf("edit-%d.yaml", w.rng.Int64()), "edit a draft")
 	case n < 34: // propose a draft
 		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
 		if pr == nil {
