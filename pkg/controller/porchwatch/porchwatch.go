@@ -22,19 +22,44 @@ import (
 )
 
 // RelistOnResume returns client with one change, for the informer factory
-// to use: a watch of PackageRevisions that resumes from a resourceVersion
-// fails at once with 410 Gone, which makes a reflector list again. A watch
-// that starts from a list (resourceVersion "" or "0", as after Porch's
-// lists, which carry none, or the resourceVersion of the last list) is
+// to use: each list of PackageRevisions is followed by one watch, and
+// every other watch fails at once with 410 Gone, which makes a reflector
+// list again. A reflector watches again from its last resourceVersion when
+// a watch ends; that is the list's own resourceVersion when the watch
+// delivered nothing that moved it (it broke before its first event, or its
+// replay ended on the revision changed last), so a watch is served once
+// per list, not by the resourceVersion it asks for. A watch-list request
+// (sendInitialEvents) starts from the full state, as a list does, and is
 // served.
 func RelistOnResume(client versioned.Interface) versioned.Interface {
-	return clientset{Interface: client, lists: &sync.Map{}}
+	return clientset{Interface: client, lists: &lists{unwatched: map[string]bool{}}}
+}
+
+// lists records, by namespace, whether the last list of PackageRevisions
+// has had its watch.
+type lists struct {
+	mu        sync.Mutex
+	unwatched map[string]bool
+}
+
+func (l *lists) listed(namespace string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unwatched[namespace] = true
+}
+
+// watch reports whether a watch may start: the first since a list.
+func (l *lists) watch(namespace string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := l.unwatched[namespace]
+	delete(l.unwatched, namespace)
+	return ok
 }
 
 type clientset struct {
 	versioned.Interface
-	// lists holds the resourceVersion of the last list, by namespace.
-	lists *sync.Map
+	lists *lists
 }
 
 // IsWatchListSemanticsUnSupported passes on what the wrapped client tells
@@ -51,7 +76,7 @@ func (c clientset) PorchV1alpha1() porchclient.PorchV1alpha1Interface {
 
 type group struct {
 	porchclient.PorchV1alpha1Interface
-	lists *sync.Map
+	lists *lists
 }
 
 func (g group) PackageRevisions(namespace string) porchclient.PackageRevisionInterface {
@@ -61,22 +86,22 @@ func (g group) PackageRevisions(namespace string) porchclient.PackageRevisionInt
 type revisions struct {
 	porchclient.PackageRevisionInterface
 	namespace string
-	lists     *sync.Map
+	lists     *lists
 }
 
 func (r revisions) List(ctx context.Context, opts metav1.ListOptions) (*porchv1alpha1.PackageRevisionList, error) {
 	list, err := r.PackageRevisionInterface.List(ctx, opts)
 	if err == nil {
-		r.lists.Store(r.namespace, list.ResourceVersion)
+		r.lists.listed(r.namespace)
 	}
 	return list, err
 }
 
 func (r revisions) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	listed, _ := r.lists.Load(r.namespace)
-	if rv := opts.ResourceVersion; rv != "" && rv != "0" && rv != listed {
+	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if !watchList && !r.lists.watch(r.namespace) {
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf(
-			"a PackageRevision watch cannot resume from resourceVersion %s (Porch does not report the deletions since): list again", rv))
+			"a PackageRevision watch cannot resume from resourceVersion %q (Porch does not report the deletions since): list again", opts.ResourceVersion))
 	}
 	return r.PackageRevisionInterface.Watch(ctx, opts)
 }
