@@ -20,6 +20,8 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"sigs.k8s.io/yaml"
+
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
@@ -689,9 +691,15 @@ func (w *world) checkRestartWritesNothing() {
 	w.currentRunner().Stop()
 	w.sim.ResetRequests()
 	w.mon.collectChanges(true)
+	before := w.variantStatuses()
 	w.startControllers()
 	err := w.currentRunner().WaitIdle(context.Background(), w.cfg.settle)
 	changed := w.mon.collectChanges(false)
+	defer func() {
+		if len(changed) > 0 {
+			w.explainRestart(before)
+		}
+	}()
 	if err != nil {
 		w.mon.violate(changed, "after a restart on the converged world the controllers did not settle: %v", err)
 		return
@@ -709,5 +717,36 @@ func (w *world) checkRestartWritesNothing() {
 		}
 		sort.Strings(writes)
 		w.mon.violate(changed, "a restart on the converged world changed %s (requests: %s)", strings.Join(changed, ", "), strings.Join(writes, ", "))
+	}
+}
+
+// variantStatuses is every variant's status as YAML, by name.
+func (w *world) variantStatuses() map[string]string {
+	out := map[string]string{}
+	list, err := w.person.ConfigV1alpha1().PackageVariants(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		w.logf("list the variants: %v", err)
+		return out
+	}
+	for _, pv := range list.Items {
+		b, _ := yaml.Marshal(pv.Status)
+		out[pv.Name] = string(b)
+	}
+	return out
+}
+
+// explainRestart logs, for a restart that changed the converged world,
+// how each variant's status changed and what the restarted controllers
+// recorded as events: the figures alone do not say why.
+func (w *world) explainRestart(before map[string]string) {
+	after := w.variantStatuses()
+	for name, a := range after {
+		if b := before[name]; b != a {
+			w.t.Logf("seed %d: status of PackageVariant %s before and after the restart:\n%s", w.cfg.seed, name,
+				offline.UnifiedDiff("before", "after", map[string]string{name: b}, map[string]string{name: a}))
+		}
+	}
+	for _, e := range w.currentRunner().Events() {
+		w.t.Logf("seed %d: event of the restarted controllers: %s %s %s: %s", w.cfg.seed, e.Object, e.Type, e.Reason, e.Message)
 	}
 }
