@@ -1,10 +1,12 @@
-// Package porchwatch makes informers of PackageRevisions list again
-// whenever their watch ends. A watch of PackageRevisions in Porch ignores
-// the resourceVersion it is asked to resume from and starts with every
-// existing revision as ADDED, without the revisions deleted in the gap: a
-// reflector that resumes a broken watch would keep those in its cache for
-// ever (a variant then takes its own deleted draft for a stranger's). A
-// list replaces the cache, deletions included.
+// Package porchwatch keeps informers of PackageRevisions true to Porch. A
+// watch of PackageRevisions in Porch ignores the resourceVersion it is
+// asked to resume from and starts with every existing revision as ADDED,
+// without the revisions deleted in the gap: a reflector that resumes a
+// broken watch, or whose watch starts a moment after its list, would keep
+// those in its cache for ever (a variant then takes its own deleted draft
+// for a stranger's). So each list is followed by one watch, whose replay
+// reports the listed revisions it no longer holds as deleted, and any other
+// watch makes the reflector list again.
 package porchwatch
 
 import (
@@ -30,31 +32,38 @@ import (
 // replay ended on the revision changed last), so a watch is served once
 // per list, not by the resourceVersion it asks for. A watch-list request
 // (sendInitialEvents) starts from the full state, as a list does, and is
-// served.
+// served. The one watch reports the listed revisions deleted before it
+// started (see gapWatch).
 func RelistOnResume(client versioned.Interface) versioned.Interface {
-	return clientset{Interface: client, lists: &lists{unwatched: map[string]bool{}}}
+	return clientset{Interface: client, lists: &lists{unwatched: map[string]map[string]*porchv1alpha1.PackageRevision{}}}
 }
 
-// lists records, by namespace, whether the last list of PackageRevisions
-// has had its watch.
+// lists holds, by namespace, the revisions of the last list of
+// PackageRevisions until its watch starts.
 type lists struct {
 	mu        sync.Mutex
-	unwatched map[string]bool
+	unwatched map[string]map[string]*porchv1alpha1.PackageRevision // by name
 }
 
-func (l *lists) listed(namespace string) {
+func (l *lists) listed(namespace string, list *porchv1alpha1.PackageRevisionList) {
+	byName := make(map[string]*porchv1alpha1.PackageRevision, len(list.Items))
+	for i := range list.Items {
+		pr := &list.Items[i]
+		byName[pr.Namespace+"/"+pr.Name] = pr
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.unwatched[namespace] = true
+	l.unwatched[namespace] = byName
 }
 
-// watch reports whether a watch may start: the first since a list.
-func (l *lists) watch(namespace string) bool {
+// watch returns the revisions of the list a watch follows, and whether it
+// may start: only the first watch since a list may.
+func (l *lists) watch(namespace string) (map[string]*porchv1alpha1.PackageRevision, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ok := l.unwatched[namespace]
+	listed, ok := l.unwatched[namespace]
 	delete(l.unwatched, namespace)
-	return ok
+	return listed, ok
 }
 
 type clientset struct {
@@ -92,16 +101,87 @@ type revisions struct {
 func (r revisions) List(ctx context.Context, opts metav1.ListOptions) (*porchv1alpha1.PackageRevisionList, error) {
 	list, err := r.PackageRevisionInterface.List(ctx, opts)
 	if err == nil {
-		r.lists.listed(r.namespace)
+		r.lists.listed(r.namespace, list)
 	}
 	return list, err
 }
 
 func (r revisions) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	if !watchList && !r.lists.watch(r.namespace) {
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		return r.PackageRevisionInterface.Watch(ctx, opts)
+	}
+	listed, ok := r.lists.watch(r.namespace)
+	if !ok {
 		return nil, apierrors.NewResourceExpired(fmt.Sprintf(
 			"a PackageRevision watch cannot resume from resourceVersion %q (Porch does not report the deletions since): list again", opts.ResourceVersion))
 	}
-	return r.PackageRevisionInterface.Watch(ctx, opts)
+	w, err := r.PackageRevisionInterface.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newGapWatch(w, listed), nil
+}
+
+// gapWatch closes the gap between a list and its watch: Porch starts a
+// watch of PackageRevisions by replaying every revision that exists as
+// ADDED, then a BOOKMARK marked k8s.io/initial-events-end; a revision that
+// was listed and is not replayed was deleted in between, and gapWatch
+// reports it DELETED just before that bookmark (at the bookmark's
+// resourceVersion). Without the bookmark nothing is added.
+type gapWatch struct {
+	inner  watch.Interface
+	out    chan watch.Event
+	stop   chan struct{}
+	once   sync.Once
+	listed map[string]*porchv1alpha1.PackageRevision
+}
+
+func newGapWatch(inner watch.Interface, listed map[string]*porchv1alpha1.PackageRevision) *gapWatch {
+	g := &gapWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{}), listed: listed}
+	go g.run()
+	return g
+}
+
+func (g *gapWatch) ResultChan() <-chan watch.Event { return g.out }
+
+func (g *gapWatch) Stop() {
+	g.once.Do(func() {
+		close(g.stop)
+		g.inner.Stop()
+	})
+}
+
+func (g *gapWatch) run() {
+	defer close(g.out)
+	replaying := true
+	for ev := range g.inner.ResultChan() {
+		if pr, ok := ev.Object.(*porchv1alpha1.PackageRevision); ok && replaying {
+			switch {
+			case ev.Type == watch.Added:
+				delete(g.listed, pr.Namespace+"/"+pr.Name)
+			case ev.Type == watch.Bookmark && pr.Annotations[metav1.InitialEventsAnnotationKey] == "true":
+				replaying = false
+				for _, gone := range g.listed {
+					gone = gone.DeepCopy()
+					gone.ResourceVersion = pr.ResourceVersion
+					if !g.send(watch.Event{Type: watch.Deleted, Object: gone}) {
+						return
+					}
+				}
+				g.listed = nil
+			}
+		}
+		if !g.send(ev) {
+			return
+		}
+	}
+}
+
+func (g *gapWatch) send(ev watch.Event) bool {
+	select {
+	case g.out <- ev:
+		return true
+	case <-g.stop:
+		return false
+	}
 }
