@@ -18,6 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// CheckAfter is how long an owner waits for an object it created to reach
+// its cache before it asks the server whether the object exists: one
+// deleted before the cache showed it (a watch that restarted in between
+// replays only what exists), or a create answered AlreadyExists by an
+// object of another owner that has gone since, never will, and no event
+// says so.
+const CheckAfter = 5 * time.Second
+
 // Expectations is safe for concurrent use.
 type Expectations struct {
 	mu sync.Mutex
@@ -85,17 +93,24 @@ func (e *Expectations) dropLocked(owner types.UID, name string) {
 // Pending reports whether owner created name and neither the cache nor
 // the timeout has settled it: then owner must not create it again.
 func (e *Expectations) Pending(owner types.UID, name string) bool {
+	_, ok := e.Age(owner, name)
+	return ok
+}
+
+// Age reports how long ago owner created name, when it is Pending.
+func (e *Expectations) Age(owner types.UID, name string) (time.Duration, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	en, ok := e.pending[owner][name]
 	if !ok {
-		return false
+		return 0, false
 	}
-	if e.Now().Sub(en.at) > e.timeout {
+	age := e.Now().Sub(en.at)
+	if age > e.timeout {
 		e.dropLocked(owner, name)
-		return false
+		return 0, false
 	}
-	return true
+	return age, true
 }
 
 // Unconfirmed returns a name owner tried to create without learning

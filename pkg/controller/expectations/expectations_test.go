@@ -132,6 +132,26 @@ func TestWaitedFor(t *testing.T) {
 	}
 }
 
+// TestAge: how long ago a pending name was created (the
+// PackageVariantSet asks the server after CheckAfter); nothing for a name
+// that is not pending.
+func TestAge(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	e := newAt(c)
+	if age, ok := e.Age("uid", "v1"); ok {
+		t.Errorf("Age of a name never expected = %v, true; want false", age)
+	}
+	e.Expect("uid", "v1")
+	c.t = c.t.Add(3 * time.Second)
+	if age, ok := e.Age("uid", "v1"); !ok || age != 3*time.Second {
+		t.Errorf("Age = %v, %v; want 3s, true", age, ok)
+	}
+	c.t = c.t.Add(timeout)
+	if age, ok := e.Age("uid", "v1"); ok {
+		t.Errorf("Age of an overdue name = %v, true; want false", age)
+	}
+}
+
 // TestPending: whether one name is still expected (the PackageVariantSet's
 // use: it must not create a variant it created again).
 func TestPending(t *testing.T) {

@@ -10,12 +10,6 @@ import (
 // appear in the informer cache before it trusts the cache again.
 const expectationTimeout = 2 * time.Minute
 
-// expectationCheck is how long a variant waits for a created draft to
-// reach the cache before it asks Porch whether the draft still exists: a
-// draft deleted before the cache showed it (a watch that restarted in
-// between replays only what exists) never will.
-const expectationCheck = 5 * time.Second
-
 // expectDraft records that variant uid created the draft name: while the
 // cache does not show it the variant creates nothing else (with a lagging
 // cache the reference controller makes a second packagevariant-N draft for

@@ -19,6 +19,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
@@ -174,7 +175,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		}
 	}
 	if name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace)); name != "" {
-		if d := expectationCheck - waited; d > 0 {
+		if d := expectations.CheckAfter - waited; d > 0 {
 			klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
 			return workloop.RecheckAfter(d)
 		}
@@ -186,7 +187,7 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		case err != nil:
 			return fmt.Errorf("check whether draft %s still exists: %w", name, err)
 		default:
-			return workloop.RecheckAfter(expectationCheck)
+			return workloop.RecheckAfter(expectations.CheckAfter)
 		}
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
 )
 
 // manageResult is what manageVariants did.
@@ -20,6 +22,9 @@ type manageResult struct {
 	// writeErrs are the writes that failed; the others went ahead, and the
 	// sync is retried.
 	writeErrs []error
+	// recheck, when not zero, is when to look again for a variant an
+	// earlier sync created that the cache has not shown yet.
+	recheck time.Duration
 }
 
 // manageVariants makes the writes w asks for: its creates and updates in
@@ -41,8 +46,14 @@ func (c *Controller) manageVariants(ctx context.Context, pvs *configv1alpha2.Pac
 			r.updated++
 			continue
 		}
-		if c.expectations.Pending(pvs.UID, ch.name) {
+		if wait, err := c.awaitCreated(ctx, pvs, ch.name); err != nil {
+			r.writeErrs = append(r.writeErrs, err)
+			continue
+		} else if wait > 0 {
 			// Made by an earlier sync; the cache has not shown it yet.
+			if r.recheck == 0 || wait < r.recheck {
+				r.recheck = wait
+			}
 			continue
 		}
 		if !liveChecked {
@@ -83,6 +94,34 @@ func (c *Controller) manageVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	return r, nil
 }
 
+// awaitCreated says how long to wait before looking again for the
+// variant name, which an earlier sync of the set created (or was answered
+// AlreadyExists for) and the cache has not shown yet; 0 when the set
+// expects no such variant, or the server says it does not exist (then the
+// set creates it now). No event may ever come: a variant deleted before the
+// cache showed it, or one of another owner that answered the create and
+// has gone since, is never seen. So an expectation older than
+// expectations.CheckAfter is checked with a live read.
+func (c *Controller) awaitCreated(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, name string) (time.Duration, error) {
+	age, pending := c.expectations.Age(pvs.UID, name)
+	switch {
+	case !pending:
+		return 0, nil
+	case age < expectations.CheckAfter:
+		return expectations.CheckAfter - age, nil
+	}
+	_, err := c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).V(2).Info("A PackageVariant the set expected does not exist; creating it", "packageVariant", klog.KRef(pvs.Namespace, name), "waited", age)
+		c.expectations.Observed(pvs.UID, name)
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("check whether PackageVariant %s exists: %w", name, err)
+	}
+	return expectations.CheckAfter, nil
+}
+
 // updateVariant writes spec into a copy of cur.
 func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.PackageVariant, spec *configv1alpha1.PackageVariantSpec) error {
 	upd := cur.DeepCopy()
@@ -102,8 +141,10 @@ func (c *Controller) createVariant(ctx context.Context, pvs *configv1alpha2.Pack
 	_, err = c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Create(ctx, pv, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		// Made by an earlier sync whose expectation has expired, or by a
-		// previous run; the cache has not shown it yet.
+		// Made by an earlier sync whose expectation has expired or by a
+		// previous run, and the cache has not shown it yet; or another
+		// owner's. The expectation stays: the cache shows the variant,
+		// or awaitCreated finds it gone and the set creates its own.
 		return false, nil
 	case err != nil:
 		c.expectations.Observed(pvs.UID, name)

@@ -14,6 +14,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // sync reconciles one PackageVariantSet: it renders a PackageVariant spec
@@ -77,7 +78,13 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	case w.targetsErr != nil:
 		return w.targetsErr
 	}
-	return errors.Join(managed.writeErrs...)
+	if err := errors.Join(managed.writeErrs...); err != nil {
+		return err
+	}
+	if managed.recheck > 0 {
+		return workloop.RecheckAfter(managed.recheck)
+	}
+	return nil
 }
 
 // variantsOf returns the set's variants from the cache (label index), by
