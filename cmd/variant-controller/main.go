@@ -141,7 +141,9 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(4)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	// Events stop with the other writes when the Lease is lost.
+	fence := &writeFence{}
+	broadcaster.StartRecordingToSink(fencedSink{EventSink: &typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")}, fence: fence})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "variant-controller"})
 
@@ -152,9 +154,11 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	if err != nil {
 		return fmt.Errorf("create dynamic client for config injection: %w", err)
 	}
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
 	// One informer per kind named by injection points and objectSelectors,
 	// started on first use and shared by both controllers.
-	objects := ondemand.New(ctx, ondemand.Options{
+	objects := ondemand.New(informerCtx, ondemand.Options{
 		Dynamic: dyn,
 		// Discovery is cached and refreshed when a kind is not known (a CRD
 		// installed later).
@@ -197,9 +201,12 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	}
 
 	// Informers start before (and whatever the outcome of) leader election,
-	// so a standby replica is ready and takes over with a warm cache.
-	factory.Start(ctx.Done())
+	// so a standby replica is ready and takes over with a warm cache. They
+	// stop when runManager returns, whatever the reason (a lost Lease
+	// returns while the process context is still live).
+	factory.Start(informerCtx.Done())
 	defer factory.Shutdown()
+	defer stopInformers()
 
 	runAll := func(ctx context.Context) {
 		var wg sync.WaitGroup
@@ -231,75 +238,11 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 		return fmt.Errorf("create leader election lock: %w", err)
 	}
 
-	// The elector gets its own context, cancelled only once the controllers
-	// have stopped: releasing the Lease while a sync is still writing would
-	// let a new leader act on the same objects at the same time.
-	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElector()
-	var mu sync.Mutex
-	leading := false
-	lostLeadership := false
-	context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !leading {
-			stopElector()
-		}
-	})
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   o.leaseDuration,
-		RenewDeadline:   o.renewDeadline,
-		RetryPeriod:     o.retryPeriod,
-		ReleaseOnCancel: true,
-		Name:            o.leaderID,
-		WatchDog:        watchdog,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				mu.Lock()
-				if ctx.Err() != nil {
-					mu.Unlock()
-					stopElector()
-					return
-				}
-				leading = true
-				mu.Unlock()
-				logger.Info("Became leader; starting controllers", "identity", id, "reconcilers", enabled)
-				runCtx, cancel := context.WithCancel(leaderCtx)
-				defer cancel()
-				stopOnSignal := context.AfterFunc(ctx, cancel)
-				defer stopOnSignal()
-				if err := waitWithGrace(runCtx, o.shutdownDeadline, runAll); err != nil {
-					logger.Error(err, "Controllers did not stop in time")
-				}
-				if ctx.Err() == nil {
-					mu.Lock()
-					lostLeadership = true
-					mu.Unlock()
-				}
-				stopElector()
-			},
-			OnStoppedLeading: func() {
-				logger.Info("Not leading any more", "identity", id)
-			},
-			OnNewLeader: func(identity string) {
-				if identity != id {
-					logger.Info("Another replica leads", "leader", identity)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("configure leader election: %w", err)
-	}
-	logger.Info("Waiting for leadership", "lease", o.leaderNamespace+"/"+o.leaderID, "identity", id)
-	elector.Run(electorCtx)
-	mu.Lock()
-	defer mu.Unlock()
-	if lostLeadership {
-		return errors.New("lost the leader election Lease; exiting so that a fresh process can compete again")
-	}
-	return nil
+	return runLeading(ctx, election{
+		lock: lock, id: id, name: o.leaderID,
+		lease: o.leaseDuration, renew: o.renewDeadline, retry: o.retryPeriod,
+		grace: o.shutdownDeadline, watchdog: watchdog, fence: fence,
+	}, runAll)
 }
 
 // waitWithGrace runs fn(ctx) and returns when it has returned, or when ctx

@@ -152,16 +152,35 @@ func (l *Loop) Enqueue(obj any, what string) {
 	l.Queue.Add(key)
 }
 
+// fenceKey is the context key of WithFence.
+type fenceKey struct{}
+
+// WithFence returns a copy of ctx that makes the Loops run with it cut
+// their syncs off when fence ends. Cancelling ctx itself only stops new
+// syncs and lets those in progress finish; a fence is for the moment when
+// writing at all has become wrong (the leader election Lease is lost:
+// another replica may be leading already).
+func WithFence(ctx, fence context.Context) context.Context {
+	return context.WithValue(ctx, fenceKey{}, fence)
+}
+
 // Run starts workers and blocks until ctx is cancelled. Then it stops
 // handing out keys, lets the syncs in progress finish (they run on a context
-// that is not cancelled with ctx, so a half-done write is not cut off), shuts
-// the queue down and returns.
+// that is not cancelled with ctx, so a half-done write is not cut off, but
+// that ends with ctx's fence, see WithFence), shuts the queue down and
+// returns.
 func (l *Loop) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx).WithValues("controller", l.Name)
 	logger.Info("Starting workers", "count", workers)
 
 	syncCtx := klog.NewContext(context.WithoutCancel(ctx), logger)
+	if fence, ok := ctx.Value(fenceKey{}).(context.Context); ok {
+		var cutOff context.CancelFunc
+		syncCtx, cutOff = context.WithCancel(syncCtx)
+		defer cutOff()
+		defer context.AfterFunc(fence, cutOff)()
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
 		wg.Add(1)

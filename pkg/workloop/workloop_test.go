@@ -600,3 +600,36 @@ func TestNewQueueReportsMetrics(t *testing.T) {
 		t.Errorf("NumRequeues on a queue without metrics = %d, want 1", n)
 	}
 }
+
+// TestRunFenceCutsSyncsOff: a sync in progress runs on until its work is
+// done when the loop's context is cancelled (TestRunShutdown), but is cut
+// off at once when the fence ends (a lost Lease: writing is wrong now).
+func TestRunFenceCutsSyncsOff(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fence, lose := context.WithCancel(context.Background())
+	defer lose()
+	q, _ := newTestQueue(t, nil)
+	started := make(chan struct{})
+	cutOff := make(chan error, 1)
+	l := &Loop{Name: testLoop, Queue: q, Sync: func(syncCtx context.Context, key cache.ObjectName) error {
+		close(started)
+		<-syncCtx.Done()
+		cutOff <- syncCtx.Err()
+		return syncCtx.Err()
+	}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Run(WithFence(ctx, fence), 1)
+	}()
+	q.Add(keyA)
+	waitFor(t, started, "the sync to start")
+	lose()
+	if err := waitFor(t, cutOff, "the sync to be cut off"); !errors.Is(err, context.Canceled) {
+		t.Errorf("sync context error = %v, want context.Canceled", err)
+	}
+	cancel()
+	waitFor(t, done, "Run to return")
+}

@@ -269,15 +269,15 @@ const (
 
 // startLeaderElecting runs a controller that leads only while it holds the
 // Lease, with short lease timings.
-func startLeaderElecting(t *testing.T, name, ns string) *controller {
+func startLeaderElecting(t *testing.T, name, ns string, args ...string) *controller {
 	t.Helper()
-	return startController(t, name, ns,
+	return startController(t, name, ns, append([]string{
 		"--leader-elect=true",
 		"--leader-election-namespace", controllerNS,
 		"--leader-election-lease-duration", leaseDuration.String(),
 		"--leader-election-renew-deadline", renewDeadline.String(),
 		"--leader-election-retry-period", retryPeriod.String(),
-	)
+	}, args...)...)
 }
 
 func leaseHolder(t *testing.T, ctx context.Context) string {
