@@ -103,6 +103,19 @@ func TestEvaluate(t *testing.T) {
 			expr:   "target.labels.exists(k, k == 'org') ? 'has-org' : 'no-org'",
 			want:   "has-org",
 		},
+		"SerialisedObjectsHidden": {
+			reason: "annotations that hold a whole object (kubectl's last-applied-configuration, any JSON object with apiVersion and kind) are not seen; the others are",
+			expr:   "string(size(target.annotations)) + '-' + string('kubectl.kubernetes.io/last-applied-configuration' in target.annotations) + '-' + string('copy' in target.annotations) + '-' + target.annotations.note + '-' + target.annotations.json",
+			vars: func(v *Vars) {
+				v.Target = ObjectTarget(Object{Name: "settings", Annotations: map[string]string{
+					"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Secret","data":{"password":"c2VjcmV0"}}`,
+					"copy": ` {"kind": "ConfigMap", "apiVersion": "v1", "data": {"k": "v"}}`,
+					"note": "kept",
+					"json": `{"a": 1}`,
+				}})
+			},
+			want: `2-false-false-kept-{"a": 1}`,
+		},
 		"ObjectsAsMaps": {
 			reason: "objects can still be indexed by field name and tested with in, as when they were declared as maps",
 			expr:   "upstream['name'] + '-' + string('labels' in target) + '-' + dyn(target)['labels']['region']",

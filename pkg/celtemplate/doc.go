@@ -6,7 +6,9 @@
 // target. Of a Kubernetes object an expression sees only name, namespace
 // (strings), labels and annotations (maps of strings, empty rather than
 // null); the rest of an object may hold data the author of the set should
-// not be able to copy into a package. For a target from a repository/package
+// not be able to copy into a package. For the same reason annotations that
+// hold a serialised object (kubectl.kubernetes.io/last-applied-configuration,
+// or any value that is a JSON object with apiVersion and kind) are left out. For a target from a repository/package
 // list, target has the fields repo and package instead. The three objects
 // are declared with exactly these fields, so reading any other
 // (repository.spec, target.foo, upstream['spec']) is a compile error; target

@@ -26,19 +26,19 @@ const readTimeout = 30 * time.Second
 const retryPeriod = 30 * time.Second
 
 var (
-	secretsResource = schema.GroupResource{Resource: "secrets"}
-	forbidden       = apierrors.NewForbidden(secretsResource, "",
-		errors.New(`User "system:serviceaccount:variant-controller-system:variant-controller" cannot list resource "secrets" in API group "" at the cluster scope`))
+	servicesResource = schema.GroupResource{Resource: "services"}
+	forbidden        = apierrors.NewForbidden(servicesResource, "",
+		errors.New(`User "system:serviceaccount:variant-controller-system:variant-controller" cannot list resource "services" in API group "" at the cluster scope`))
 )
 
-func secret(ns, name string) *unstructured.Unstructured {
+func service(ns, name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "v1", "kind": "Secret",
+		"apiVersion": "v1", "kind": "Service",
 		"metadata": map[string]interface{}{"name": name, "namespace": ns},
 	}}
 }
 
-// accessFixture is a fixture whose lists of secrets fail with the error
+// accessFixture is a fixture whose lists of services fail with the error
 // set by refuse, on a fake clock, with a first list that may take an hour:
 // a read that waits for a failed list to sync never returns in a test.
 type accessFixture struct {
@@ -57,7 +57,7 @@ func newAccessFixture(t *testing.T, listErr error, objs ...runtime.Object) *acce
 		clock:   clk,
 		err:     listErr,
 	}
-	f.dyn.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+	f.dyn.PrependReactor("list", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.err == nil {
@@ -68,7 +68,7 @@ func newAccessFixture(t *testing.T, listErr error, objs ...runtime.Object) *acce
 	return f
 }
 
-// refuse sets the error of the next lists of secrets; nil lets them pass.
+// refuse sets the error of the next lists of services; nil lets them pass.
 func (f *accessFixture) refuse(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -120,16 +120,16 @@ func within(t *testing.T, what string, read func() error) error {
 	}
 }
 
-func getSecret(f *accessFixture, name string) func() error {
+func getService(f *accessFixture, name string) func() error {
 	return func() error {
-		_, _, err := f.informers.Get(secretGVK, "ns", name)
+		_, _, err := f.informers.Get(serviceGVK, "ns", name)
 		return err
 	}
 }
 
-func listSecrets(f *accessFixture) func() error {
+func listServices(f *accessFixture) func() error {
 	return func() error {
-		_, err := f.informers.List(secretGVK, "ns", labels.Everything())
+		_, err := f.informers.List(serviceGVK, "ns", labels.Everything())
 		return err
 	}
 }
@@ -147,8 +147,8 @@ func TestRefusedKindFailsAtOnce(t *testing.T) {
 			listErr: forbidden,
 			is:      apierrors.IsForbidden,
 			want: []string{
-				`list secrets: secrets is forbidden: User "system:serviceaccount:variant-controller-system:variant-controller" cannot list resource "secrets"`,
-				"grant the controller get, list and watch on secrets",
+				`list services: services is forbidden: User "system:serviceaccount:variant-controller-system:variant-controller" cannot list resource "services"`,
+				"grant the controller get, list and watch on services",
 				`variant-controller.porch.kpt.dev/aggregate-to-injection: "true"`,
 				"tried again every 30s",
 			},
@@ -156,20 +156,20 @@ func TestRefusedKindFailsAtOnce(t *testing.T) {
 		"unauthorized: the message points at the credentials": {
 			listErr: apierrors.NewUnauthorized("Unauthorized"),
 			is:      apierrors.IsUnauthorized,
-			want:    []string{"list secrets: Unauthorized", "did not accept the controller's credentials", "tried again every 30s"},
+			want:    []string{"list services: Unauthorized", "did not accept the controller's credentials", "tried again every 30s"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newAccessFixture(t, tc.listErr)
-			for what, read := range map[string]func() error{"Get": getSecret(f, "db"), "List": listSecrets(f)} {
+			for what, read := range map[string]func() error{"Get": getService(f, "db"), "List": listServices(f)} {
 				err := within(t, what, read)
 				var denied *AccessError
 				if !errors.As(err, &denied) {
 					t.Fatalf("%s: %v (%T), want an AccessError", what, err, err)
 				}
-				if denied.Resource != secretsResource {
-					t.Errorf("%s: AccessError.Resource %v, want %v", what, denied.Resource, secretsResource)
+				if denied.Resource != servicesResource {
+					t.Errorf("%s: AccessError.Resource %v, want %v", what, denied.Resource, servicesResource)
 				}
 				if !tc.is(err) {
 					t.Errorf("%s: the API server's answer is lost: %v", what, err)
@@ -193,19 +193,19 @@ func TestRefusedKindFailsAtOnce(t *testing.T) {
 // without asking the API server again.
 func TestRefusalIsRemembered(t *testing.T) {
 	f := newAccessFixture(t, forbidden)
-	first := within(t, "first Get", getSecret(f, "db"))
+	first := within(t, "first Get", getService(f, "db"))
 	if first == nil {
 		t.Fatal("first Get of a forbidden kind succeeded")
 	}
 	f.clock.Step(retryPeriod - time.Second)
-	for what, read := range map[string]func() error{"Get": getSecret(f, "other"), "List": listSecrets(f)} {
+	for what, read := range map[string]func() error{"Get": getService(f, "other"), "List": listServices(f)} {
 		err := within(t, what, read)
 		if err == nil || err.Error() != first.Error() {
 			t.Errorf("%s within the retry period: %v, want the remembered %v", what, err, first)
 		}
 	}
-	if n := f.lists("secrets"); n != 1 {
-		t.Errorf("%d lists of secrets for three reads within the retry period, want 1", n)
+	if n := f.lists("services"); n != 1 {
+		t.Errorf("%d lists of services for three reads within the retry period, want 1", n)
 	}
 }
 
@@ -226,7 +226,7 @@ func TestRefusedKindIsTriedAgain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newAccessFixture(t, forbidden, secret("ns", "db"))
+			f := newAccessFixture(t, forbidden, service("ns", "db"))
 			var mu sync.Mutex
 			heard := map[string]bool{}
 			f.informers.AddHandler(func(gk schema.GroupKind, ns, name string) {
@@ -234,7 +234,7 @@ func TestRefusedKindIsTriedAgain(t *testing.T) {
 				defer mu.Unlock()
 				heard[gk.Kind+" "+ns+"/"+name] = true
 			})
-			if err := within(t, "Get", getSecret(f, "db")); err == nil {
+			if err := within(t, "Get", getService(f, "db")); err == nil {
 				t.Fatal("Get of a forbidden kind succeeded")
 			}
 			if tc.granted {
@@ -245,7 +245,7 @@ func TestRefusedKindIsTriedAgain(t *testing.T) {
 				var found bool
 				err := within(t, "Get after the retry period", func() error {
 					var err error
-					_, found, err = f.informers.Get(secretGVK, "ns", "db")
+					_, found, err = f.informers.Get(serviceGVK, "ns", "db")
 					return err
 				})
 				var denied *AccessError
@@ -257,14 +257,14 @@ func TestRefusedKindIsTriedAgain(t *testing.T) {
 				}
 			}
 			if tc.granted {
-				waitUntil(t, "the handlers hear of Secret ns/db", func() bool {
+				waitUntil(t, "the handlers hear of Service ns/db", func() bool {
 					mu.Lock()
 					defer mu.Unlock()
-					return heard["Secret ns/db"]
+					return heard["Service ns/db"]
 				})
 			}
-			if n := f.lists("secrets"); n != 2 {
-				t.Errorf("%d lists of secrets, want 2: the refused one and one after the retry period", n)
+			if n := f.lists("services"); n != 2 {
+				t.Errorf("%d lists of services, want 2: the refused one and one after the retry period", n)
 			}
 		})
 	}
@@ -278,9 +278,9 @@ func TestRefusedKindBlocksNoOne(t *testing.T) {
 	start := make(chan struct{})
 	errs := make(chan error, readers)
 	for n := 0; n < readers; n++ {
-		read := getSecret(f, "db")
+		read := getService(f, "db")
 		if n%2 == 1 {
-			read = listSecrets(f)
+			read = listServices(f)
 		}
 		go func() {
 			<-start
@@ -319,8 +319,8 @@ func TestRefusedKindBlocksNoOne(t *testing.T) {
 	case <-timeout:
 		t.Fatalf("the read of a readable kind did not return within %s", readTimeout)
 	}
-	if n := f.lists("secrets"); n != 1 {
-		t.Errorf("%d lists of secrets for %d concurrent reads, want 1", n, readers)
+	if n := f.lists("services"); n != 1 {
+		t.Errorf("%d lists of services for %d concurrent reads, want 1", n, readers)
 	}
 	waitUntil(t, "only the ConfigMap informer runs", func() bool { return f.running() == 1 })
 }
@@ -329,8 +329,8 @@ func TestRefusedKindBlocksNoOne(t *testing.T) {
 // access returns a retriable error at once; the informer keeps trying and
 // serves reads once the API server answers.
 func TestFailedListFailsAtOnce(t *testing.T) {
-	f := newAccessFixture(t, apierrors.NewInternalError(errors.New("etcd leader changed")), secret("ns", "db"))
-	err := within(t, "Get", getSecret(f, "db"))
+	f := newAccessFixture(t, apierrors.NewInternalError(errors.New("etcd leader changed")), service("ns", "db"))
+	err := within(t, "Get", getService(f, "db"))
 	var denied *AccessError
 	var unusable *UnusableKindError
 	switch {
@@ -338,15 +338,15 @@ func TestFailedListFailsAtOnce(t *testing.T) {
 		t.Fatal("Get succeeded while the list fails")
 	case errors.As(err, &denied), errors.As(err, &unusable):
 		t.Fatalf("Get: %v (%T), want a retriable error", err, err)
-	case !strings.Contains(err.Error(), "list secrets: ") || !apierrors.IsInternalError(err):
+	case !strings.Contains(err.Error(), "list services: ") || !apierrors.IsInternalError(err):
 		t.Errorf("Get: %q, want the list's error", err)
 	}
 	f.refuse(nil)
 	waitUntil(t, "the informer's own retry serves reads", func() bool {
-		_, found, err := f.informers.Get(secretGVK, "ns", "db")
+		_, found, err := f.informers.Get(serviceGVK, "ns", "db")
 		return err == nil && found
 	})
 	if f.running() != 1 {
-		t.Errorf("%d informers running, want the one of secrets", f.running())
+		t.Errorf("%d informers running, want the one of services", f.running())
 	}
 }

@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -215,6 +217,9 @@ func (i *Informers) start(gvk schema.GroupVersionKind) (*kindInformer, error) {
 		ref.timer.Stop()
 		delete(i.refused, gvk)
 		return i.runLocked(gvk, ref.resource, true)
+	}
+	if why := helper.NeverRead(gvk.GroupKind()); why != "" {
+		return nil, unusable("%s", why)
 	}
 	if i.opts.Dynamic == nil || i.opts.Mapper == nil {
 		return nil, unusable("reading in-cluster objects is not configured in this controller")

@@ -23,8 +23,8 @@ import (
 var (
 	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	secretGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	secretGVK    = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	serviceGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	serviceGVK   = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 )
 
 func configMap(ns, name string, lbls map[string]string, data map[string]interface{}) *unstructured.Unstructured {
@@ -56,7 +56,7 @@ func newFixtureWithOptions(t *testing.T, opts Options, objs ...runtime.Object) *
 	ctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapGVR: "ConfigMapList", secretGVR: "SecretList"}, objs...)
+		map[schema.GroupVersionResource]string{configMapGVR: "ConfigMapList", serviceGVR: "ServiceList"}, objs...)
 	f := &fixture{dyn: dyn, watching: make(chan struct{})}
 	var once sync.Once
 	dyn.PrependWatchReactor("configmaps", func(action clienttesting.Action) (bool, watch.Interface, error) {
@@ -66,7 +66,7 @@ func newFixtureWithOptions(t *testing.T, opts Options, objs ...runtime.Object) *
 	})
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(configMapGVK, meta.RESTScopeNamespace)
-	mapper.Add(secretGVK, meta.RESTScopeNamespace)
+	mapper.Add(serviceGVK, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	opts.Dynamic, opts.Mapper = dyn, mapper
 	f.informers = New(ctx, opts)
@@ -107,6 +107,7 @@ func TestUnreadableKinds(t *testing.T) {
 	}{
 		"unknown kind":   {schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Region"}, "not served by the cluster (is its CRD installed?)"},
 		"cluster-scoped": {schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "cluster-scoped"},
+		"secrets":        {schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, "Secret objects are never injected or selected"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, found, err := f.informers.Get(tc.gvk, "ns", "x")

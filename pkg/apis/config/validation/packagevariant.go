@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchhelper "github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 )
@@ -58,6 +60,16 @@ func ValidatePackageVariantSpec(spec *configv1alpha1.PackageVariantSpec, fldPath
 	for i, inj := range spec.Injectors {
 		if path := fldPath.Child("injectors").Index(i).Child("name"); strings.TrimSpace(inj.Name) == "" {
 			errs = append(errs, field.Required(path, path.String()+" must not be empty"))
+		}
+		if inj.Kind != nil {
+			gk := schema.GroupKind{Kind: *inj.Kind}
+			if inj.Group != nil {
+				gk.Group = *inj.Group
+			}
+			if why := confighelper.NeverRead(gk); why != "" {
+				path := fldPath.Child("injectors").Index(i).Child("kind")
+				errs = append(errs, field.Forbidden(path, path.String()+": "+why))
+			}
 		}
 	}
 	if p := spec.Pipeline; p != nil {

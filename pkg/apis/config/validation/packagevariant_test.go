@@ -171,6 +171,17 @@ func TestValidatePackageVariant(t *testing.T) {
 				pv.Spec.Downstream.Package = strings.Repeat("a", 253-len("deploy..packagevariant-1"))
 			},
 		},
+		"SecretInjector": {
+			reason: "a Secret is never injected: the package is stored in git",
+			mutate: func(pv *configv1alpha1.PackageVariant) {
+				pv.Spec.Injectors = []configv1alpha1.InjectionSelector{
+					{Kind: ptr("Secret"), Name: "creds"},
+					{Group: ptr("example.com"), Kind: ptr("Secret"), Name: "not-core"},
+				}
+			},
+			want: []string{"spec.injectors[0].kind: Secret objects are never injected or selected: " +
+				"a package is stored in git, where its readers would see the credentials; use a ConfigMap (or another kind) for what may be copied into packages"},
+		},
 		"AllProblemsTogether": {
 			reason: "a person sees every problem at once, in a stable order",
 			mutate: func(pv *configv1alpha1.PackageVariant) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
@@ -81,6 +82,11 @@ func validateTarget(t *configv1alpha2.Target, fldPath *field.Path, check ExprChe
 		}
 		if s.Kind == "" {
 			errs = append(errs, field.Required(path.Child("kind"), fldPath.String()+".objectselector.kind cannot be empty"))
+		}
+		if gv, err := schema.ParseGroupVersion(s.APIVersion); err == nil && s.Kind != "" {
+			if why := confighelper.NeverRead(gv.WithKind(s.Kind).GroupKind()); why != "" {
+				errs = append(errs, field.Forbidden(path.Child("kind"), path.Child("kind").String()+": "+why))
+			}
 		}
 		errs = append(errs, validateLabelSelector(&s.LabelSelector, path)...)
 		if path := path.Child("name"); s.Name != nil && *s.Name == "" {

@@ -91,6 +91,13 @@ func TestValidatePackageVariantSet(t *testing.T) {
 				`spec.targets[4].repositorySelector is not a valid label selector: "Sometimes" is not a valid label selector operator`,
 			},
 		},
+		"secrets are not selected": {
+			change: func(s *configv1alpha2.PackageVariantSet) {
+				s.Spec.Targets = []configv1alpha2.Target{{ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: "Secret"}}}
+			},
+			want: []string{"spec.targets[0].objectSelector.kind: Secret objects are never injected or selected: " +
+				"a package is stored in git, where its readers would see the credentials; use a ConfigMap (or another kind) for what may be copied into packages"},
+		},
 		"template": {
 			change: func(s *configv1alpha2.PackageVariantSet) {
 				s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
