@@ -31,6 +31,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.namespace, "n", "", "same as --namespace")
 	del := fs.Bool("delete", false, "show what deleting the objects of the files would do, instead of applying them")
 	output := fs.String("o", "", "output format: yaml or json (default: text for people)")
+	showInjected := fs.Bool("show-injected", false, "show the values injected from in-cluster objects (ConfigMap data, other kinds' spec) in the files' diffs; by default they are masked as *** (*** (before) / *** (after) when they changed), as kubectl diff masks Secrets, so a CI log does not print the cluster's configuration")
 	if code, ok := parse(fs, &c, args, stderr); !ok {
 		return code
 	}
@@ -114,7 +115,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	d, stats, err := offline.Diff(ctx, live, change, offline.DiffOptions{Namespace: ns, Delete: *del, Timeout: c.timeout, Live: liveObjects})
+	d, stats, err := offline.Diff(ctx, live, change, offline.DiffOptions{Namespace: ns, Delete: *del, Timeout: c.timeout, Live: liveObjects, ShowInjected: *showInjected})
 	if err != nil {
 		var inputErrs offline.InputErrors
 		if errors.As(err, &inputErrs) {

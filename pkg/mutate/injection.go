@@ -242,10 +242,10 @@ func inject(pt point, injectors []configv1alpha1.InjectionSelector, get ObjectGe
 	return out, asked, nil
 }
 
-// injectedField is the field injection copies from an in-cluster object
+// InjectedField is the field injection copies from an in-cluster object
 // of kind gvk into the injection point: data for a core ConfigMap, spec for
 // any other kind.
-func injectedField(gvk schema.GroupVersionKind) string {
+func InjectedField(gvk schema.GroupVersionKind) string {
 	if gvk.Group == "" && gvk.Kind == "ConfigMap" {
 		return "data"
 	}
@@ -257,7 +257,7 @@ func injectedField(gvk schema.GroupVersionKind) string {
 // empty data: the package must not keep defaults the cluster does not
 // have. Any other kind must have a spec.
 func InjectedContent(gvk schema.GroupVersionKind, obj map[string]interface{}) (interface{}, bool) {
-	field := injectedField(gvk)
+	field := InjectedField(gvk)
 	value, ok := obj[field]
 	if field == "data" && value == nil {
 		return map[string]interface{}{}, true
@@ -315,7 +315,7 @@ func lookup(get ObjectGetter, gvk schema.GroupVersionKind, name string) (obj map
 // (the condition says why); err is for an in-package resource that cannot
 // be edited.
 func injectObject(pt point, name string, obj map[string]interface{}) (string, error) {
-	fieldName := injectedField(pt.GVK)
+	fieldName := InjectedField(pt.GVK)
 	value, ok := InjectedContent(pt.GVK, obj)
 	if !ok {
 		return fmt.Sprintf("field %q not found in resource %q", fieldName, name), nil

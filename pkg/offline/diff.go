@@ -202,13 +202,13 @@ type FileReader interface {
 }
 
 // Compare returns what changed from before to after.
-func Compare(before, after *State, files FileReader) (*FleetDiff, error) {
+func Compare(before, after *State, files FileReader, showInjected bool) (*FleetDiff, error) {
 	d := &FleetDiff{}
 	d.Sets = compareSets(before, after)
 
 	// Revisions first: a variant whose revisions changed is listed even
 	// when the variant itself did not change.
-	revs, err := compareRevisions(before, after, files)
+	revs, err := compareRevisions(before, after, files, showInjected)
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +429,7 @@ func describe(pr *porchv1alpha1.PackageRevision) string {
 	return fmt.Sprintf("%s (%s)", pr.Name, pr.Spec.Lifecycle)
 }
 
-func compareRevisions(before, after *State, files FileReader) ([]revisionChange, error) {
+func compareRevisions(before, after *State, files FileReader, showInjected bool) ([]revisionChange, error) {
 	var out []revisionChange
 	// Drafts deleted, by package, to pair with a draft made in their place.
 	deletedDrafts := map[string][]*porchv1alpha1.PackageRevision{}
@@ -467,7 +467,7 @@ func compareRevisions(before, after *State, files FileReader) ([]revisionChange,
 			if err != nil {
 				return nil, err
 			}
-			rd.Diff = UnifiedDiff(baseLabel(base, a), a.Spec.RepositoryName+"/"+a.Spec.PackageName, baseFiles, afterFiles)
+			rd.Diff = filesDiff(baseLabel(base, a), a.Spec.RepositoryName+"/"+a.Spec.PackageName, baseFiles, afterFiles, showInjected)
 			rd.Blocking = blocking(a)
 			out = append(out, revisionChange{rd, ownerOf(a)})
 		case a == nil:
@@ -507,7 +507,7 @@ func compareRevisions(before, after *State, files FileReader) ([]revisionChange,
 				if err != nil {
 					return nil, err
 				}
-				if diff := UnifiedDiff(a.Spec.RepositoryName+"/"+a.Spec.PackageName, a.Spec.RepositoryName+"/"+a.Spec.PackageName, bf, af); diff != "" {
+				if diff := filesDiff(a.Spec.RepositoryName+"/"+a.Spec.PackageName, a.Spec.RepositoryName+"/"+a.Spec.PackageName, bf, af, showInjected); diff != "" {
 					rd.Changed = append(rd.Changed, "files")
 					rd.ComparedWith = describe(b)
 					rd.Diff = diff

@@ -129,11 +129,18 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *Input) {
 // diffOf runs a diff of the change (YAML) against the live fleet.
 func diffOf(t *testing.T, ctx context.Context, live *Input, change string, del bool) (*FleetDiff, *DiffStats) {
 	t.Helper()
+	return diffWith(t, ctx, live, change, DiffOptions{Delete: del})
+}
+
+// diffWith is diffOf with options (namespace and timeout set here).
+func diffWith(t *testing.T, ctx context.Context, live *Input, change string, opts DiffOptions) (*FleetDiff, *DiffStats) {
+	t.Helper()
 	var in Input
 	if errs := in.Read("change.yaml", []byte(change)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	d, stats, err := Diff(ctx, live, &in, DiffOptions{Namespace: "fleet", Delete: del, Timeout: 30 * time.Second})
+	opts.Namespace, opts.Timeout = "fleet", 30*time.Second
+	d, stats, err := Diff(ctx, live, &in, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +174,18 @@ func TestDiffOfTheFleetsOwnManifestsIsEmpty(t *testing.T) {
 	}
 }
 
+// TestDiffShowInjected: asked for, the injected values are shown.
+func TestDiffShowInjected(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	_, live := liveFleet(t, ctx)
+	change := strings.Replace(diffSet, "matchLabels: {env: prod}", "matchExpressions: [{key: env, operator: In, values: [prod, staging]}]", 1)
+	d, _ := diffWith(t, ctx, live, change, DiffOptions{ShowInjected: true})
+	if len(d.Variants) != 1 || len(d.Variants[0].Revisions) != 1 {
+		t.Fatalf("want the new variant's clone:\n%s", textOf(t, d))
+	}
+	mustContain(t, "the clone's diff", d.Variants[0].Revisions[0].Diff, "+  region: region-a")
+}
+
 func TestDiffSelectorGainsARepository(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	_, live := liveFleet(t, ctx)
@@ -191,8 +210,12 @@ func TestDiffSelectorGainsARepository(t *testing.T) {
 		!strings.HasPrefix(r.ComparedWith, "blueprints.app.v1 ") {
 		t.Errorf("revision diff %+v, want a clone Draft in staging-a compared with blueprints.app.v1", r)
 	}
-	// The clone's files against its upstream: the injected ConfigMap.
-	mustContain(t, "the clone's diff", r.Diff, "--- blueprints/app/settings.yaml", "+++ staging-a/app/settings.yaml", "+  region: region-a")
+	// The clone's files against its upstream: the injected ConfigMap,
+	// its values masked.
+	mustContain(t, "the clone's diff", r.Diff, "--- blueprints/app/settings.yaml", "+++ staging-a/app/settings.yaml", "+  region: '*** (after)'")
+	if strings.Contains(r.Diff, "region-a") {
+		t.Errorf("the diff shows an injected value without --show-injected:\n%s", r.Diff)
+	}
 	if s := d.Summary; s.VariantsAdded != 1 || s.RevisionsCreated != 1 || s.Clones != 1 || s.SetsChanged != 1 {
 		t.Errorf("summary %+v", s)
 	}

@@ -29,6 +29,9 @@ type DiffOptions struct {
 	// Live, when set, serves the cluster's in-cluster objects (those
 	// injectors and objectSelectors name) on first need.
 	Live *LiveObjects
+	// ShowInjected shows the values injected from in-cluster objects in
+	// the files' diffs; by default they are masked (maskInjected).
+	ShowInjected bool
 }
 
 // DiffStats say what a diff read of the live fleet.
@@ -116,7 +119,7 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := Compare(before, after, diffFiles{files: files, sim: sim})
+	d, err := Compare(before, after, diffFiles{files: files, sim: sim}, opts.ShowInjected)
 	if err != nil {
 		return nil, nil, err
 	}
