@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/controllers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/porchwatch"
@@ -158,11 +159,12 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	defer stopInformers()
 	// One informer per kind named by injection points and objectSelectors,
 	// started on first use and shared by both controllers.
+	// Discovery is cached and refreshed when a kind is not known (a CRD
+	// installed later).
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 	objects := ondemand.New(informerCtx, ondemand.Options{
-		Dynamic: dyn,
-		// Discovery is cached and refreshed when a kind is not known (a CRD
-		// installed later).
-		Mapper:       restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
+		Dynamic:      dyn,
+		Mapper:       mapper,
 		Namespace:    o.namespace,
 		ResyncPeriod: o.resyncPeriod,
 	})
@@ -170,8 +172,13 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 		Client:    client,
 		Informers: controllers.InformersOf(factory),
 		Objects:   objects,
-		Recorder:  recorder,
-		Metrics:   m,
+		Access: access.New(access.Options{
+			Reviews:               kube.AuthorizationV1().SubjectAccessReviews(),
+			Mapper:                mapper,
+			DefaultServiceAccount: o.defaultAccount,
+		}),
+		Recorder: recorder,
+		Metrics:  m,
 	}, controllers.Options{Enabled: enabled})
 	if err != nil {
 		return err

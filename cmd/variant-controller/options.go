@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
@@ -38,6 +39,7 @@ type options struct {
 	healthAddr       string
 	metricsAddr      string
 	shutdownDeadline time.Duration
+	defaultAccount   string
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -60,6 +62,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address serving /healthz and /readyz (ready once the informer caches have synced). Empty disables.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address serving Prometheus /metrics. Empty disables.")
+	fs.StringVar(&o.defaultAccount, "default-service-account", "",
+		"ServiceAccount, in each variant's namespace, whose permissions bound what a variant (or a set's target) that names no spec.serviceAccountName may inject or select. "+
+			"Empty: those reads use the controller's own permissions (any object of the kinds its RBAC grants, in any namespace it watches).")
 	fs.DurationVar(&o.shutdownDeadline, "shutdown-grace-period", 25*time.Second,
 		"On SIGTERM, how long syncs in progress may run before the process exits anyway.")
 }
@@ -80,6 +85,11 @@ func (o *options) validate() error {
 	}
 	if o.leaderElect && o.leaseDuration <= o.renewDeadline {
 		errs = append(errs, fmt.Sprintf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s)", o.leaseDuration, o.renewDeadline))
+	}
+	if a := o.defaultAccount; a != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(a) {
+			errs = append(errs, fmt.Sprintf("--default-service-account %q is not a ServiceAccount name: %s", a, msg))
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

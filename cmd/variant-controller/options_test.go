@@ -99,7 +99,12 @@ func TestRunExitCodes(t *testing.T) {
 			wantCode: exitOK,
 			wantStdout: []string{"--reconcilers", "--kubeconfig", "--workers", "--kube-api-qps", "--kube-api-burst",
 				"--resync-period", "--leader-elect", "--leader-election-namespace", "--leader-election-id",
-				"--health-probe-bind-address", "--metrics-bind-address", "--namespace", "-v, --v"},
+				"--health-probe-bind-address", "--metrics-bind-address", "--namespace", "--default-service-account", "-v, --v"},
+		},
+		"bad default service account exits 2": {
+			args:       []string{"--reconcilers=*", "--default-service-account=Not_A_Name"},
+			wantCode:   exitUsage,
+			wantStderr: `--default-service-account "Not_A_Name" is not a ServiceAccount name`,
 		},
 		"unknown reconciler exits 2": {
 			args:       []string{"--reconcilers=foo"},

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/controllers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
@@ -63,6 +64,10 @@ type Options struct {
 	// be, are then a client of their own, whose writes the Sim does not
 	// take for an overlap with the old ones'. "": Sim.Clientset().
 	User string
+	// Access, when set, bounds what variants and sets may read by their
+	// ServiceAccounts, as in a cluster; nil (variantctl) reads what the
+	// input holds.
+	Access *access.Checker
 }
 
 // Event is an Event a controller recorded.
@@ -150,6 +155,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 			PackageRevisions:   prInf,
 		},
 		Objects:  objects,
+		Access:   opts.Access,
 		Recorder: recorder,
 		Metrics:  opts.Metrics,
 	}, controllers.Options{Enabled: enabled, Tracker: r.tracker, Resync: r.resync, ReadinessDelay: &delay})

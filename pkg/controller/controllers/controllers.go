@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/tools/record"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
@@ -50,7 +51,11 @@ type Dependencies struct {
 	Informers Informers
 	// Objects serves the kinds injectors and objectSelectors name; nil
 	// turns both off (each reports that it cannot read).
-	Objects  *ondemand.Informers
+	Objects *ondemand.Informers
+	// Access, when set, lets each variant and set read only what its
+	// ServiceAccount may get; nil reads with the controller's own
+	// permissions.
+	Access   *access.Checker
 	Recorder record.EventRecorder
 	// Metrics, when set, receives the controllers' metrics.
 	Metrics *metrics.Metrics
@@ -108,11 +113,11 @@ func Build(ctx context.Context, deps Dependencies, opts Options) ([]Built, error
 		switch name {
 		case packagevariant.ControllerName:
 			c, err = packagevariant.New(ctx, deps.Client, deps.Informers.PackageVariants, deps.Informers.PackageRevisions,
-				deps.Objects, deps.Recorder, deps.Metrics, packagevariant.Options{Tracker: opts.Tracker, Resync: opts.Resync})
+				deps.Objects, deps.Recorder, deps.Metrics, packagevariant.Options{Tracker: opts.Tracker, Resync: opts.Resync, Access: deps.Access})
 		case packagevariantset.ControllerName:
 			c, err = packagevariantset.New(ctx, deps.Client, deps.Informers.PackageVariantSets, deps.Informers.PackageVariants,
 				deps.Informers.Repositories, deps.Informers.PackageRevisions, deps.Objects, deps.Recorder, deps.Metrics,
-				packagevariantset.Options{Tracker: opts.Tracker, ReadinessDelay: opts.ReadinessDelay})
+				packagevariantset.Options{Tracker: opts.Tracker, ReadinessDelay: opts.ReadinessDelay, Access: deps.Access})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("create the %s controller: %w", name, err)

@@ -17,17 +17,17 @@ import (
 // upToDate reports whether the variant's last write went to pr, rendered,
 // and nothing it depends on has changed since: then nothing needs reading or
 // writing.
-func (c *Controller) upToDate(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
-	return c.inputsUnchanged(pv, pr, upstream) && !renderFailed(pv, pr.Name)
+func (c *Controller) upToDate(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	return c.inputsUnchanged(ctx, pv, pr, upstream) && !renderFailed(pv, pr.Name)
 }
 
 // inputsUnchanged reports whether the variant's last write went to pr and
 // nothing it was made from (the upstream, the variant's spec, the injected
 // objects) has changed since.
-func (c *Controller) inputsUnchanged(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
+func (c *Controller) inputsUnchanged(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
 	a := pv.Status.Applied
 	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
-		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(pv.Namespace, a.Injected))
+		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(ctx, pv, a.Injected))
 }
 
 // renderFailed reports whether the variant's last write to a revision
@@ -49,7 +49,7 @@ func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
 // pv.Status.Applied. It returns whether the files needed a change. A
 // pipeline that fails to render is a *renderError.
 func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, write bool, rendered map[string]porchv1alpha1.RenderStatus) (bool, error) {
-	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(pv, pr, upstream) {
+	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(ctx, pv, pr, upstream) {
 		// Only a retry of the failed render is left to do: on its
 		// backoff, not at every event.
 		if d := c.renderRetries.wait(pv.UID, pr.Name); d > 0 {
@@ -67,7 +67,7 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 	// them: once edited, a draft stays a person's, whatever the variant
 	// writes into it later.
 	edited := editedSince(pv.Status.Applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
-	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(pv.Namespace))
+	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(ctx, pv))
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
 	}
@@ -123,10 +123,21 @@ func mutationInput(pv *configv1alpha1.PackageVariant) mutate.Input {
 	}
 }
 
-func (c *Controller) objectGetter(namespace string) mutate.ObjectGetter {
+func (c *Controller) objectGetter(ctx context.Context, pv *configv1alpha1.PackageVariant) mutate.ObjectGetter {
 	return func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
-		return c.injection.Get(gvk, namespace, name)
+		return c.readInjected(ctx, pv, gvk, name)
 	}
+}
+
+// readInjected reads an in-cluster object the variant asks to inject, if
+// its ServiceAccount (spec.serviceAccountName, else the controller's
+// default) may get it; otherwise the error says what is missing, and
+// injection writes that, not the object, into the package.
+func (c *Controller) readInjected(ctx context.Context, pv *configv1alpha1.PackageVariant, gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
+	if err := c.access.MayGet(ctx, pv.Namespace, c.access.Account(pv.Spec.ServiceAccountName), gvk, name); err != nil {
+		return nil, false, err
+	}
+	return c.injection.Get(gvk, pv.Namespace, name)
 }
 
 // mutationError is a problem of the package or the variant that applying

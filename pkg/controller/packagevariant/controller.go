@@ -20,6 +20,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
@@ -64,7 +65,9 @@ type Controller struct {
 	prLister  porchlisters.PackageRevisionLister
 	prIndexer cache.Indexer
 
-	injection    *ondemand.Informers
+	injection *ondemand.Informers
+	// access bounds what each variant may inject (nil: no bound).
+	access       *access.Checker
 	expectations *expectations.Expectations
 	// created is the last draft each variant created (lastCreated).
 	created sync.Map
@@ -100,6 +103,9 @@ type Options struct {
 	// Resync, when set, queues every PackageVariant when its Now is
 	// called (the benchmark's full resync).
 	Resync *workloop.Resync
+	// Access, when set, lets a variant inject only what its ServiceAccount
+	// may get.
+	Access *access.Checker
 }
 
 // New wires a Controller to its informers. injection serves the in-cluster
@@ -119,6 +125,7 @@ func New(ctx context.Context, client versioned.Interface,
 		pvIndexer:     pvInformer.Informer().GetIndexer(),
 		prLister:      prInformer.Lister(),
 		prIndexer:     prInformer.Informer().GetIndexer(),
+		access:        opts.Access,
 		expectations:  expectations.New(expectationTimeout),
 		renderRetries: newRenderRetries(),
 		queue:         workloop.NewQueue(ControllerName, m),

@@ -1,6 +1,7 @@
 package packagevariant
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -51,7 +52,7 @@ func readByInjection(cands []mutate.Candidate) []injectedState {
 
 // readNow looks the objects of refs up again in the cache and fingerprints
 // them as injection would (mutate.Fingerprint).
-func (c *Controller) readNow(namespace string, refs []configv1alpha1.InjectedObject) []injectedState {
+func (c *Controller) readNow(ctx context.Context, pv *configv1alpha1.PackageVariant, refs []configv1alpha1.InjectedObject) []injectedState {
 	out := make([]injectedState, 0, len(refs))
 	for _, ref := range refs {
 		st := injectedState{Ref: ref}
@@ -62,7 +63,7 @@ func (c *Controller) readNow(namespace string, refs []configv1alpha1.InjectedObj
 			continue
 		}
 		gvk := gv.WithKind(ref.Kind)
-		obj, found, err := c.injection.Get(gvk, namespace, ref.Name)
+		obj, found, err := c.readInjected(ctx, pv, gvk, ref.Name)
 		switch {
 		case err != nil:
 			st.Err = err.Error()

@@ -53,7 +53,7 @@ func injectionController(t *testing.T, objs ...runtime.Object) *Controller {
 // digestNow is the digest of a variant's inputs with the injected objects
 // as the cache holds them now (what the up-to-date check computes).
 func digestNow(c *Controller, pv *configv1alpha1.PackageVariant, upstream string, refs []configv1alpha1.InjectedObject) string {
-	return inputsDigest(pv, upstream, c.readNow(pv.Namespace, refs))
+	return inputsDigest(pv, upstream, c.readNow(context.Background(), pv, refs))
 }
 
 func TestInputsDigest(t *testing.T) {

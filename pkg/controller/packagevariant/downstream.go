@@ -83,7 +83,7 @@ func (c *Controller) ensureDrafts(ctx context.Context, st *state) error {
 				st.upstream.Name, st.upstream.Spec.Revision, d.Name))
 			return nil
 		}
-		if c.upToDate(pv, d, base) {
+		if c.upToDate(ctx, pv, d, base) {
 			continue
 		}
 		if _, err := c.applyTo(ctx, pv, d, base, true, st.rendered); err != nil {
@@ -105,7 +105,7 @@ func (c *Controller) ensurePublished(ctx context.Context, st *state, pub *porchv
 	} else if needsUpgrade(pub, st.upstream) {
 		return c.createUpgrade(ctx, st, pub)
 	}
-	if c.upToDate(pv, pub, base) {
+	if c.upToDate(ctx, pv, pub, base) {
 		setReady(pv, readyMessage)
 		return nil
 	}
@@ -133,7 +133,7 @@ func (c *Controller) ensureProposed(ctx context.Context, st *state) error {
 		setNotReady(pv, ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the upgrade to %s follows in a new draft once it is published (or set back to Draft)", p.Name, st.upstream.Name))
 		return nil
 	}
-	if !c.upToDate(pv, p, base) {
+	if !c.upToDate(ctx, pv, p, base) {
 		changed, err := c.applyTo(ctx, pv, p, base, false, st.rendered)
 		if err != nil {
 			return err

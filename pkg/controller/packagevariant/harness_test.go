@@ -19,6 +19,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline"
@@ -94,6 +95,12 @@ type harnessOption func(*harnessConfig)
 type harnessConfig struct {
 	configMaps []*unstructured.Unstructured
 	setup      func(*porchsim.Sim)
+	access     *access.Checker
+}
+
+// withAccess bounds what variants read by their ServiceAccounts.
+func withAccess(c *access.Checker) harnessOption {
+	return func(cfg *harnessConfig) { cfg.access = c }
 }
 
 func withConfigMap(name string, data map[string]string) harnessOption {
@@ -135,7 +142,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	// Two workers, as the binary runs by default: the tests of writes
 	// into one repository need syncs at the same time.
-	run, err := offline.Start(ctx, sim, offline.Options{Objects: cfg.configMaps, Workers: 2})
+	run, err := offline.Start(ctx, sim, offline.Options{Objects: cfg.configMaps, Workers: 2, Access: cfg.access})
 	if err != nil {
 		t.Fatalf("start the controllers: %v", err)
 	}

@@ -2,6 +2,7 @@ package packagevariant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,10 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // Condition types set on a PackageVariant.
@@ -38,6 +42,9 @@ const (
 	ReasonNoErrors           = "NoErrors"
 	ReasonConflict           = "Conflict"
 	ReasonWaitingForApproval = "WaitingForApproval"
+	// ReasonInjectionForbidden: the variant asks to inject an object its
+	// ServiceAccount may not get; the message names both.
+	ReasonInjectionForbidden = "InjectionForbidden"
 	ReasonDraftEdited        = "DraftEdited"
 	ReasonNewRevision        = "NewUpstreamRevision"
 	ReasonDeleting           = "Deleting"
@@ -161,4 +168,28 @@ func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.Pa
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// reportDenied sets Ready=False when the variant's last write looked up an
+// object to inject that its ServiceAccount may not get: the package holds
+// the refusal in place of the object, and the condition names the object
+// and the permission. The variant is synced again when the refusal
+// expires, so a grant takes effect without another change.
+func (c *Controller) reportDenied(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	if c.access == nil || pv.Status.Applied == nil {
+		return nil
+	}
+	account := c.access.Account(pv.Spec.ServiceAccountName)
+	for _, ref := range pv.Status.Applied.Injected {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			continue
+		}
+		var denied *access.DeniedError
+		if err := c.access.MayGet(ctx, pv.Namespace, account, gv.WithKind(ref.Kind), ref.Name); errors.As(err, &denied) {
+			setNotReady(pv, ReasonInjectionForbidden, fmt.Sprintf("%s %q is not injected: %v", ref.Kind, ref.Name, denied))
+			return workloop.RetryAfter(denied.RetryAfter, nil)
+		}
+	}
+	return nil
 }

@@ -215,6 +215,9 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 		setNotReady(pv, ReasonOtherDraftOpen, other.Error())
 		err = nil
 	}
+	if err == nil {
+		err = c.reportDenied(ctx, pv)
+	}
 	var pending *renderPending
 	if rerr, ok := isRenderError(err); ok {
 		c.reportRenderFailure(pv, rerr)

@@ -24,6 +24,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
@@ -82,7 +83,9 @@ type Controller struct {
 
 	// objects serves the kinds objectSelectors name.
 	objects *ondemand.Informers
-	cel     *celtemplate.Cache
+	// access bounds what each target may select (nil: no bound).
+	access *access.Checker
+	cel    *celtemplate.Cache
 	// readinessDelay batches wake-ups by variants' readiness changes.
 	readinessDelay time.Duration
 	// expectations are the variants created that the cache does not show
@@ -116,6 +119,9 @@ type Options struct {
 	// before it wakes its set, batched with others; nil means
 	// DefaultReadinessDelay (variantctl uses 0).
 	ReadinessDelay *time.Duration
+	// Access, when set, lets an objectSelector use only the objects its
+	// target's ServiceAccount may get.
+	Access *access.Checker
 }
 
 // New wires a Controller to its informers. objects serves the kinds that
@@ -130,6 +136,7 @@ func New(ctx context.Context, client versioned.Interface,
 	logger := klog.FromContext(ctx)
 	c := &Controller{
 		client:         client,
+		access:         opts.Access,
 		pvsLister:      pvsInformer.Lister(),
 		pvsIndexer:     pvsInformer.Informer().GetIndexer(),
 		pvLister:       pvInformer.Lister(),

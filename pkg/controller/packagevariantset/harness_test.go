@@ -18,6 +18,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline"
@@ -69,6 +70,18 @@ func newHarness(t *testing.T, repos map[string]map[string]string, objects ...*un
 // clientset).
 func newHarnessWithSim(t *testing.T, repos map[string]map[string]string, setup func(*porchsim.Sim), objects ...*unstructured.Unstructured) *harness {
 	t.Helper()
+	return startHarness(t, repos, setup, nil, objects...)
+}
+
+// newHarnessWithAccess is newHarness with what sets and variants read
+// bounded by their ServiceAccounts.
+func newHarnessWithAccess(t *testing.T, repos map[string]map[string]string, checker *access.Checker, objects ...*unstructured.Unstructured) *harness {
+	t.Helper()
+	return startHarness(t, repos, nil, checker, objects...)
+}
+
+func startHarness(t *testing.T, repos map[string]map[string]string, setup func(*porchsim.Sim), checker *access.Checker, objects ...*unstructured.Unstructured) *harness {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	sim := porchsim.New()
 	sim.AddRepository(testNS, "blueprints", false, nil)
@@ -87,6 +100,7 @@ func newHarnessWithSim(t *testing.T, repos map[string]map[string]string, setup f
 		Objects:        objects,
 		Workers:        2,
 		ReadinessDelay: packagevariantset.DefaultReadinessDelay,
+		Access:         checker,
 	})
 	if err != nil {
 		t.Fatal(err)

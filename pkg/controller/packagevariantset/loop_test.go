@@ -15,6 +15,8 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
+	"github.com/porch-variants/variant-controller/pkg/controller/access/accesstest"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
@@ -487,4 +489,38 @@ func TestSetCountsVariantsWhoseCloneFailsToRender(t *testing.T) {
 			t.Errorf("%s: the message does not name the blueprint's functions: %s", pv.Name, c.Message)
 		}
 	}
+}
+
+// TestObjectSelectorReadsOnlyWhatItsServiceAccountMayGet: a target whose
+// ServiceAccount may not get a selected object creates and deletes
+// nothing, and the set says which object and what to grant; once granted,
+// the variants come, carrying the account.
+func TestObjectSelectorReadsOnlyWhatItsServiceAccountMayGet(t *testing.T) {
+	r := accesstest.New()
+	r.Grant(testNS, "selector", "configmaps", "edge-00")
+	h := newHarnessWithAccess(t, fleet(2, "prod"), r.Checker(access.Options{}), site("edge-00", "us"), site("edge-01", "eu"))
+	set := newSet("obj", configv1alpha2.Target{
+		ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: "ConfigMap",
+			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kind": "site"}}},
+		Template: &configv1alpha2.PackageVariantTemplate{ServiceAccountName: ptr("selector")},
+	})
+	h.createSet(set)
+	c := h.waitSetCondition("obj", "Ready", metav1.ConditionFalse, packagevariantset.ReasonForbidden)
+	for _, want := range []string{`spec.targets[0].objectSelector selects ConfigMap "edge-01"`, `ServiceAccount ` + testNS + `/selector may not get configmaps "edge-01"`, "grant it get on configmaps"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Ready message %q does not say %q", c.Message, want)
+		}
+	}
+	if got := h.variants(); len(got) != 0 {
+		t.Errorf("variants %v made from a selection its account may not read in full", names(got))
+	}
+
+	r.Grant(testNS, "selector", "configmaps", "edge-01")
+	vs := h.waitVariants("obj-edge-00-app", "obj-edge-01-app")
+	for name, pv := range vs {
+		if pv.Spec.ServiceAccountName != "selector" {
+			t.Errorf("%s: serviceAccountName %q, want the template's", name, pv.Spec.ServiceAccountName)
+		}
+	}
+	h.settle()
 }

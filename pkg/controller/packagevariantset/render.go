@@ -73,6 +73,9 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 	if p := tpl.Source.UpgradePolicy; p != nil {
 		spec.UpgradePolicy = *p
 	}
+	if a := tpl.Source.ServiceAccountName; a != nil {
+		spec.ServiceAccountName = *a
+	}
 	if spec.Labels, err = overlay(tpl.Labels, eval); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
@@ -26,8 +27,11 @@ const (
 	ReasonUpstreamNotFound  = "UpstreamNotFound"
 	ReasonNoMatchingTargets = "NoMatchingTargets"
 	ReasonUnexpectedError   = "UnexpectedError"
-	ReasonValid             = conditions.ReasonValid
-	ReasonReconciled        = "Reconciled"
+	// ReasonForbidden: a target's ServiceAccount may not get an object
+	// its objectSelector selects.
+	ReasonForbidden  = "Forbidden"
+	ReasonValid      = conditions.ReasonValid
+	ReasonReconciled = "Reconciled"
 )
 
 const readyMessage = "package variants successfully reconciled"
@@ -52,6 +56,10 @@ func calculateStatus(pvs *configv1alpha2.PackageVariantSet, variants map[string]
 	switch {
 	case w.stalled != nil:
 		conditions.SetStalled(conds, gen, w.stalled.reason, w.stalled.message, w.stalled.reason, w.stalled.message)
+	case errors.As(w.targetsErr, new(*access.DeniedError)):
+		conditions.SetValid(conds, gen)
+		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonForbidden,
+			fmt.Sprintf("%v; nothing was created or deleted", w.targetsErr))
 	case w.targetsErr != nil:
 		conditions.SetValid(conds, gen)
 		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonUnexpectedError,

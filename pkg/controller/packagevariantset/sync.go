@@ -62,7 +62,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // (status.go).
 func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
 	existing, byName := c.variantsOf(pvs)
-	w := c.wantedVariants(pvs, existing)
+	w := c.wantedVariants(ctx, pvs, existing)
 	var managed manageResult
 	var manageErr error
 	if w.writable() {

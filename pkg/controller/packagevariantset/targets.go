@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -12,6 +13,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
@@ -38,7 +40,7 @@ func (e *targetError) Error() string { return e.msg }
 // expandTargets lists the downstreams of every target, from the informer
 // caches. An error is never an empty result: the caller must not delete
 // anything when it gets one.
-func (c *Controller) expandTargets(pvs *configv1alpha2.PackageVariantSet) ([]target, error) {
+func (c *Controller) expandTargets(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) ([]target, error) {
 	var out []target
 	upstreamPackage := pvs.Spec.Upstream.Package
 	packageNames := func(names []string) []string {
@@ -74,7 +76,7 @@ func (c *Controller) expandTargets(pvs *configv1alpha2.PackageVariantSet) ([]tar
 				}
 			}
 		case t.ObjectSelector != nil:
-			objs, err := c.selectObjects(pvs.Namespace, i, t.ObjectSelector)
+			objs, err := c.selectObjects(ctx, pvs.Namespace, i, t)
 			if err != nil {
 				return nil, err
 			}
@@ -88,9 +90,14 @@ func (c *Controller) expandTargets(pvs *configv1alpha2.PackageVariantSet) ([]tar
 	return out, nil
 }
 
-// selectObjects serves an objectSelector from the on-demand informer of
-// its kind (Repositories from their own informer).
-func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.ObjectSelector) ([]*celtemplate.Object, error) {
+// selectObjects serves the objectSelector of target t (spec.targets[i])
+// from the on-demand informer of its kind (Repositories from their own
+// informer). Each selected object other than a Repository is used only if
+// the target's ServiceAccount may get it; one it may not stops the whole
+// set, as any error does: nothing is created or deleted for a selection
+// that cannot be read in full.
+func (c *Controller) selectObjects(ctx context.Context, namespace string, i int, t *configv1alpha2.Target) ([]*celtemplate.Object, error) {
+	s := t.ObjectSelector
 	path := confighelper.TargetPath(i).Child("objectSelector")
 	sel, err := metav1.LabelSelectorAsSelector(&s.LabelSelector)
 	if err != nil {
@@ -131,10 +138,26 @@ func (c *Controller) selectObjects(namespace string, i int, s *configv1alpha2.Ob
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	account := ""
+	if t.Template != nil && t.Template.ServiceAccountName != nil {
+		account = *t.Template.ServiceAccountName
+	}
+	account = c.access.Account(account)
 	for _, u := range items {
-		if keep(u.GetName()) {
-			out = append(out, objectOf(u.GetName(), u.GetNamespace(), u.GetLabels(), u.GetAnnotations()))
+		if !keep(u.GetName()) {
+			continue
 		}
+		err := c.access.MayGet(ctx, namespace, account, gvk, u.GetName())
+		var refused *access.DeniedError
+		if errors.As(err, &refused) {
+			// Reported on the set and tried again when the refusal
+			// expires, so a grant takes effect.
+			return nil, workloop.RetryAfter(refused.RetryAfter, fmt.Errorf("%s selects %s %q: %w", path, gvk.Kind, u.GetName(), err))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, objectOf(u.GetName(), u.GetNamespace(), u.GetLabels(), u.GetAnnotations()))
 	}
 	return out, nil
 }

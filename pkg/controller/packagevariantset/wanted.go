@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -73,7 +74,7 @@ type change struct {
 // wantedVariants validates the set, resolves its upstream, expands and
 // renders its targets, and compares the result with the set's existing
 // variants (by identifier, from variantsOf).
-func (c *Controller) wantedVariants(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant) *wanted {
+func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant) *wanted {
 	set := celtemplate.SetKey{UID: pvs.UID, Generation: pvs.Generation}
 	check := func(fldPath *field.Path, expr string, withRepository bool) error {
 		return c.cel.Check(set, fldPath.String(), expr, withRepository)
@@ -86,7 +87,7 @@ func (c *Controller) wantedVariants(pvs *configv1alpha2.PackageVariantSet, exist
 	if err != nil {
 		return &wanted{stalled: &setProblem{ReasonUpstreamNotFound, err.Error()}}
 	}
-	targets, err := c.expandTargets(pvs)
+	targets, err := c.expandTargets(ctx, pvs)
 	var terr *targetError
 	if errors.As(err, &terr) {
 		return &wanted{stalled: &setProblem{ReasonNoMatchingTargets, terr.msg + "; nothing was created or deleted"}}

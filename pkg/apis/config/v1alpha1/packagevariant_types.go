@@ -145,6 +145,14 @@ type PackageVariantSpec struct {
 	// injection points. They are tried in order; the first match wins.
 	// +optional
 	Injectors []InjectionSelector `json:"injectors,omitempty"`
+
+	// ServiceAccountName names a ServiceAccount in the variant's namespace
+	// whose permissions bound what the variant reads: an object is
+	// injected only if this account may get it. Empty: the account the
+	// controller's --default-service-account names, if any; without that
+	// flag the controller reads with its own permissions.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // Upstream selects the upstream package revision. With neither revision nor

@@ -164,6 +164,11 @@ type PackageVariantTemplate struct {
 	// Injectors become spec.injectors of the generated variants.
 	// +optional
 	Injectors []InjectionSelectorTemplate `json:"injectors,omitempty"`
+	// ServiceAccountName becomes spec.serviceAccountName of the generated
+	// variants, and bounds what the set reads for this target: an object
+	// an objectSelector selects is used only if this account may get it.
+	// +optional
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 }
 
 // DownstreamTemplate computes the downstream of a generated variant. At most

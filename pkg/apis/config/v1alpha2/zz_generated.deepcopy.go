@@ -411,6 +411,11 @@ func (in *PackageVariantTemplate) DeepCopyInto(out *PackageVariantTemplate) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.ServiceAccountName != nil {
+		in, out := &in.ServiceAccountName, &out.ServiceAccountName
+		*out = new(string)
+		**out = **in
+	}
 	return
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -70,6 +71,12 @@ func ValidatePackageVariantSpec(spec *configv1alpha1.PackageVariantSpec, fldPath
 				path := fldPath.Child("injectors").Index(i).Child("kind")
 				errs = append(errs, field.Forbidden(path, path.String()+": "+why))
 			}
+		}
+	}
+	if a := spec.ServiceAccountName; a != "" {
+		path := fldPath.Child("serviceAccountName")
+		for _, msg := range k8svalidation.IsDNS1123Subdomain(a) {
+			errs = append(errs, field.Invalid(path, a, fmt.Sprintf("%s %q is not a ServiceAccount name: %s", path, a, msg)))
 		}
 	}
 	if p := spec.Pipeline; p != nil {
