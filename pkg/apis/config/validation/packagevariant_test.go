@@ -174,7 +174,7 @@ func TestValidatePackageVariant(t *testing.T) {
 		"BadServiceAccountName": {
 			reason: "serviceAccountName must be a name a ServiceAccount can have",
 			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.ServiceAccountName = "Not_A_Name" },
-			want: []string{`spec.serviceAccountName "Not_A_Name" is not a ServiceAccount name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+			want:   []string{`spec.serviceAccountName "Not_A_Name" is not a ServiceAccount name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		},
 		"SecretInjector": {
 			reason: "a Secret is never injected: the package is stored in git",
