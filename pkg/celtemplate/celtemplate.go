@@ -182,12 +182,23 @@ func NewCache(opts Options) *Cache {
 // before. field is the path of expr, used in errors. withRepository is
 // false for downstream.repoExpr only: there the repository variable is not
 // declared, so a reference to it is a compile error.
-func (c *Cache) Evaluate(set SetKey, field, expr string, withRepository bool, vars Vars) (string, error) {
+//
+// The evaluation's cost is charged to budget: once the budget is spent,
+// Evaluate returns a *BudgetError without evaluating; when the budget's
+// context ends, the evaluation stops and Evaluate returns the context's
+// error.
+func (c *Cache) Evaluate(budget *Budget, set SetKey, field, expr string, withRepository bool, vars Vars) (string, error) {
+	if budget.spent > budget.limit {
+		return "", &BudgetError{Field: field, Limit: budget.limit, Spent: budget.spent}
+	}
+	if err := budget.ctx.Err(); err != nil {
+		return "", fmt.Errorf("evaluate %s: %w", field, err)
+	}
 	p, err := c.program(set, field, expr, withRepository)
 	if err != nil {
 		return "", err
 	}
-	return c.eval(p, field, withRepository, &vars)
+	return c.eval(budget, p, field, withRepository, &vars)
 }
 
 // Check compiles expr without evaluating it, so that validation can report
@@ -291,7 +302,7 @@ func (c *Cache) compile(expr string, withRepository bool) (p compiled) {
 		return compiled{message: fmt.Sprintf("estimated cost %d exceeds the cost limit of %d (for objects with up to %d labels and %d annotations); "+
 			"comprehensions (all, exists, filter, map ...) nested in comprehensions are the usual cause", estimate, c.opts.CostLimit, estimatedMaxEntries, estimatedMaxEntries)}
 	}
-	prg, err := env.Program(ast, cel.CostLimit(c.opts.CostLimit))
+	prg, err := env.Program(ast, cel.CostLimit(c.opts.CostLimit), cel.EvalOptions(cel.OptTrackCost), cel.InterruptCheckFrequency(interruptEvery))
 	if err != nil {
 		return compiled{message: err.Error()}
 	}
@@ -338,18 +349,32 @@ func (c *Cache) dryRun(env *cel.Env, ast *cel.Ast) string {
 	}
 }
 
-func (c *Cache) eval(prg cel.Program, field string, withRepository bool, vars *Vars) (s string, err error) {
+func (c *Cache) eval(budget *Budget, prg cel.Program, field string, withRepository bool, vars *Vars) (s string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s, err = "", &Error{Field: field, Message: fmt.Sprintf("internal error evaluating the expression: %v", r)}
 		}
 	}()
-	out, _, evalErr := prg.Eval(&activation{vars: vars, withRepository: withRepository})
-	if evalErr != nil {
-		var cancelled interpreter.EvalCancelledError
-		if errors.As(evalErr, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
-			return "", &Error{Field: field, Message: fmt.Sprintf("evaluation exceeded the cost limit of %d: %v", c.opts.CostLimit, evalErr)}
-		}
+	out, details, evalErr := prg.ContextEval(budget.ctx, &activation{vars: vars, withRepository: withRepository})
+	var cancelled interpreter.EvalCancelledError
+	overLimit := errors.As(evalErr, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
+	var cost uint64
+	if details != nil && details.ActualCost() != nil {
+		cost = *details.ActualCost()
+	}
+	if overLimit && cost < c.opts.CostLimit {
+		cost = c.opts.CostLimit // the whole limit was spent
+	}
+	if err := budget.charge(field, cost); err != nil {
+		return "", err
+	}
+	switch {
+	case evalErr == nil:
+	case overLimit:
+		return "", &Error{Field: field, Message: fmt.Sprintf("evaluation exceeded the cost limit of %d: %v", c.opts.CostLimit, evalErr)}
+	case budget.ctx.Err() != nil:
+		return "", fmt.Errorf("evaluate %s: %w", field, budget.ctx.Err())
+	default:
 		return "", &Error{Field: field, Message: evalErr.Error()}
 	}
 	str, ok := out.(types.String)

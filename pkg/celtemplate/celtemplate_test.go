@@ -1,6 +1,7 @@
 package celtemplate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,7 +129,7 @@ func TestEvaluate(t *testing.T) {
 			if tc.vars != nil {
 				tc.vars(&vars)
 			}
-			got, err := NewCache(Options{}).Evaluate(testSet, testField, tc.expr, tc.withRepository, vars)
+			got, err := NewCache(Options{}).Evaluate(testBudget(), testSet, testField, tc.expr, tc.withRepository, vars)
 			if err != nil {
 				t.Fatalf("%s\nEvaluate(%q): unexpected error: %v", tc.reason, tc.expr, err)
 			}
@@ -286,7 +287,7 @@ func TestEvaluateErrors(t *testing.T) {
 			if tc.vars != nil {
 				tc.vars(&vars)
 			}
-			got, err := NewCache(tc.opts).Evaluate(testSet, testField, tc.expr, tc.withRepository, vars)
+			got, err := NewCache(tc.opts).Evaluate(testBudget(), testSet, testField, tc.expr, tc.withRepository, vars)
 			if err == nil {
 				t.Fatalf("%s\nEvaluate(%q) = %q, want an error", tc.reason, tc.expr, got)
 			}
@@ -468,7 +469,7 @@ func TestCheckLeavesDataToEvaluation(t *testing.T) {
 			if tc.vars != nil {
 				tc.vars(&vars)
 			}
-			_, err := c.Evaluate(testSet, testField, tc.expr, true, vars)
+			_, err := c.Evaluate(testBudget(), testSet, testField, tc.expr, true, vars)
 			if err == nil || !strings.Contains(err.Error(), tc.wantMessage) {
 				t.Errorf("%s\nEvaluate(%q) = %v, want an error containing %q", tc.reason, tc.expr, err, tc.wantMessage)
 			}
@@ -521,7 +522,7 @@ func TestCacheCompiles(t *testing.T) {
 }
 
 func eval(c *Cache, set SetKey, expr string, withRepository bool) error {
-	got, err := c.Evaluate(set, "f", expr, withRepository, testVars())
+	got, err := c.Evaluate(testBudget(), set, "f", expr, withRepository, testVars())
 	if err == nil && got != "cluster-01-x" {
 		return fmt.Errorf("got %q", got)
 	}
@@ -552,7 +553,7 @@ func TestEvaluateConcurrent(t *testing.T) {
 			for i := range 200 {
 				set := SetKey{UID: k8stypes.UID(fmt.Sprintf("set-%d", i%3)), Generation: int64(i / 50)}
 				j := (w + i) % len(exprs)
-				got, err := c.Evaluate(set, "f", exprs[j], true, testVars())
+				got, err := c.Evaluate(testBudget(), set, "f", exprs[j], true, testVars())
 				if err == nil && got != want[j] {
 					err = fmt.Errorf("Evaluate(%q) = %q, want %q", exprs[j], got, want[j])
 				}
@@ -609,7 +610,7 @@ func TestCostLimit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := NewCache(Options{CostLimit: tc.costLimit}).Evaluate(testSet, testField, tc.expr, false, testVars())
+			got, err := NewCache(Options{CostLimit: tc.costLimit}).Evaluate(testBudget(), testSet, testField, tc.expr, false, testVars())
 			if !tc.wantErr {
 				if err != nil || got != "10" {
 					t.Fatalf("%s\nEvaluate = %q, %v; want \"10\"", tc.reason, got, err)
@@ -628,13 +629,16 @@ func BenchmarkEvaluateCached(b *testing.B) {
 	c := NewCache(Options{})
 	vars := testVars()
 	const expr = "repository.name + '-' + target.labels['region']"
-	if _, err := c.Evaluate(testSet, testField, expr, true, vars); err != nil {
+	if _, err := c.Evaluate(testBudget(), testSet, testField, expr, true, vars); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Evaluate(testSet, testField, expr, true, vars); err != nil {
+		if _, err := c.Evaluate(testBudget(), testSet, testField, expr, true, vars); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// testBudget is a budget no test reaches, on a context that does not end.
+func testBudget() *Budget { return NewBudget(context.Background(), 0) }

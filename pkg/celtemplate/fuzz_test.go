@@ -26,7 +26,7 @@ func FuzzEvaluate(f *testing.F) {
 		vars := testVars()
 		vars.Target = ObjectTarget(Object{Name: label, Labels: map[string]string{"region": label, label: "v"}})
 		const field = "spec.targets[0].template.downstream.repoExpr"
-		_, err := c.Evaluate(testSet, field, expr, withRepository, vars)
+		_, err := c.Evaluate(testBudget(), testSet, field, expr, withRepository, vars)
 		checkErr(t, field, err)
 		checkErr(t, field, c.Check(testSet, field, expr, withRepository))
 	})

@@ -245,6 +245,12 @@ func (in *Input) Read(file string, data []byte) InputErrors {
 			errs = append(errs, &InputError{Source: src, Msg: "cannot split the file into YAML documents: " + err.Error()})
 			break
 		}
+		if len(raw) > MaxRequestBytes && !isList(raw) {
+			// Refused before it is decoded: a document of hundreds of
+			// megabytes would take gigabytes to decode.
+			errs = append(errs, &InputError{Source: src, Msg: tooLarge(len(raw), "as YAML")})
+			continue
+		}
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
 			errs = append(errs, &InputError{Source: src, Msg: "not valid YAML: " + err.Error()})
@@ -272,6 +278,28 @@ func (in *Input) Read(file string, data []byte) InputErrors {
 	return errs
 }
 
+// MaxRequestBytes is what the API server accepts in one request (its
+// --max-request-bytes default, 3 MiB): an object larger than that could
+// never be created, so no command takes it as input.
+const MaxRequestBytes = 3 * 1024 * 1024
+
+func tooLarge(n int, as string) string {
+	return fmt.Sprintf("is %.1f MiB %s, more than the API server accepts in one request (%d MiB): it could never be created; split it or move data out of it",
+		float64(n)/(1024*1024), as, MaxRequestBytes/(1024*1024))
+}
+
+// isList reports whether a YAML document is a List (kind: List at the top
+// level, as kubectl get -o yaml writes a snapshot), whose items are
+// objects of their own.
+func isList(raw []byte) bool {
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if t := bytes.TrimSpace(line); len(line) > 0 && line[0] != ' ' && line[0] != '\t' && bytes.HasPrefix(t, []byte("kind:")) {
+			return bytes.HasSuffix(bytes.TrimSpace(bytes.TrimPrefix(t, []byte("kind:"))), []byte("List"))
+		}
+	}
+	return false
+}
+
 // jsonRaw keeps a List item's JSON as it is.
 type jsonRaw []byte
 
@@ -287,6 +315,9 @@ func (in *Input) add(src Source, js []byte) InputErrors {
 	}
 	if tm.APIVersion == "" || tm.Kind == "" {
 		return fail("", "apiVersion and kind are required")
+	}
+	if len(js) > MaxRequestBytes {
+		return fail(tm.Kind+" "+nameOf(js), "%s", tooLarge(len(js), "as JSON"))
 	}
 	// Decode as the API server does: field names are case-sensitive, a
 	// number is not a string, unknown and duplicate fields are errors.

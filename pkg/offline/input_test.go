@@ -100,3 +100,34 @@ func TestReadMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestReadRefusesWhatTheAPIServerCannotTake: an object over the API
+// server's request size is refused, naming the file, the document and the
+// object; a document that large is refused before it is decoded; a List
+// (a snapshot) may be larger, its items may not.
+func TestReadRefusesWhatTheAPIServerCannotTake(t *testing.T) {
+	big := strings.Repeat("x", MaxRequestBytes)
+	configMap := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: team}\ndata: {a: " + big + "}\n"
+	}
+	var in Input
+	errs := in.Read("in.yaml", []byte(configMap("huge")+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: small, namespace: team}\n"))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "in.yaml (document 1): ") ||
+		!strings.Contains(errs[0].Error(), "is 3.0 MiB as YAML, more than the API server accepts in one request (3 MiB)") {
+		t.Errorf("errors %v, want the first document refused as too large", errs)
+	}
+	if len(in.Objects) != 1 {
+		t.Errorf("%d objects read, want the small one", len(in.Objects))
+	}
+
+	list := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: huge, namespace: team}\n  data: {a: " + big + "}\n" +
+		"- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: small, namespace: team}\n"
+	var fromList Input
+	errs = fromList.Read("snapshot.yaml", []byte(list))
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "snapshot.yaml (document 1, item 1): ConfigMap team/huge: is 3.0 MiB as JSON") {
+		t.Errorf("errors %v, want the List's huge item refused by name", errs)
+	}
+	if len(fromList.Objects) != 1 {
+		t.Errorf("%d objects read from the List, want the small one", len(fromList.Objects))
+	}
+}

@@ -172,8 +172,11 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		go func() {
 			defer wg.Done()
 			// A Run that ends because the run stops (before the caches
-			// synced, say) is shutdown, not an error.
-			if err := b.Controller.Run(ctx, workers); err != nil && ctx.Err() == nil {
+			// synced, say) is shutdown, not an error. Offline, a stop is a
+			// crash: the syncs in progress are cut off (a CEL evaluation
+			// included), so variantctl's --timeout is kept and the soak's
+			// restarts stop the controllers half-way.
+			if err := b.Controller.Run(workloop.WithFence(ctx, ctx), workers); err != nil && ctx.Err() == nil {
 				r.mu.Lock()
 				r.runErr = err
 				r.mu.Unlock()

@@ -85,7 +85,9 @@ type Controller struct {
 	objects *ondemand.Informers
 	// access bounds what each target may select (nil: no bound).
 	access *access.Checker
-	cel    *celtemplate.Cache
+	// celBudget is Options.CELBudget.
+	celBudget uint64
+	cel       *celtemplate.Cache
 	// readinessDelay batches wake-ups by variants' readiness changes.
 	readinessDelay time.Duration
 	// expectations are the variants created that the cache does not show
@@ -122,6 +124,9 @@ type Options struct {
 	// Access, when set, lets an objectSelector use only the objects its
 	// target's ServiceAccount may get.
 	Access *access.Checker
+	// CELBudget is the CEL cost one sync of a set may spend on all its
+	// expressions; 0 means celtemplate.DefaultSyncBudget.
+	CELBudget uint64
 }
 
 // New wires a Controller to its informers. objects serves the kinds that
@@ -137,6 +142,7 @@ func New(ctx context.Context, client versioned.Interface,
 	c := &Controller{
 		client:         client,
 		access:         opts.Access,
+		celBudget:      opts.CELBudget,
 		pvsLister:      pvsInformer.Lister(),
 		pvsIndexer:     pvsInformer.Informer().GetIndexer(),
 		pvLister:       pvInformer.Lister(),

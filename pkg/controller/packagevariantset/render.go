@@ -14,7 +14,10 @@ import (
 
 // renderer renders the templates of one set generation.
 type renderer struct {
-	cel      *celtemplate.Cache
+	cel *celtemplate.Cache
+	// budget is what this sync's evaluations may spend, and the context
+	// they stop on.
+	budget   *celtemplate.Budget
 	set      celtemplate.SetKey
 	pvs      *configv1alpha2.PackageVariantSet
 	upstream *porchv1alpha1.PackageRevision
@@ -48,7 +51,7 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 		vars.Target = celtemplate.RepoPackageTarget(t.repoDefault, t.packageDefault)
 	}
 	eval := func(s confighelper.String) (string, error) {
-		return r.cel.Evaluate(r.set, s.ExprPath.String(), *s.Expr, s.WithRepository, vars)
+		return r.cel.Evaluate(r.budget, r.set, s.ExprPath.String(), *s.Expr, s.WithRepository, vars)
 	}
 
 	var err error

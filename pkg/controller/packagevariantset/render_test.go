@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -37,9 +38,10 @@ func testRenderer(tpl *configv1alpha2.PackageVariantTemplate) *renderer {
 		"eu-1":   {ObjectMeta: metav1.ObjectMeta{Name: "eu-1", Namespace: "ns", Labels: map[string]string{"region": "eu", "tier": "gold"}}},
 	}
 	return &renderer{
-		cel: celtemplate.NewCache(celtemplate.Options{}),
-		set: celtemplate.SetKey{UID: pvs.UID, Generation: 1},
-		pvs: pvs,
+		cel:    celtemplate.NewCache(celtemplate.Options{}),
+		budget: celtemplate.NewBudget(context.Background(), 0),
+		set:    celtemplate.SetKey{UID: pvs.UID, Generation: 1},
+		pvs:    pvs,
 		upstream: &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{
 			Name: "blueprints.app.v2", Namespace: "ns", Labels: map[string]string{"kpt.dev/latest-revision": "true"}}},
 		repository: func(name string) (*configv1alpha1.Repository, bool) {

@@ -29,9 +29,12 @@ const (
 	ReasonUnexpectedError   = "UnexpectedError"
 	// ReasonForbidden: a target's ServiceAccount may not get an object
 	// its objectSelector selects.
-	ReasonForbidden  = "Forbidden"
-	ReasonValid      = conditions.ReasonValid
-	ReasonReconciled = "Reconciled"
+	ReasonForbidden = "Forbidden"
+	// ReasonCostBudgetExceeded: the set's expressions, over all its
+	// targets, cost more than one sync may spend.
+	ReasonCostBudgetExceeded = "CostBudgetExceeded"
+	ReasonValid              = conditions.ReasonValid
+	ReasonReconciled         = "Reconciled"
 )
 
 const readyMessage = "package variants successfully reconciled"

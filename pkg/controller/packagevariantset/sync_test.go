@@ -128,3 +128,64 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncStopsAtTheCELBudget: a set whose expressions, over all its
+// targets, cost more than one sync may spend creates, updates and deletes
+// nothing, and is Stalled with CostBudgetExceeded naming the expression
+// that went over and what to do; within the budget it is served.
+func TestSyncStopsAtTheCELBudget(t *testing.T) {
+	for name, tc := range map[string]struct {
+		budget uint64
+		want   []string
+	}{
+		"over":   {budget: 5},
+		"within": {budget: 0, want: []string{"create s-edge-1-app", "create s-edge-2-app", "create s-edge-3-app"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			f := newFixture(t)
+			target := byName("edge-1", "edge-2", "edge-3")
+			target.Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{
+				{Key: ptr("region"), ValueExpr: ptr("repository.labels.exists(k, k == 'region') ? repository.labels['region'] : 'none'")},
+			}}
+			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
+			f.sets = append(f.sets, s)
+			f.objects = append(f.objects, s)
+			for _, r := range []string{"edge-1", "edge-2", "edge-3"} {
+				f.repos = append(f.repos, repository("ns", r, map[string]string{"region": "eu", "tier": "gold"}))
+			}
+			c, factory := f.newController(ctx)
+			c.celBudget = tc.budget
+			upstream := revision("ns", "blueprints", "app", "v1")
+			upstream.Spec.Revision = 1
+			if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, variantWrites(f.client.Actions())); diff != "" {
+				t.Errorf("PackageVariant writes (-want +got):\n%s", diff)
+			}
+			got, err := f.client.ConfigV1alpha2().PackageVariantSets("ns").Get(ctx, "s", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, ConditionStalled)
+			if tc.budget == 0 {
+				if cond != nil && cond.Status == metav1.ConditionTrue {
+					t.Errorf("Stalled within the budget: %+v", cond)
+				}
+				return
+			}
+			if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != ReasonCostBudgetExceeded {
+				t.Fatalf("Stalled %+v, want True, %s", cond, ReasonCostBudgetExceeded)
+			}
+			for _, want := range []string{"CEL cost budget of one sync (5)", "spec.targets[0].template.labelExprs[0].valueExpr", "nothing was created or deleted"} {
+				if !strings.Contains(cond.Message, want) {
+					t.Errorf("Stalled message %q does not say %q", cond.Message, want)
+				}
+			}
+		})
+	}
+}

@@ -96,12 +96,21 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 		return &wanted{targetsErr: err}
 	}
 
-	r := &renderer{cel: c.cel, set: set, pvs: pvs, upstream: upstream, repository: func(name string) (*configv1alpha1.Repository, bool) {
-		repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
-		return repo, err == nil
-	}}
+	r := &renderer{cel: c.cel, budget: celtemplate.NewBudget(ctx, c.celBudget), set: set, pvs: pvs, upstream: upstream,
+		repository: func(name string) (*configv1alpha1.Repository, bool) {
+			repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
+			return repo, err == nil
+		}}
 	w := &wanted{}
-	w.variants, w.problems, w.renderFailed = desiredVariants(pvs, r, targets)
+	var stopped error
+	w.variants, w.problems, w.renderFailed, stopped = desiredVariants(pvs, r, targets)
+	var overBudget *celtemplate.BudgetError
+	switch {
+	case errors.As(stopped, &overBudget):
+		return &wanted{stalled: &setProblem{ReasonCostBudgetExceeded, overBudget.Error() + "; nothing was created or deleted"}}
+	case stopped != nil:
+		return &wanted{targetsErr: stopped}
+	}
 	c.planChanges(pvs, existing, w)
 	return w
 }
@@ -146,10 +155,16 @@ func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, existing
 // is a problem for the set's condition. renderFailed says that a target
 // has no valid spec: an existing variant may be that target's, so none may
 // be taken for stale.
-func desiredVariants(pvs *configv1alpha2.PackageVariantSet, r *renderer, targets []target) (wants []want, problems []string, renderFailed bool) {
+//
+// stopped is an error that stops the rendering of every target: the sync's
+// CEL budget spent (*celtemplate.BudgetError), or its context ended.
+func desiredVariants(pvs *configv1alpha2.PackageVariantSet, r *renderer, targets []target) (wants []want, problems []string, renderFailed bool, stopped error) {
 	firstTarget := map[string]int{}
 	for _, t := range targets {
 		spec, err := r.render(t)
+		if stop := stopsRendering(err); stop != nil {
+			return nil, nil, false, stop
+		}
 		if err != nil {
 			renderFailed = true
 			problems = append(problems, err.Error())
@@ -172,7 +187,17 @@ func desiredVariants(pvs *configv1alpha2.PackageVariantSet, r *renderer, targets
 		firstTarget[id] = t.index
 		wants = append(wants, want{id, spec})
 	}
-	return wants, problems, renderFailed
+	return wants, problems, renderFailed, nil
+}
+
+// stopsRendering returns err when it ends the rendering of the whole set
+// rather than of one target.
+func stopsRendering(err error) error {
+	var overBudget *celtemplate.BudgetError
+	if errors.As(err, &overBudget) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
 }
 
 // specEqual compares specs, taking nil and empty maps and lists as equal,
