@@ -148,7 +148,7 @@ func TestRefusedKindFailsAtOnce(t *testing.T) {
 			is:      apierrors.IsForbidden,
 			want: []string{
 				`list secrets: secrets is forbidden: User "system:serviceaccount:variant-controller-system:variant-controller" cannot list resource "secrets"`,
-				"grant the controller get, list and watch on secrets",
+				"grant the controller list and watch on secrets",
 				`variant-controller.porch.kpt.dev/aggregate-to-injection: "true"`,
 				"tried again every 30s",
 			},
