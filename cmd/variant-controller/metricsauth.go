@@ -19,6 +19,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// metricsPath is the one path the metrics server serves.
+const metricsPath = "/metrics"
+
 // metricsReaderRole is the ClusterRole deploy/rbac ships for scrapers: get on
 // the non-resource URL /metrics.
 const metricsReaderRole = "variant-controller-metrics-reader"
@@ -77,9 +80,10 @@ func newDelegatedAuth(kube kubernetes.Interface) (*delegatedAuth, error) {
 	return &delegatedAuth{authn: authn, authz: authz}, nil
 }
 
-// wrap answers 401 to a request without an accepted bearer token, 405 to
-// anything but GET and HEAD, 403 to a user who may not get the path, and
-// 500 when the API server could not be asked; it passes the rest to next.
+// wrap answers 401 to a request without an accepted bearer token, 404 to
+// any path but /metrics, 405 to anything but GET and HEAD, 403 to a user
+// who may not get /metrics, and 500 when the API server could not be
+// asked; it passes the rest to next.
 // Each answer says what is missing and how to grant it.
 func (a *delegatedAuth) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,6 +107,10 @@ func (a *delegatedAuth) wrap(next http.Handler) http.Handler {
 			// operator, not for whoever sent the token.
 			logger.V(2).Info("Refused a /metrics request: token not accepted", "remote", r.RemoteAddr, "reason", err)
 			http.Error(w, "unauthorized: the Kubernetes API server did not accept the bearer token (expired, revoked or not a Kubernetes token); send a current token of a ServiceAccount bound to the ClusterRole "+metricsReaderRole+" (for example from kubectl create token)", http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path != metricsPath {
+			http.Error(w, "not found: this server serves "+metricsPath+" only", http.StatusNotFound)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -215,9 +215,9 @@ func TestSecureMetrics(t *testing.T) {
 			path: "/metrics", token: readerToken, wantCode: http.StatusOK,
 			wantBody: []string{`variant_controller_sync_total{controller="packagevariants",result="success"} 1`, "go_goroutines"},
 		},
-		"the reader may not get another path": {
-			path: "/debug/pprof/", token: readerToken, wantCode: http.StatusForbidden,
-			wantBody: []string{`may not get /debug/pprof/`},
+		"another path is 404, and no permission is asked for it": {
+			path: "/debug/pprof/", token: readerToken, wantCode: http.StatusNotFound,
+			wantBody: []string{"serves /metrics only"},
 		},
 		"a write is 405 even for the reader": {
 			method: http.MethodPost, path: "/metrics", token: readerToken, wantCode: http.StatusMethodNotAllowed,
@@ -265,8 +265,8 @@ func TestSecureMetrics(t *testing.T) {
 	// the token is.
 	_, asked := reviews.counts()
 	for _, spec := range asked {
-		if spec.ResourceAttributes != nil || spec.NonResourceAttributes == nil || spec.NonResourceAttributes.Verb != "get" {
-			t.Errorf("asked the API server %+v, want get on a non-resource URL", spec)
+		if nr := spec.NonResourceAttributes; spec.ResourceAttributes != nil || nr == nil || nr.Verb != "get" || nr.Path != "/metrics" {
+			t.Errorf("asked the API server %+v, want get on the non-resource URL /metrics", spec)
 		}
 	}
 	want := authorizationv1.SubjectAccessReviewSpec{

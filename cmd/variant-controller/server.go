@@ -63,7 +63,7 @@ func healthMux(alive func(*http.Request) error, checks []readyCheck) *http.Serve
 // metricsMux serves the registry's metrics on /metrics.
 func metricsMux(reg *prometheus.Registry) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle(metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return mux
 }
 
