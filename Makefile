@@ -65,6 +65,11 @@ soak: ## Chaos soak: both controllers on porchsim under faults, restarts and peo
 	$(GO) test -race -count=1 -timeout 90m -run '^TestSoak$$' ./test/soak -soak.seeds $(SOAK_SEEDS) -soak.duration $(SOAK_DURATION) -soak.report $(CURDIR)/soak-report.md
 	@cat soak-report.md
 
+.PHONY: sbom
+
+sbom: ## SBOM of the variant-controller binary from the modules it links, as the image builds it: CycloneDX JSON in sbom/ (cyclonedx-gomod v1.10.0 from the Go module proxy).
+	hack/sbom.sh
+
 .PHONY: e2e dev-up dev-down
 
 e2e: ## End-to-end tests on a fresh local control plane against porchsim; PORCH_BIN=... PORCH_MANIFESTS=... adds your Porch (builds Kubernetes once, ~15 min cold).

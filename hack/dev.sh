@@ -74,7 +74,7 @@ up() {
     stop_pid "${DEV_DIR}/variant-controller.pid"
     bin/variant-controller --kubeconfig "${DEV_DIR}/controller.kubeconfig" --reconcilers='*' \
         --leader-election-namespace variant-controller-system \
-        --health-probe-bind-address 127.0.0.1:18081 --metrics-bind-address 127.0.0.1:18080 \
+        --health-probe-bind-address 127.0.0.1:18081 --metrics-bind-address 127.0.0.1:18080 --metrics-secure=false \
         >"${DEV_DIR}/variant-controller.log" 2>&1 &
     echo $! >"${DEV_DIR}/variant-controller.pid"
 
@@ -89,7 +89,7 @@ The example fleet is applied. Try:
   kubectl -n platform describe packagevariant staging-us-east-app
 
 Logs: ${DEV_DIR}/variant-controller.log, ${DEV_DIR}/porchsim-apiserver.log
-Metrics: http://127.0.0.1:18080/metrics
+Metrics: http://127.0.0.1:18080/metrics (plain HTTP for trying it out: --metrics-secure=false)
 Stop everything: make dev-down
 MSG
 }

@@ -58,7 +58,7 @@ if [[ -n "${PORCH_BIN}${PORCH_MANIFESTS}" ]]; then
     PORCH_BIN="$(cd "$(dirname "${PORCH_BIN}")" && pwd -P)/$(basename "${PORCH_BIN}")"
     PORCH_MANIFESTS="$(cd "${PORCH_MANIFESTS}" && pwd -P)"
     if (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null; then
-        die "port 8080 is in use on this machine; the Porch server binds its FunctionConfig manager's metrics to :8080 (not configurable); free the port (another Porch, or a variant-controller with its default --metrics-bind-address?)"
+        die "port 8080 is in use on this machine; the Porch server binds its FunctionConfig manager's metrics to :8080 (not configurable); free the port (another Porch, or a process serving metrics there?)"
     fi
 fi
 

@@ -197,12 +197,16 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 		if watchdog != nil {
 			alive = watchdog.Check
 		}
-		if err := serve(ctx, "health probes", o.healthAddr, healthMux(alive, checks)); err != nil {
+		if err := serve(ctx, "health probes", o.healthAddr, healthMux(alive, checks), nil); err != nil {
 			return err
 		}
 	}
 	if o.metricsAddr != "" {
-		if err := serve(ctx, "metrics", o.metricsAddr, metricsMux(m.Registry)); err != nil {
+		ms, err := newMetricsServer(ctx, o, kube, m.Registry)
+		if err != nil {
+			return err
+		}
+		if err := serve(ctx, "metrics", o.metricsAddr, ms.handler, ms.tls); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,8 @@ type options struct {
 	retryPeriod      time.Duration
 	healthAddr       string
 	metricsAddr      string
+	metricsSecure    bool
+	metricsCertDir   string
 	shutdownDeadline time.Duration
 	defaultAccount   string
 }
@@ -61,7 +63,12 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader keeps retrying to renew before giving up leadership.")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the Lease.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address serving /healthz and /readyz (ready once the informer caches have synced). Empty disables.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address serving Prometheus /metrics. Empty disables.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address serving Prometheus /metrics (HTTPS unless --metrics-secure=false). Empty disables.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true,
+		"Serve /metrics over HTTPS to Kubernetes users allowed to get it (bearer token checked with a TokenReview, permission with a SubjectAccessReview). "+
+			"false: plain HTTP to anyone who reaches the port, for local development only.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding tls.crt and tls.key for /metrics (a mounted kubernetes.io/tls Secret), read again when they change. Empty: a self-signed certificate made at start.")
 	fs.StringVar(&o.defaultAccount, "default-service-account", "",
 		"ServiceAccount, in each variant's namespace, whose permissions bound what a variant (or a set's target) that names no spec.serviceAccountName may inject or select. "+
 			"Empty: those reads use the controller's own permissions (any object of the kinds its RBAC grants, in any namespace it watches).")
@@ -90,6 +97,9 @@ func (o *options) validate() error {
 		for _, msg := range validation.IsDNS1123Subdomain(a) {
 			errs = append(errs, fmt.Sprintf("--default-service-account %q is not a ServiceAccount name: %s", a, msg))
 		}
+	}
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		errs = append(errs, fmt.Sprintf("--metrics-cert-dir (%s) is for HTTPS, but --metrics-secure=false serves plain HTTP; drop one of them", o.metricsCertDir))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func TestEnabledReconcilers(t *testing.T) {
@@ -86,6 +89,22 @@ func TestEnabledReconcilers(t *testing.T) {
 	}
 }
 
+// unreachableKubeconfig is a kubeconfig whose server nothing answers:
+// enough for run to build its clients.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestRunExitCodes(t *testing.T) {
 	cases := map[string]struct {
 		args       []string
@@ -99,7 +118,7 @@ func TestRunExitCodes(t *testing.T) {
 			wantCode: exitOK,
 			wantStdout: []string{"--reconcilers", "--kubeconfig", "--workers", "--kube-api-qps", "--kube-api-burst",
 				"--resync-period", "--leader-elect", "--leader-election-namespace", "--leader-election-id",
-				"--health-probe-bind-address", "--metrics-bind-address", "--namespace", "--default-service-account", "-v, --v"},
+				"--health-probe-bind-address", "--metrics-bind-address", "--metrics-secure", "--metrics-cert-dir", "--namespace", "--default-service-account", "-v, --v"},
 		},
 		"bad default service account exits 2": {
 			args:       []string{"--reconcilers=*", "--default-service-account=Not_A_Name"},
@@ -124,6 +143,17 @@ func TestRunExitCodes(t *testing.T) {
 			args:       []string{"--reconcilers=*", "--workers=0"},
 			wantCode:   exitUsage,
 			wantStderr: "--workers must be at least 1",
+		},
+		"a certificate directory for plain HTTP exits 2": {
+			args:       []string{"--reconcilers=*", "--metrics-secure=false", "--metrics-cert-dir=/etc/tls"},
+			wantCode:   exitUsage,
+			wantStderr: "--metrics-cert-dir (/etc/tls) is for HTTPS, but --metrics-secure=false serves plain HTTP; drop one of them",
+		},
+		"a certificate directory without a pair exits 1 naming the files": {
+			args: []string{"--reconcilers=*", "--leader-elect=false", "--kubeconfig=" + unreachableKubeconfig(t),
+				"--health-probe-bind-address=", "--metrics-bind-address=127.0.0.1:0", "--metrics-cert-dir=/nonexistent/tls"},
+			wantCode:   exitError,
+			wantStderr: "--metrics-cert-dir /nonexistent/tls: stat /nonexistent/tls/tls.crt: no such file or directory; stat /nonexistent/tls/tls.key: no such file or directory; it must hold tls.crt and tls.key",
 		},
 		"missing kubeconfig exits 1 naming the file": {
 			args:       []string{"--reconcilers=*", "--leader-elect=false", "--kubeconfig=/nonexistent/kubeconfig", "--health-probe-bind-address=", "--metrics-bind-address="},

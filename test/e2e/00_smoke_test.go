@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"sort"
 	"testing"
@@ -74,7 +73,8 @@ func TestSmoke(t *testing.T) {
 
 // TestSmokeController proves the controller's side of the plumbing on each
 // backend: it runs as its ServiceAccount (metrics and health on free ports,
-// not Porch's :8080), becomes ready, shuts down cleanly on SIGTERM, and the
+// not Porch's :8080), becomes ready, serves its metrics to the suite's
+// scraper over HTTPS, shuts down cleanly on SIGTERM, and the
 // audit log shows its requests under its own user, none refused.
 func TestSmokeController(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
@@ -86,13 +86,8 @@ func TestSmokeController(t *testing.T) {
 		}
 		c := startController(t, "controller", ns)
 		c.waitReady(t)
-		resp, err := http.Get(c.MetricsURL)
-		if err != nil {
-			t.Fatalf("get the controller's metrics: %v", err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %s", c.MetricsURL, resp.Status)
+		if _, err := c.scrapeMetrics(); err != nil {
+			t.Fatalf("scrape the controller's metrics: %v", err)
 		}
 		// Stopped here rather than at cleanup: its watches end, and a watch
 		// is in the log (ResponseComplete) only once it has ended.

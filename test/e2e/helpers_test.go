@@ -3,13 +3,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,7 +167,8 @@ func publishUpstream(t *testing.T, ns string) {
 // controller is a variant-controller process and where it serves.
 type controller struct {
 	*e2eutil.Process
-	// MetricsURL is its Prometheus endpoint (http://127.0.0.1:<port>/metrics).
+	// MetricsURL is its Prometheus endpoint
+	// (https://127.0.0.1:<port>/metrics; scrapeMetrics reads it).
 	MetricsURL string
 	// ReadyzURL answers 200 once every informer cache has synced.
 	ReadyzURL string
@@ -179,8 +177,9 @@ type controller struct {
 // startController runs variant-controller as its ServiceAccount, with both
 // control loops, watching only namespace ns (the namespaces of other tests
 // and of the other backend still hold variants), without leader election
-// and with free ports for metrics and health (never the defaults :8080 and
-// :8081, which Porch holds). args come last and override any of these
+// and with free ports for metrics and health (never the default :8081, nor
+// :8080, which Porch holds); metrics over HTTPS, as deploy/ serves them,
+// with the suite's certificate (env.metrics). args come last and override any of these
 // (pflag: the last value wins). It is stopped when the test ends; its output
 // is in the work directory and, when the test failed, in the test log.
 func startController(t *testing.T, name, ns string, args ...string) *controller {
@@ -199,6 +198,7 @@ func startController(t *testing.T, name, ns string, args ...string) *controller 
 		"--namespace", ns,
 		"--leader-elect=false",
 		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
+		"--metrics-cert-dir", env.metrics.certDir,
 		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", healthPort),
 		"--shutdown-grace-period", "5s",
 	}, args...)
@@ -210,7 +210,7 @@ func startController(t *testing.T, name, ns string, args ...string) *controller 
 	}
 	c := &controller{
 		Process:    p,
-		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", metricsPort),
 		ReadyzURL:  fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort),
 	}
 	t.Cleanup(func() {
@@ -356,46 +356,3 @@ func mustContain(t *testing.T, text string, want ...string) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// metrics are the samples of a Prometheus text exposition.
-type metrics map[string][]float64
-
-func (m metrics) sum(name string) float64 {
-	var total float64
-	for _, v := range m[name] {
-		total += v
-	}
-	return total
-}
-
-var metricLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([0-9eE.+-]+|NaN)$`)
-
-// scrapeMetrics reads a /metrics endpoint.
-func scrapeMetrics(url string) (metrics, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	out := metrics{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		m := metricLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			continue
-		}
-		out[m[1]] = append(out[m[1]], v)
-	}
-	return out, sc.Err()
-}

@@ -36,8 +36,8 @@
 //	                  (porchsim, porch); default every one available
 //	E2E_KEEP          non-empty: keep the work directory
 //
-// Ports: the Porch server holds :8080, which is variant-controller's default
-// metrics address; startController always passes free ports instead.
+// Ports: the Porch server holds :8080; startController passes free ports for
+// the controller's metrics and health probes.
 package e2e
 
 import (
@@ -90,6 +90,8 @@ var env struct {
 	audit       *e2eutil.AuditLog
 	// saKubeconfig authenticates as the controller's ServiceAccount.
 	saKubeconfig string
+	// metrics is how the tests scrape the controllers' /metrics.
+	metrics *metricsAccess
 	// git serves the git repositories of every Repository the tests make.
 	git *e2eutil.GitServer
 	// backends serve porch.kpt.dev, in the order the tests run them.
@@ -251,6 +253,9 @@ func setup() error {
 	}
 	env.saKubeconfig = filepath.Join(env.workDir, "sa.kubeconfig")
 	if err := e2eutil.ServiceAccountKubeconfig(ctx, env.kube, env.adminConfig, controllerNS, controllerSA, 2*time.Hour, env.saKubeconfig); err != nil {
+		return err
+	}
+	if env.metrics, err = setupMetricsAccess(ctx); err != nil {
 		return err
 	}
 	var served []string

@@ -454,7 +454,7 @@ func (s *scenario) settle(t *testing.T) {
 	var prev string
 	quiet := 0
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err := scrapeMetrics(s.ctrl.MetricsURL)
+		m, err := s.ctrl.scrapeMetrics()
 		if err != nil {
 			return false, nil
 		}

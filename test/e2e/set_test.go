@@ -21,6 +21,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
 // TestCRDsKeepEverySampleField applies every sample of our CRDs (and
@@ -109,9 +110,12 @@ func missingFields(path string, want, got interface{}) []string {
 }
 
 // TestSetOverRepositories: a set over labelled Repositories creates one
-// variant and one draft per repository, kubectl shows the printer columns,
-// and deleting the set garbage-collects its variants, whose deletion policy
-// then deletes their drafts.
+// variant and one draft per repository, kubectl shows the printer columns;
+// it follows its repositories (a repository labelled later gets a variant,
+// one relabelled away loses its variant and draft, and an event that
+// repeats on the set is counted on one Event); deleting the set
+// garbage-collects its variants, whose deletion policy then deletes their
+// drafts.
 func TestSetOverRepositories(t *testing.T) {
 	forEachBackend(t, testSetOverRepositories)
 }
@@ -172,6 +176,8 @@ func testSetOverRepositories(t *testing.T, b *backend) {
 	wantColumns(t, out, "NAME", "PACKAGE", "LIFECYCLE", "REPOSITORY")
 	wantRow(t, out, "edge-1.app.packagevariant-1", "Draft")
 
+	setFollowsRepositories(t, ctx, ctrl, ns)
+
 	// Deleting the set: kube-controller-manager's garbage collector deletes
 	// the variants it owns; each variant's finalizer runs its deletion
 	// policy (delete: drafts are deleted).
@@ -186,6 +192,63 @@ func testSetOverRepositories(t *testing.T, b *backend) {
 		drafts := downstreamRevisions(ctx, ns)
 		return len(pvs.Items) == 0 && len(drafts) == 0, fmt.Sprintf("%d variants, downstream revisions %v", len(pvs.Items), drafts)
 	})
+}
+
+// setFollowsRepositories: two repositories labelled one after the other
+// each get their variant (the set's event "Created 1 PackageVariant(s)"
+// twice: client-go's event correlator patches the first Event's count), and
+// a repository relabelled away loses its variant (the set deletes it) and
+// its draft (the variant's deletion policy).
+func setFollowsRepositories(t *testing.T, ctx context.Context, ctrl *controller, ns string) {
+	t.Helper()
+	before, err := env.audit.Flush(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// edge-1 to edge-3 have theirs: edge-i is the i-th.
+	for i := 4; i <= 5; i++ {
+		repository(t, ns, fmt.Sprintf("edge-%d", i), true, map[string]string{"env": "prod", "region": fmt.Sprintf("r%d", i)})
+		eventually(t, ctrl, fmt.Sprintf("%d Ready variants once edge-%d is labelled", i, i), func() (bool, string) {
+			return fleetReady(ctx, ns, i)
+		})
+	}
+	repo, err := env.admin.ConfigV1alpha1().Repositories(ns).Get(ctx, "edge-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.Labels["env"] = "retired"
+	if _, err := env.admin.ConfigV1alpha1().Repositories(ns).Update(ctx, repo, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctrl, "edge-1's variant and draft gone once it is relabelled", func() (bool, string) {
+		ok, state := fleetReady(ctx, ns, 4)
+		_, gone := downstreamRevisions(ctx, ns)["edge-1/app"]
+		return ok && !gone, state
+	})
+
+	eventually(t, ctrl, `the set's event "Created 1 PackageVariant(s)" counted twice`, func() (bool, string) {
+		events, err := env.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PackageVariantSet,involvedObject.name=edge"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.Reason == "Created" && e.Message == "Created 1 PackageVariant(s)" && e.Count == 2 {
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s %q x%d", e.Reason, e.Message, e.Count))
+		}
+		return false, fmt.Sprintf("the set's events: %v", seen)
+	})
+	events, _, err := env.audit.Since(ctx, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e2eutil.Summarize(e2eutil.Select(events, e2eutil.ByUser(e2eutil.ControllerUser)))
+	reportf(t, "the controller's requests while the set followed its repositories (2 labelled, 1 relabelled away):\n%s", s)
+	if got := s.CountCode("delete", "config.porch.kpt.dev", "packagevariants", 200); got != 1 {
+		t.Errorf("the audit log shows %d deletes of packagevariants by the controller answered 200, want 1 (edge-1's):\n%s", got, s)
+	}
 }
 
 // TestLeaderHandover: two controller processes; killing the leader hands

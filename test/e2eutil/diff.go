@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -76,25 +77,30 @@ func ExitCode(err error) int {
 	return -1
 }
 
-// User is a ServiceAccount to run a command as: its kubeconfig, and the
-// name the audit log records its requests under.
+// User is a ServiceAccount to run a command as: its kubeconfig, the name
+// the audit log records its requests under, and its token.
 type User struct {
 	Kubeconfig string
 	Name       string
+	Token      string
 }
 
 // ServiceAccountUser creates a ServiceAccount (with no rights of its own)
-// and a kubeconfig with its token in dir.
+// and a kubeconfig with a token of it, valid for an hour, in dir.
 func ServiceAccountUser(ctx context.Context, kube kubernetes.Interface, cluster *rest.Config, ns, name, dir string) (User, error) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return User{}, fmt.Errorf("create ServiceAccount %s/%s: %w", ns, name, err)
 	}
-	path := filepath.Join(dir, ns+"-"+name+".kubeconfig")
-	if err := ServiceAccountKubeconfig(ctx, kube, cluster, ns, name, time.Hour, path); err != nil {
+	token, err := ServiceAccountToken(ctx, kube, ns, name, time.Hour)
+	if err != nil {
 		return User{}, err
 	}
-	return User{Kubeconfig: path, Name: "system:serviceaccount:" + ns + ":" + name}, nil
+	path := filepath.Join(dir, ns+"-"+name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*TokenKubeconfig(cluster, token, ns), path); err != nil {
+		return User{}, fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return User{Kubeconfig: path, Name: "system:serviceaccount:" + ns + ":" + name, Token: token}, nil
 }
 
 // DiffReader is a ServiceAccount that may read what variantctl diff reads

@@ -20,16 +20,27 @@ import (
 // process; with this kubeconfig every request it makes is authorized by the
 // ServiceAccount's RBAC from deploy/, as in a pod.
 func ServiceAccountKubeconfig(ctx context.Context, kube kubernetes.Interface, cluster *rest.Config, namespace, name string, expiry time.Duration, path string) error {
+	token, err := ServiceAccountToken(ctx, kube, namespace, name, expiry)
+	if err != nil {
+		return err
+	}
+	if err := clientcmd.WriteToFile(*TokenKubeconfig(cluster, token, namespace), path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// ServiceAccountToken is a token of the ServiceAccount namespace/name from
+// the TokenRequest API, valid for expiry: what a pod of that account
+// presents (to the API server, or to the controller's /metrics).
+func ServiceAccountToken(ctx context.Context, kube kubernetes.Interface, namespace, name string, expiry time.Duration) (string, error) {
 	seconds := int64(expiry / time.Second)
 	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("request a token for %s/%s: %w", namespace, name, err)
+		return "", fmt.Errorf("request a token for %s/%s: %w", namespace, name, err)
 	}
-	if err := clientcmd.WriteToFile(*TokenKubeconfig(cluster, tr.Status.Token, namespace), path); err != nil {
-		return fmt.Errorf("write kubeconfig %s: %w", path, err)
-	}
-	return nil
+	return tr.Status.Token, nil
 }
 
 // TokenKubeconfig is a kubeconfig for the server and certificate authority

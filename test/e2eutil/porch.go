@@ -245,7 +245,7 @@ func StartPorch(ctx context.Context, o PorchOptions) (*Process, error) {
 		return nil, fmt.Errorf("start Porch: Binary, Kubeconfig, Port and WorkDir are required")
 	}
 	if Listening(PorchPort8080) {
-		return nil, fmt.Errorf("start Porch: port 8080 is in use on this machine; the Porch server binds its FunctionConfig manager's metrics to :8080 (not configurable) and without it runs no built-in function; free the port (another Porch, or a variant-controller with its default --metrics-bind-address?)")
+		return nil, fmt.Errorf("start Porch: port 8080 is in use on this machine; the Porch server binds its FunctionConfig manager's metrics to :8080 (not configurable) and without it runs no built-in function; free the port (another Porch, or a process serving metrics there?)")
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", o.Port)
 	if Listening(addr) {

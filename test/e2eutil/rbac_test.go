@@ -1,0 +1,253 @@
+package e2eutil
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+const rbacManifests = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ctrl
+rules:
+- apiGroups: ["example.dev"]
+  resources: ["widgets", "widgets/status"]
+  verbs: ["get", "update"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ctrl-injection
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels:
+      example.dev/aggregate: "true"
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ctrl-injection-configmaps
+  labels:
+    example.dev/aggregate: "true"
+rules:
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["list"]
+---
+# Not bound to the controller: a non-resource URL is fine here.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: reader
+rules:
+- nonResourceURLs: ["/metrics"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: ctrl
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl}
+subjects:
+- {kind: ServiceAccount, name: controller, namespace: system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: ctrl-injection
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl-injection}
+subjects:
+- {kind: ServiceAccount, name: controller, namespace: system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: someone-else
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}
+subjects:
+- {kind: ServiceAccount, name: prometheus, namespace: monitoring}
+`
+
+const leaderElectionManifest = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: lease
+  namespace: system
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["create"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: lease
+  namespace: system
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lease}
+subjects:
+- {kind: ServiceAccount, name: controller}
+`
+
+func writeManifests(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestServiceAccountGrants: every verb on every resource the account's
+// bindings give it, through a ClusterRole, an aggregated ClusterRole (the
+// rules of the roles its selector matches) and a namespaced Role; bindings
+// of other accounts are left out.
+func TestServiceAccountGrants(t *testing.T) {
+	dir := writeManifests(t, map[string]string{"roles.yaml": rbacManifests, "lease.yml": leaderElectionManifest})
+	grants, err := ServiceAccountGrants(dir, "system", "controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, g := range grants {
+		got = append(got, g.Binding+": "+g.String())
+	}
+	want := []string{
+		`ClusterRoleBinding "ctrl": get example.dev/widgets (ClusterRole ctrl, roles.yaml)`,
+		`ClusterRoleBinding "ctrl": update example.dev/widgets (ClusterRole ctrl, roles.yaml)`,
+		`ClusterRoleBinding "ctrl": get example.dev/widgets/status (ClusterRole ctrl, roles.yaml)`,
+		`ClusterRoleBinding "ctrl": update example.dev/widgets/status (ClusterRole ctrl, roles.yaml)`,
+		`ClusterRoleBinding "ctrl-injection": list configmaps (ClusterRole ctrl-injection-configmaps, roles.yaml)`,
+		`RoleBinding "lease/system": create coordination.k8s.io/leases (Role system/lease, lease.yml)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("grants (-want +got):\n%s", diff)
+	}
+}
+
+func TestServiceAccountGrantsRefuses(t *testing.T) {
+	cases := map[string]struct {
+		manifest string
+		want     string
+	}{
+		"a binding to a role the manifests lack": {
+			manifest: `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: ctrl}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: missing}
+subjects: [{kind: ServiceAccount, name: controller, namespace: system}]
+`,
+			want: `ClusterRoleBinding "ctrl" names ClusterRole "missing", which the manifests do not define`,
+		},
+		"a wildcard": {
+			manifest: `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ctrl}
+rules: [{apiGroups: [""], resources: ["configmaps"], verbs: ["*"]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: ctrl}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl}
+subjects: [{kind: ServiceAccount, name: controller, namespace: system}]
+`,
+			want: "a rule has a wildcard",
+		},
+		"a misspelt field": {
+			manifest: `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: ctrl}
+rules: [{apiGroup: [""], resources: ["configmaps"], verbs: ["get"]}]
+`,
+			want: `unknown field "apiGroup"`,
+		},
+		"nothing for the account": {
+			manifest: rbacManifests,
+			want:     "grants ServiceAccount system/nobody anything",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := writeManifests(t, map[string]string{"rbac.yaml": tc.manifest})
+			account := "controller"
+			if strings.Contains(tc.want, "nobody") {
+				account = "nobody"
+			}
+			_, err := ServiceAccountGrants(dir, "system", account)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGrantUses: a request uses a grant when RBAC allowed it through the
+// grant's binding, for its verb and resource (subresource included).
+func TestGrantUses(t *testing.T) {
+	grant := Grant{Binding: `ClusterRoleBinding "ctrl"`, Request: Request{Verb: "update", Group: "example.dev", Resource: "widgets/status"}}
+	event := func(verb, group, resource, sub, decision, reason string) auditv1.Event {
+		return auditv1.Event{
+			Verb:        verb,
+			ObjectRef:   &auditv1.ObjectReference{APIGroup: group, Resource: resource, Subresource: sub, Name: "w"},
+			Annotations: map[string]string{decisionAnnotation: decision, reasonAnnotation: reason},
+		}
+	}
+	const byCtrl = `RBAC: allowed by ClusterRoleBinding "ctrl" of ClusterRole "ctrl" to ServiceAccount "controller/system"`
+	cases := map[string]struct {
+		event auditv1.Event
+		want  bool
+	}{
+		"allowed through the binding":   {event("update", "example.dev", "widgets", "status", "allow", byCtrl), true},
+		"the main resource, not status": {event("update", "example.dev", "widgets", "", "allow", byCtrl), false},
+		"another verb":                  {event("patch", "example.dev", "widgets", "status", "allow", byCtrl), false},
+		"refused":                       {event("update", "example.dev", "widgets", "status", "forbid", ""), false},
+		"allowed through another binding": {event("update", "example.dev", "widgets", "status", "allow",
+			`RBAC: allowed by ClusterRoleBinding "cluster-admin" of ClusterRole "cluster-admin" to Group "system:masters"`), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := grant.Uses(&tc.event); got != tc.want {
+				t.Errorf("Uses = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	refused := event("update", "example.dev", "widgets", "status", "forbid", "")
+	allowed := event("update", "example.dev", "widgets", "status", "allow", byCtrl)
+	if !Forbidden(&refused) || Forbidden(&allowed) {
+		t.Errorf("Forbidden: refused %v, allowed %v; want true, false", Forbidden(&refused), Forbidden(&allowed))
+	}
+	named := grant
+	named.ResourceNames = []string{"other"}
+	e := event("update", "example.dev", "widgets", "status", "allow", byCtrl)
+	if named.Uses(&e) {
+		t.Error("a rule for the object other is used by a request for w")
+	}
+	if got := CountUses([]Grant{grant, named}, []auditv1.Event{e, e}); !cmp.Equal(got, []int{2, 0}) {
+		t.Errorf("CountUses = %v, want [2 0]", got)
+	}
+}
+
+// TestShippedRBAC: deploy/rbac binds the controller's ServiceAccount to
+// roles it defines, with no wildcard: what make e2e's check of used grants
+// needs.
+func TestShippedRBAC(t *testing.T) {
+	grants, err := ServiceAccountGrants(filepath.Join("..", "..", "deploy", "rbac"), "variant-controller-system", "variant-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grants) == 0 {
+		t.Fatal("deploy/rbac grants the controller nothing")
+	}
+}
