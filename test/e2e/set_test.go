@@ -262,24 +262,10 @@ func TestLeaderHandover(t *testing.T) {
 func testLeaderHandover(t *testing.T, b *backend) {
 	ns := createNamespace(t, b.ns("e2e-leader"))
 	ctx := context.Background()
-	publishUpstream(t, ns)
-	for i := 1; i <= 2; i++ {
-		repository(t, ns, fmt.Sprintf("site-%d", i), true, map[string]string{"env": "prod"})
-	}
+	prodSites(t, ns)
 	ca := startLeaderElecting(t, "controller-a", ns)
 	cb := startLeaderElecting(t, "controller-b", ns)
-	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "sites", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-			}},
-		},
-	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createProdSet(t, ctx, ns)
 	eventually(t, ca, "2 Ready variants", func() (bool, string) { return fleetReady(ctx, ns, 2) })
 
 	leader, standby := ca, cb
@@ -295,33 +281,68 @@ func testLeaderHandover(t *testing.T, b *backend) {
 	// Work that arrives while nobody leads.
 	repository(t, ns, "site-3", true, map[string]string{"env": "prod"})
 
-	eventually(t, standby, "the standby to take the Lease", func() (bool, string) {
-		holder := leaseHolder(t, ctx)
-		return holder != "" && holder != before, "holder " + holder
-	})
-	// When the standby acquired it, by the Lease itself (same clock: both
-	// processes run here), not by this test's polling.
-	lease, err := env.kube.CoordinationV1().Leases(controllerNS).Get(ctx, "variant-controller", metav1.GetOptions{})
-	if err != nil || lease.Spec.AcquireTime == nil {
-		t.Fatalf("read the Lease: %v %+v", err, lease)
-	}
-	took := lease.Spec.AcquireTime.Sub(killed)
-	// The standby polls the Lease every retry period, jittered by up to
-	// leaderelection.JitterFactor (120 %): it may first see the old
-	// leader's last renewal one such interval after the kill, counts the
-	// lease duration from that sighting, and acquires at its first poll
-	// after it expires: at most two jittered intervals past the duration.
-	maxPoll := time.Duration((1 + leaderelection.JitterFactor) * float64(retryPeriod))
-	if limit := leaseDuration + 2*maxPoll; took > limit {
-		t.Errorf("handover took %s, want at most %s (lease duration %s plus retry periods)", took, limit, leaseDuration)
-	}
-	t.Logf("handover took %s (lease duration %s)", took, leaseDuration)
+	waitTakeover(t, ctx, standby, before, killed, "the kill")
 	eventually(t, standby, "3 Ready variants under the new leader", func() (bool, string) { return fleetReady(ctx, ns, 3) })
 	for downstream, names := range downstreamRevisions(ctx, ns) {
 		if len(names) != 1 {
 			t.Errorf("%s has %d revisions, want 1: %v", downstream, len(names), names)
 		}
 	}
+}
+
+// prodSites publishes blueprints/app and makes the deployment
+// repositories site-1 and site-2, labelled env=prod.
+func prodSites(t *testing.T, ns string) {
+	t.Helper()
+	publishUpstream(t, ns)
+	for i := 1; i <= 2; i++ {
+		repository(t, ns, fmt.Sprintf("site-%d", i), true, map[string]string{"env": "prod"})
+	}
+}
+
+// createProdSet creates the set "sites": blueprints/app in every
+// Repository labelled env=prod.
+func createProdSet(t *testing.T, ctx context.Context, ns string) {
+	t.Helper()
+	set := &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "sites", Namespace: ns},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+			}},
+		},
+	}
+	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitTakeover waits for standby to hold the Lease oldHolder held, and
+// checks that it acquired it, by the Lease's own acquireTime (same clock:
+// every process runs here), within the lease duration of since (when the
+// old leader stopped renewing: killed, or its permission revoked). The
+// standby polls the Lease every retry period, jittered by up to
+// leaderelection.JitterFactor (120 %): it may first see the old leader's
+// last renewal one such interval late, counts the lease duration from that
+// sighting, and acquires at its first poll after it expires: at most two
+// jittered intervals past the duration.
+func waitTakeover(t *testing.T, ctx context.Context, standby *controller, oldHolder string, since time.Time, event string) {
+	t.Helper()
+	eventually(t, standby, "the standby to take the Lease", func() (bool, string) {
+		holder := leaseHolder(t, ctx)
+		return holder != "" && holder != oldHolder, "holder " + holder
+	})
+	lease, err := env.kube.CoordinationV1().Leases(controllerNS).Get(ctx, "variant-controller", metav1.GetOptions{})
+	if err != nil || lease.Spec.AcquireTime == nil {
+		t.Fatalf("read the Lease: %v %+v", err, lease)
+	}
+	took := lease.Spec.AcquireTime.Sub(since)
+	maxPoll := time.Duration((1 + leaderelection.JitterFactor) * float64(retryPeriod))
+	if limit := leaseDuration + 2*maxPoll; took > limit {
+		t.Errorf("the standby took the Lease %s after %s, want at most %s (lease duration %s plus retry periods)", took, event, limit, leaseDuration)
+	}
+	t.Logf("the standby took the Lease %s after %s (lease duration %s)", took, event, leaseDuration)
 }
 
 const (
