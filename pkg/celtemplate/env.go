@@ -1,7 +1,6 @@
 package celtemplate
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 
@@ -12,6 +11,7 @@ import (
 	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
+	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 )
 
 // minBuiltStringLimit is the least length (in bytes) up to which replace and
@@ -182,51 +182,10 @@ func (o Object) celValue() map[string]any {
 	}
 }
 
-// lastAppliedAnnotation is where kubectl apply keeps the whole object it
-// applied (a Secret's data included).
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
 // visibleAnnotations are the annotations an expression may see: all but
-// those that hold a serialised object (kubectl's last-applied-configuration,
-// or any value that is a JSON object with apiVersion and kind), which
-// would let the author of a set copy the rest of an object, the very data
-// expressions are kept from. m is returned as it is when it holds none.
+// those that hold a serialised object (helper.SerialisesObject).
 func visibleAnnotations(m map[string]string) map[string]string {
-	if m == nil {
-		return emptyMap
-	}
-	hidden := 0
-	for k, v := range m {
-		if serialisesObject(k, v) {
-			hidden++
-		}
-	}
-	if hidden == 0 {
-		return m
-	}
-	out := make(map[string]string, len(m)-hidden)
-	for k, v := range m {
-		if !serialisesObject(k, v) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// serialisesObject reports whether annotation k=v holds a whole object.
-func serialisesObject(k, v string) bool {
-	if k == lastAppliedAnnotation {
-		return true
-	}
-	v = strings.TrimSpace(v)
-	if !strings.HasPrefix(v, "{") {
-		return false
-	}
-	var fields struct {
-		APIVersion *json.RawMessage `json:"apiVersion"`
-		Kind       *json.RawMessage `json:"kind"`
-	}
-	return json.Unmarshal([]byte(v), &fields) == nil && fields.APIVersion != nil && fields.Kind != nil
+	return nonNil(helper.VisibleAnnotations(m))
 }
 
 func nonNil(m map[string]string) map[string]string {

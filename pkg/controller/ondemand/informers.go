@@ -17,7 +17,9 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,6 +94,9 @@ type Informers struct {
 	// running counts the informers whose goroutines have not returned: a
 	// refused informer must really stop.
 	running int
+
+	// contents decides what the caches keep whole.
+	contents *contents
 }
 
 // kindInformer is the informer of one kind and what its first list said.
@@ -128,6 +133,7 @@ func New(ctx context.Context, opts Options) *Informers {
 		accessRetryPeriod: opts.AccessRetryPeriod,
 		informers:         map[schema.GroupVersionKind]*kindInformer{},
 		refused:           map[schema.GroupVersionKind]*refusal{},
+		contents:          newContents(),
 	}
 	if i.clock == nil {
 		i.clock = clock.RealClock{}
@@ -149,12 +155,22 @@ func (i *Informers) AddHandler(h Handler) {
 	i.handlers = append(i.handlers, h)
 }
 
-func (i *Informers) notify(gk schema.GroupKind, obj interface{}) {
+// objectMeta is the metadata of an informer's object, or of the last
+// state of a deleted one; nil when it has none.
+func objectMeta(obj interface{}) metav1.Object {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
+		return nil
+	}
+	return m
+}
+
+func (i *Informers) notify(gk schema.GroupKind, obj interface{}) {
+	m := objectMeta(obj)
+	if m == nil {
 		return
 	}
 	i.mu.Lock()
@@ -168,7 +184,7 @@ func (i *Informers) notify(gk schema.GroupKind, obj interface{}) {
 // informerFor returns the synced informer of a kind, starting it on first
 // use. It waits for the first list only until it succeeds or fails: a worker
 // is never held for a kind that cannot be listed.
-func (i *Informers) informerFor(gvk schema.GroupVersionKind) (cache.SharedIndexInformer, error) {
+func (i *Informers) informerFor(gvk schema.GroupVersionKind) (*kindInformer, error) {
 	k, err := i.start(gvk)
 	if err != nil {
 		return nil, err
@@ -176,19 +192,19 @@ func (i *Informers) informerFor(gvk schema.GroupVersionKind) (cache.SharedIndexI
 	synced := k.inf.HasSyncedChecker().Done()
 	select {
 	case <-synced:
-		return k.inf, nil
+		return k, nil
 	default:
 	}
 	timer := i.clock.NewTimer(i.syncTimeout)
 	defer timer.Stop()
 	select {
 	case <-synced:
-		return k.inf, nil
+		return k, nil
 	case <-k.failed:
 		select {
 		case <-synced:
 			// A retry of a failed list has succeeded since.
-			return k.inf, nil
+			return k, nil
 		default:
 		}
 		i.mu.Lock()
@@ -253,13 +269,22 @@ func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.Group
 		cancel()
 		return nil, fmt.Errorf("watch %s: %w", gvk, err)
 	}
+	if err := inf.SetTransform(i.contents.transform(gvk)); err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch %s: %w", gvk, err)
+	}
 	gk := gvk.GroupKind()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { i.notify(gk, obj) },
 		// Resyncs and status-only writes reach the handlers too; the
 		// consumers' own digests make such a wake-up cheap.
 		UpdateFunc: func(_, newObj interface{}) { i.notify(gk, newObj) },
-		DeleteFunc: func(obj interface{}) { i.notify(gk, obj) },
+		DeleteFunc: func(obj interface{}) {
+			if m := objectMeta(obj); m != nil {
+				i.contents.gone(objectKey{gvk, m.GetNamespace(), m.GetName()})
+			}
+			i.notify(gk, obj)
+		},
 	}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("watch %s: %w", gvk, err)
@@ -289,19 +314,24 @@ func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.Group
 	return k, nil
 }
 
-// Get returns an object from the cache as the Object map of an
-// unstructured.Unstructured. found is false when it does not exist; err
-// when the kind cannot be read.
+// Get returns an object as the Object map of an unstructured.Unstructured:
+// from the cache when it holds the object whole, otherwise read live once
+// per resourceVersion (and kept whole in the cache from its next change
+// on; see contents). found is false when it does not exist; err when the
+// kind or the object cannot be read.
 func (i *Informers) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]interface{}, bool, error) {
-	inf, err := i.informerFor(gvk)
+	k, err := i.informerFor(gvk)
 	if err != nil {
 		return nil, false, err
 	}
-	item, exists, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	key := objectKey{gvk, namespace, name}
+	i.contents.want(key)
+	item, exists, err := k.inf.GetIndexer().GetByKey(namespace + "/" + name)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s %s/%s from cache: %w", gvk.Kind, namespace, name, err)
 	}
 	if !exists {
+		i.contents.cached(key)
 		return nil, false, nil
 	}
 	u, ok := item.(*unstructured.Unstructured)
@@ -309,18 +339,36 @@ func (i *Informers) Get(gvk schema.GroupVersionKind, namespace, name string) (ma
 		utilruntime.HandleError(fmt.Errorf("unexpected object %T in %s cache", item, gvk))
 		return nil, false, nil
 	}
-	return u.Object, true, nil
+	if !isMetadataOnly(u) {
+		i.contents.cached(key)
+		return u.Object, true, nil
+	}
+	if live, ok := i.contents.liveRead(key, u.GetResourceVersion()); ok {
+		return live.Object, true, nil
+	}
+	readCtx, cancel := context.WithTimeout(i.ctx, i.syncTimeout)
+	defer cancel()
+	live, err := i.opts.Dynamic.Resource(k.resource).Namespace(namespace).Get(readCtx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Deleted since; the cache follows.
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read %s %s/%s: %w", gvk.Kind, namespace, name, err)
+	}
+	i.contents.keepLive(key, live)
+	return live.Object, true, nil
 }
 
 // List returns the objects of a kind in a namespace that match a label
 // selector, from the cache, sorted by name. An error means the kind cannot
 // be read: it is never an empty result.
 func (i *Informers) List(gvk schema.GroupVersionKind, namespace string, sel labels.Selector) ([]*unstructured.Unstructured, error) {
-	inf, err := i.informerFor(gvk)
+	k, err := i.informerFor(gvk)
 	if err != nil {
 		return nil, err
 	}
-	items, err := inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	items, err := k.inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("list %s in %s from cache: %w", gvk.Kind, namespace, err)
 	}

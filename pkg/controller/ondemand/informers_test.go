@@ -50,7 +50,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 
 // newFixtureWithOptions is newFixture with the timing options (and clock)
 // of opts; the fixture sets the client and the mapper.
-func newFixtureWithOptions(t *testing.T, opts Options, objs ...runtime.Object) *fixture {
+func newFixtureWithOptions(t testing.TB, opts Options, objs ...runtime.Object) *fixture {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -71,6 +71,12 @@ func newFixtureWithOptions(t *testing.T, opts Options, objs ...runtime.Object) *
 	opts.Dynamic, opts.Mapper = dyn, mapper
 	f.informers = New(ctx, opts)
 	return f
+}
+
+// newBenchFixture is newFixture for a benchmark.
+func newBenchFixture(b *testing.B, objs ...runtime.Object) *fixture {
+	b.Helper()
+	return newFixtureWithOptions(b, Options{}, objs...)
 }
 
 func TestGet(t *testing.T) {
