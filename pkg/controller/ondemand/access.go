@@ -43,7 +43,7 @@ func (e *AccessError) Error() string {
 		return fmt.Sprintf("list %s: %s; the API server did not accept the controller's credentials: check its ServiceAccount and token; tried again every %s",
 			e.Resource, statusMessage(e.err), e.RetryAfter)
 	}
-	return fmt.Sprintf("list %s: %s; grant the controller list and watch on %s (with the shipped RBAC: a ClusterRole with that rule and the label %s); tried again every %s",
+	return fmt.Sprintf("list %s: %s; grant the controller get, list and watch on %s (with the shipped RBAC: a ClusterRole with that rule and the label %s); tried again every %s",
 		e.Resource, statusMessage(e.err), e.Resource, aggregateLabel, e.RetryAfter)
 }
 

@@ -148,7 +148,7 @@ func TestRefusedKindFailsAtOnce(t *testing.T) {
 			is:      apierrors.IsForbidden,
 			want: []string{
 				`list services: services is forbidden: User "system:serviceaccount:variant-controller-system:variant-controller" cannot list resource "services"`,
-				"grant the controller list and watch on services",
+				"grant the controller get, list and watch on services",
 				`variant-controller.porch.kpt.dev/aggregate-to-injection: "true"`,
 				"tried again every 30s",
 			},
