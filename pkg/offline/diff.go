@@ -15,6 +15,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -409,10 +410,6 @@ func ownerOf(pr *porchv1alpha1.PackageRevision) types.UID {
 	return ""
 }
 
-func packageKey(pr *porchv1alpha1.PackageRevision) string {
-	return pr.Namespace + "/" + pr.Spec.RepositoryName + "/" + pr.Spec.PackageName
-}
-
 func newRevisionDiff(pr *porchv1alpha1.PackageRevision, action string) RevisionDiff {
 	return RevisionDiff{
 		Namespace: pr.Namespace, Name: pr.Name,
@@ -435,7 +432,7 @@ func compareRevisions(before, after *State, files FileReader, showInjected bool)
 	deletedDrafts := map[string][]*porchv1alpha1.PackageRevision{}
 	for k, b := range before.Revisions {
 		if _, ok := after.Revisions[k]; !ok && !helper.IsPublished(b) && !helper.IsPlaceholder(b) {
-			deletedDrafts[packageKey(b)] = append(deletedDrafts[packageKey(b)], b)
+			deletedDrafts[prindex.KeyOf(b)] = append(deletedDrafts[prindex.KeyOf(b)], b)
 		}
 	}
 	replaced := map[string]bool{}
@@ -451,7 +448,7 @@ func compareRevisions(before, after *State, files FileReader, showInjected bool)
 			if len(a.Spec.Tasks) > 0 {
 				rd.Task = string(a.Spec.Tasks[0].Type)
 			}
-			base, baseFiles, err := baseOf(a, before, deletedDrafts[packageKey(a)], files)
+			base, baseFiles, err := baseOf(a, before, deletedDrafts[prindex.KeyOf(a)], files)
 			if err != nil {
 				return nil, err
 			}
@@ -559,7 +556,7 @@ func baseOf(pr *porchv1alpha1.PackageRevision, before *State, deletedDrafts []*p
 	if base == nil {
 		var latest *porchv1alpha1.PackageRevision
 		for _, b := range before.Revisions {
-			if packageKey(b) == packageKey(pr) && helper.IsPublished(b) && !helper.IsPlaceholder(b) &&
+			if prindex.KeyOf(b) == prindex.KeyOf(pr) && helper.IsPublished(b) && !helper.IsPlaceholder(b) &&
 				(latest == nil || b.Spec.Revision > latest.Spec.Revision) {
 				latest = b
 			}

@@ -14,6 +14,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -124,14 +125,14 @@ func (in *Input) addPublished(ns, repo, pkg string, revision int, files map[stri
 func (in *Input) labelLatest() {
 	byPackage := map[string][]*porchv1alpha1.PackageRevision{}
 	for _, r := range in.Revisions {
-		key := r.PR.Namespace + "/" + r.PR.Spec.RepositoryName + "/" + r.PR.Spec.PackageName
+		key := prindex.KeyOf(r.PR)
 		byPackage[key] = append(byPackage[key], r.PR)
 	}
 	for _, r := range in.Revisions {
 		if !r.FromDir {
 			continue
 		}
-		if helper.Latest(byPackage[r.PR.Namespace+"/"+r.PR.Spec.RepositoryName+"/"+r.PR.Spec.PackageName]) == r.PR {
+		if helper.Latest(byPackage[prindex.KeyOf(r.PR)]) == r.PR {
 			r.PR.Labels = map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"}
 		} else {
 			delete(r.PR.Labels, porchv1alpha1.LatestPackageRevisionLabel)

@@ -80,20 +80,17 @@ func (c *Controller) readNow(ctx context.Context, pv *configv1alpha1.PackageVari
 // Equal digests mean that re-applying the variant to the downstream it last
 // wrote would change nothing, so the controller need not read the package.
 func inputsDigest(pv *configv1alpha1.PackageVariant, upstreamName string, injected []injectedState) string {
+	// The mutations' input whole (mutationInput is its one mapping from the
+	// spec): a field added to mutate.Input is in the digest without a
+	// change here, so a change of it is never skipped as "up to date".
 	in := struct {
-		Variant        string
-		Upstream       string
-		PackageContext *configv1alpha1.PackageContext
-		Pipeline       interface{}
-		Injectors      []configv1alpha1.InjectionSelector
-		Injected       []injectedState
+		Input    mutate.Input
+		Upstream string
+		Injected []injectedState
 	}{
-		Variant:        pv.Name,
-		Upstream:       upstreamName,
-		PackageContext: pv.Spec.PackageContext,
-		Pipeline:       pv.Spec.Pipeline,
-		Injectors:      pv.Spec.Injectors,
-		Injected:       injected,
+		Input:    mutationInput(pv),
+		Upstream: upstreamName,
+		Injected: injected,
 	}
 	b, err := json.Marshal(in)
 	if err != nil {

@@ -378,7 +378,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 	if !ok {
 		return
 	}
-	c.enqueueByIndex(logger, ByUpstreamIndex, pr.Namespace+"/"+pr.Spec.RepositoryName+"/"+pr.Spec.PackageName)
+	c.enqueueByIndex(logger, ByUpstreamIndex, prindex.KeyOf(pr))
 }
 
 func (c *Controller) enqueueByIndex(logger klog.Logger, index string, values ...string) {
@@ -412,7 +412,7 @@ func upstreamIndexFunc(obj interface{}) ([]string, error) {
 	if !ok || pvs.Spec.Upstream == nil {
 		return nil, nil
 	}
-	return []string{pvs.Namespace + "/" + pvs.Spec.Upstream.Repo + "/" + pvs.Spec.Upstream.Package}, nil
+	return []string{prindex.PackageKey(pvs.Namespace, pvs.Spec.Upstream.Repo, pvs.Spec.Upstream.Package)}, nil
 }
 
 func repositoryIndexFunc(obj interface{}) ([]string, error) {

@@ -23,12 +23,17 @@ func PackageKey(namespace, repo, pkg string) string {
 	return namespace + "/" + repo + "/" + pkg
 }
 
+// KeyOf is the PackageKey of a revision's package.
+func KeyOf(pr *porchv1alpha1.PackageRevision) string {
+	return PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+}
+
 func byPackage(obj any) ([]string, error) {
 	pr, ok := obj.(*porchv1alpha1.PackageRevision)
 	if !ok {
 		return nil, nil
 	}
-	return []string{PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)}, nil
+	return []string{KeyOf(pr)}, nil
 }
 
 // Register adds ByPackage to a PackageRevision informer unless it has it.
