@@ -304,8 +304,8 @@ func (s *Sim) createRefusalLocked(ns string, spec *porchv1alpha1.PackageRevision
 	if len(revs) > 0 {
 		switch spec.Tasks[0].Type {
 		case porchv1alpha1.TaskTypeClone:
-			return nil, refuse("`clone` cannot create a new revision for package %q that already exists in repo %q; make subsequent revisions using `copy`",
-				spec.PackageName, spec.RepositoryName)
+			return nil, refuse("`clone` %s %q that already exists in repo %q; make subsequent revisions using `copy`",
+				helper.CloneIntoExistingMessage, spec.PackageName, spec.RepositoryName)
 		case porchv1alpha1.TaskTypeInit:
 			return nil, refuse("package %q already exists in repository %q", spec.PackageName, spec.RepositoryName)
 		}

@@ -107,7 +107,7 @@ func refusedForGood(err error) (string, bool) {
 		// Porch refuses a clone into a package that exists: when every
 		// revision the controller sees is gone, its placeholder on the
 		// repository's main branch may still be there.
-		if strings.Contains(s.Message, "cannot create a new revision for package") {
+		if helper.IsCloneIntoExisting(err) {
 			return err.Error() + " (the package still exists in the repository, perhaps only on its main branch: delete it there or choose another spec.downstream)", true
 		}
 	}

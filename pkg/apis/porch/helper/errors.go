@@ -41,10 +41,22 @@ const (
 	// WorkspaceNotUniqueMessage starts the message of a create whose
 	// workspace (and so whose name) a revision of the package already has.
 	WorkspaceNotUniqueMessage = "package revision workspaceNames must be unique"
+	// CloneIntoExistingMessage is in the message of a clone into a package
+	// that exists in the repository (if only as its placeholder on the
+	// main branch): "`clone` cannot create a new revision for package "p"
+	// that already exists in repo "r"; make subsequent revisions using
+	// `copy`".
+	CloneIntoExistingMessage = "cannot create a new revision for package"
 	// operationCannotBeFulfilled starts every conflict message of the API
 	// machinery ("Operation cannot be fulfilled on <resource> <name>: ...").
 	operationCannotBeFulfilled = "Operation cannot be fulfilled"
 )
+
+// IsCloneIntoExisting reports whether a create was Porch's refusal to
+// clone into a package that already exists in the repository.
+func IsCloneIntoExisting(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(statusMessage(err), CloneIntoExistingMessage)
+}
 
 // IsAlreadyExists reports whether a create failed because the object is
 // already there: a 409 AlreadyExists from a Kubernetes API server, or

@@ -19,10 +19,10 @@ const pipelineSays = "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: error: f
 
 func TestClassification(t *testing.T) {
 	cases := map[string]struct {
-		err                                 error
-		alreadyExists, conflict, renderFail bool
-		details                             string
-		stored                              bool
+		err                                              error
+		alreadyExists, conflict, renderFail, cloneExists bool
+		details                                          string
+		stored                                           bool
 	}{
 		"create of an existing workspace (Porch 500)": {
 			err:           porch500("package revision workspaceNames must be unique; package revision with name app in repo blueprints with workspaceName v1 already exists"),
@@ -64,6 +64,10 @@ func TestClassification(t *testing.T) {
 			err:        porch500("fn.render: pkg /:\n\tpkg.render:\n\tfailed to read package: yaml: line 3: did not find expected node content"),
 			renderFail: true, details: "fn.render: pkg /:\n\tpkg.render:\n\tfailed to read package: yaml: line 3: did not find expected node content",
 		},
+		"clone into a package that exists (Porch 500, the words measured against real Porch)": {
+			err:         porch500("`clone` cannot create a new revision for package \"app\" that already exists in repo \"deploy\"; make subsequent revisions using `copy`"),
+			cloneExists: true,
+		},
 		"other refusal of Porch": {
 			err: porch500("upstream revision may not be the placeholder package revision blueprints/blueprints.app.main"),
 		},
@@ -73,6 +77,9 @@ func TestClassification(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			if got := IsCloneIntoExisting(tc.err); got != tc.cloneExists {
+				t.Errorf("IsCloneIntoExisting = %v, want %v", got, tc.cloneExists)
+			}
 			if got := IsAlreadyExists(tc.err); got != tc.alreadyExists {
 				t.Errorf("IsAlreadyExists = %v, want %v", got, tc.alreadyExists)
 			}
