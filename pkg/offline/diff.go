@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
@@ -398,12 +399,14 @@ type revisionChange struct {
 	owner types.UID
 }
 
+// ownerOf is the variant a revision belongs to: the one that controls it
+// (confighelper.ControllingVariant), else one that still names it.
 func ownerOf(pr *porchv1alpha1.PackageRevision) types.UID {
-	if ref := metav1.GetControllerOf(pr); ref != nil {
+	if ref := confighelper.ControllingVariant(pr); ref != nil {
 		return ref.UID
 	}
 	for _, ref := range pr.OwnerReferences {
-		if ref.Kind == "PackageVariant" {
+		if confighelper.IsVariantRef(ref) {
 			return ref.UID
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -298,7 +299,7 @@ func (o *Outcome) WriteDir(dir string, w io.Writer) error {
 		}
 		variant, ready := "-", "-"
 		for _, ref := range pr.OwnerReferences {
-			if v, ok := owners[string(ref.UID)]; ok && ref.Kind == "PackageVariant" {
+			if v, ok := owners[string(ref.UID)]; ok && confighelper.IsVariantRef(ref) {
 				variant = v.Name
 				ready = string(metav1.ConditionUnknown)
 				if c := meta.FindStatusCondition(v.Status.Conditions, "Ready"); c != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
@@ -269,7 +270,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 		}
 	}
 	keys := map[cache.ObjectName]struct{}{}
-	if ref := metav1.GetControllerOf(pr); ref != nil && isPackageVariantRef(ref) {
+	if ref := confighelper.ControllingVariant(pr); ref != nil {
 		c.expectations.Observed(ref.UID, pr.Name)
 		if pv, err := c.pvLister.PackageVariants(pr.Namespace).Get(ref.Name); err == nil && pv.UID == ref.UID {
 			keys[cache.MetaObjectToName(pv)] = struct{}{}
@@ -304,10 +305,6 @@ func variantMeta(obj interface{}) metav1.Object {
 		return pv
 	}
 	return nil
-}
-
-func isPackageVariantRef(ref *metav1.OwnerReference) bool {
-	return ref.Kind == "PackageVariant" && ref.APIVersion == configv1alpha1.SchemeGroupVersion.String()
 }
 
 func upstreamIndexFunc(obj interface{}) ([]string, error) {
@@ -348,7 +345,7 @@ func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {
 	}
 	var uids []string
 	for i := range pr.OwnerReferences {
-		if isPackageVariantRef(&pr.OwnerReferences[i]) {
+		if confighelper.IsVariantRef(pr.OwnerReferences[i]) {
 			uids = append(uids, string(pr.OwnerReferences[i].UID))
 		}
 	}

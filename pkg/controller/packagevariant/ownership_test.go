@@ -10,6 +10,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
@@ -28,7 +29,7 @@ func TestOwnerReference(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ownerReference (-want +got):\n%s", diff)
 	}
-	if !isPackageVariantRef(&got) {
+	if !confighelper.IsVariantRef(got) {
 		t.Errorf("the owner reference of a variant must be recognised as one by the event handlers and indexes")
 	}
 }
