@@ -150,6 +150,14 @@ func setTargets(pv *configv1alpha1.PackageVariant, targets []*porchv1alpha1.Pack
 
 // writeStatus writes the status when it differs from what the cache holds;
 // an unchanged status costs no API call.
+//
+// Unlike the set's writeStatus, a conflict is not written again onto a live
+// read: a set's status is recomputed whole from the caches at every sync,
+// but a variant's carries status.applied, the record of the controller's
+// own writes into drafts, made together with those writes from the variant
+// the sync read. A conflict retries the whole sync instead (the record
+// waits in c.unsaved until it is stored), which computes the status anew
+// from the newer variant.
 func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.PackageVariant) error {
 	pv.Status.ObservedGeneration = pv.Generation
 	if equality.Semantic.DeepEqual(old.Status, pv.Status) {
