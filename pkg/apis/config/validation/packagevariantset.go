@@ -160,12 +160,11 @@ func validateTemplate(t *confighelper.Template, check ExprChecker) field.ErrorLi
 		}
 	}
 
-	// The policies and the pipeline of a template are checked with the
-	// set's own wording ("... can only be", "image must not be empty"),
-	// the variant's with the wording of the reference PackageVariant
-	// controller ("... field can only be", "image or exec is required"):
-	// each is what the controller it replaces answered, and what tooling
-	// written against that controller matches.
+	// A variant's adoption policy is refused in the reference
+	// PackageVariant controller's words ("... field can only be"), which
+	// tooling written against it matches; a template's policies and
+	// functions have no reference wording and keep the set's own ("... can
+	// only be", "image must not be empty"), which the tests pin.
 	tpl := t.Source
 	if p, path := tpl.AdoptionPolicy, t.Path.Child("adoptionPolicy"); p != nil && *p != configv1alpha1.AdoptionPolicyAdoptNone && *p != configv1alpha1.AdoptionPolicyAdoptExisting {
 		errs = append(errs, notSupported(path, *p, fmt.Sprintf("%s can only be %q or %q", path, configv1alpha1.AdoptionPolicyAdoptNone, configv1alpha1.AdoptionPolicyAdoptExisting)))
