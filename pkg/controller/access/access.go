@@ -126,12 +126,17 @@ type key struct {
 	name      string
 }
 
-// MayGet returns nil when the ServiceAccount account of namespace may get
-// the object of kind gvk named name in namespace; a *DeniedError when it may
-// not; another error when that cannot be told now (the kind is not served,
-// the review failed). An empty account, or a nil Checker, allows.
+// MayGet returns nil when the ServiceAccount of namespace that bounds the
+// reads of an object naming account (spec.serviceAccountName; empty: the
+// default, see Account) may get the object of kind gvk named name in
+// namespace; a *DeniedError when it may not; another error when that
+// cannot be told now (the kind is not served, the review failed). No
+// account and no default, or a nil Checker, allows.
 func (c *Checker) MayGet(ctx context.Context, namespace, account string, gvk schema.GroupVersionKind, name string) error {
-	if c == nil || account == "" {
+	if c == nil {
+		return nil
+	}
+	if account = c.Account(account); account == "" {
 		return nil
 	}
 	mapping, err := c.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

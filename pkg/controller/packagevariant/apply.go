@@ -134,7 +134,7 @@ func (c *Controller) objectGetter(ctx context.Context, pv *configv1alpha1.Packag
 // default) may get it; otherwise the error says what is missing, and
 // injection writes that, not the object, into the package.
 func (c *Controller) readInjected(ctx context.Context, pv *configv1alpha1.PackageVariant, gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
-	if err := c.access.MayGet(ctx, pv.Namespace, c.access.Account(pv.Spec.ServiceAccountName), gvk, name); err != nil {
+	if err := c.access.MayGet(ctx, pv.Namespace, pv.Spec.ServiceAccountName, gvk, name); err != nil {
 		return nil, false, err
 	}
 	return c.injection.Get(gvk, pv.Namespace, name)

@@ -187,14 +187,13 @@ func (c *Controller) reportDenied(ctx context.Context, pv *configv1alpha1.Packag
 	if c.access == nil || pv.Status.Applied == nil {
 		return nil
 	}
-	account := c.access.Account(pv.Spec.ServiceAccountName)
 	for _, ref := range pv.Status.Applied.Injected {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
 			continue
 		}
 		var denied *access.DeniedError
-		if err := c.access.MayGet(ctx, pv.Namespace, account, gv.WithKind(ref.Kind), ref.Name); errors.As(err, &denied) {
+		if err := c.access.MayGet(ctx, pv.Namespace, pv.Spec.ServiceAccountName, gv.WithKind(ref.Kind), ref.Name); errors.As(err, &denied) {
 			setNotReady(pv, ReasonInjectionForbidden, fmt.Sprintf("%s %q is not injected: %v", ref.Kind, ref.Name, denied))
 			return workloop.RetryAfter(denied.RetryAfter, nil)
 		}

@@ -142,7 +142,6 @@ func (c *Controller) selectObjects(ctx context.Context, namespace string, i int,
 	if t.Template != nil && t.Template.ServiceAccountName != nil {
 		account = *t.Template.ServiceAccountName
 	}
-	account = c.access.Account(account)
 	for _, u := range items {
 		if !keep(u.GetName()) {
 			continue
