@@ -16,7 +16,6 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -435,7 +434,7 @@ func compareRevisions(before, after *State, files FileReader, showInjected bool)
 	deletedDrafts := map[string][]*porchv1alpha1.PackageRevision{}
 	for k, b := range before.Revisions {
 		if _, ok := after.Revisions[k]; !ok && !helper.IsPublished(b) && !helper.IsPlaceholder(b) {
-			deletedDrafts[prindex.KeyOf(b)] = append(deletedDrafts[prindex.KeyOf(b)], b)
+			deletedDrafts[helper.PackageKeyOf(b)] = append(deletedDrafts[helper.PackageKeyOf(b)], b)
 		}
 	}
 	replaced := map[string]bool{}
@@ -451,7 +450,7 @@ func compareRevisions(before, after *State, files FileReader, showInjected bool)
 			if len(a.Spec.Tasks) > 0 {
 				rd.Task = string(a.Spec.Tasks[0].Type)
 			}
-			base, baseFiles, err := baseOf(a, before, deletedDrafts[prindex.KeyOf(a)], files)
+			base, baseFiles, err := baseOf(a, before, deletedDrafts[helper.PackageKeyOf(a)], files)
 			if err != nil {
 				return nil, err
 			}
@@ -559,7 +558,7 @@ func baseOf(pr *porchv1alpha1.PackageRevision, before *State, deletedDrafts []*p
 	if base == nil {
 		var latest *porchv1alpha1.PackageRevision
 		for _, b := range before.Revisions {
-			if prindex.KeyOf(b) == prindex.KeyOf(pr) && helper.IsPublished(b) && !helper.IsPlaceholder(b) &&
+			if helper.PackageKeyOf(b) == helper.PackageKeyOf(pr) && helper.IsPublished(b) && !helper.IsPlaceholder(b) &&
 				(latest == nil || b.Spec.Revision > latest.Spec.Revision) {
 				latest = b
 			}

@@ -14,7 +14,6 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -125,14 +124,14 @@ func (in *Input) addPublished(ns, repo, pkg string, revision int, files map[stri
 func (in *Input) labelLatest() {
 	byPackage := map[string][]*porchv1alpha1.PackageRevision{}
 	for _, r := range in.Revisions {
-		key := prindex.KeyOf(r.PR)
+		key := helper.PackageKeyOf(r.PR)
 		byPackage[key] = append(byPackage[key], r.PR)
 	}
 	for _, r := range in.Revisions {
 		if !r.FromDir {
 			continue
 		}
-		if helper.Latest(byPackage[prindex.KeyOf(r.PR)]) == r.PR {
+		if helper.Latest(byPackage[helper.PackageKeyOf(r.PR)]) == r.PR {
 			r.PR.Labels = map[string]string{porchv1alpha1.LatestPackageRevisionLabel: "true"}
 		} else {
 			delete(r.PR.Labels, porchv1alpha1.LatestPackageRevisionLabel)

@@ -2,7 +2,7 @@ package packagevariant
 
 import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 )
 
 // downstreamWinner decides which of the variants targeting the same
@@ -11,7 +11,7 @@ import (
 // conflict and write nothing, so two variants never fight over a package.
 func (c *Controller) downstreamWinner(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
 	ds := pv.Spec.Downstream
-	objs, err := c.pvIndexer.ByIndex(ByDownstreamIndex, prindex.PackageKey(pv.Namespace, ds.Repo, ds.Package))
+	objs, err := c.pvIndexer.ByIndex(ByDownstreamIndex, helper.PackageKey(pv.Namespace, ds.Repo, ds.Package))
 	if err != nil || len(objs) <= 1 {
 		return pv
 	}

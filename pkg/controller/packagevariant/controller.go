@@ -20,6 +20,7 @@ import (
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
@@ -276,7 +277,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 			keys[cache.MetaObjectToName(pv)] = struct{}{}
 		}
 	}
-	pkgKey := prindex.PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+	pkgKey := helper.PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
 	for _, index := range []string{ByUpstreamIndex, ByDownstreamIndex} {
 		objs, err := c.pvIndexer.ByIndex(index, pkgKey)
 		if err != nil {
@@ -312,7 +313,7 @@ func upstreamIndexFunc(obj interface{}) ([]string, error) {
 	if !ok || pv.Spec.Upstream == nil {
 		return nil, nil
 	}
-	return []string{prindex.PackageKey(pv.Namespace, pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}, nil
+	return []string{helper.PackageKey(pv.Namespace, pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}, nil
 }
 
 func downstreamIndexFunc(obj interface{}) ([]string, error) {
@@ -320,7 +321,7 @@ func downstreamIndexFunc(obj interface{}) ([]string, error) {
 	if !ok || pv.Spec.Downstream == nil {
 		return nil, nil
 	}
-	return []string{prindex.PackageKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
+	return []string{helper.PackageKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
 }
 
 // handleInjectedObject enqueues the variants whose downstream package was

@@ -22,6 +22,7 @@ import (
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
@@ -378,7 +379,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 	if !ok {
 		return
 	}
-	c.enqueueByIndex(logger, ByUpstreamIndex, prindex.KeyOf(pr))
+	c.enqueueByIndex(logger, ByUpstreamIndex, helper.PackageKeyOf(pr))
 }
 
 func (c *Controller) enqueueByIndex(logger klog.Logger, index string, values ...string) {
@@ -412,7 +413,7 @@ func upstreamIndexFunc(obj interface{}) ([]string, error) {
 	if !ok || pvs.Spec.Upstream == nil {
 		return nil, nil
 	}
-	return []string{prindex.PackageKey(pvs.Namespace, pvs.Spec.Upstream.Repo, pvs.Spec.Upstream.Package)}, nil
+	return []string{helper.PackageKey(pvs.Namespace, pvs.Spec.Upstream.Repo, pvs.Spec.Upstream.Package)}, nil
 }
 
 func repositoryIndexFunc(obj interface{}) ([]string, error) {

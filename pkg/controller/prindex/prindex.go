@@ -10,30 +10,19 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
-// ByPackage keys a revision by PackageKey of its package.
+// ByPackage keys a revision by helper.PackageKeyOf its package.
 const ByPackage = "byPackage"
-
-// PackageKey is "<namespace>/<repository>/<package>", the key of the
-// revisions of one package (and of the variants and sets that name that
-// package, on their own informers).
-func PackageKey(namespace, repo, pkg string) string {
-	return namespace + "/" + repo + "/" + pkg
-}
-
-// KeyOf is the PackageKey of a revision's package.
-func KeyOf(pr *porchv1alpha1.PackageRevision) string {
-	return PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
-}
 
 func byPackage(obj any) ([]string, error) {
 	pr, ok := obj.(*porchv1alpha1.PackageRevision)
 	if !ok {
 		return nil, nil
 	}
-	return []string{KeyOf(pr)}, nil
+	return []string{helper.PackageKeyOf(pr)}, nil
 }
 
 // Register adds ByPackage to a PackageRevision informer unless it has it.
@@ -51,7 +40,7 @@ func Register(informer cache.SharedIndexInformer) error {
 
 // Revisions lists the cached revisions of one package, sorted by name.
 func Revisions(indexer cache.Indexer, namespace, repo, pkg string) []*porchv1alpha1.PackageRevision {
-	objs, err := indexer.ByIndex(ByPackage, PackageKey(namespace, repo, pkg))
+	objs, err := indexer.ByIndex(ByPackage, helper.PackageKey(namespace, repo, pkg))
 	if err != nil {
 		return nil
 	}

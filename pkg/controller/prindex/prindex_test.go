@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -42,7 +43,7 @@ func TestRegisterOnce(t *testing.T) {
 	if diff := cmp.Diff([]string{"deploy.app.v1", "deploy.app.v2"}, got); diff != "" {
 		t.Errorf("Revisions (-want +got):\n%s", diff)
 	}
-	if keys, _ := store.IndexKeys(ByPackage, PackageKey("ns", "deploy", "app")); len(keys) != 2 {
+	if keys, _ := store.IndexKeys(ByPackage, helper.PackageKey("ns", "deploy", "app")); len(keys) != 2 {
 		t.Errorf("index keys %v", keys)
 	}
 }

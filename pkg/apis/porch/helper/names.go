@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
+
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
 // uidSpace is the UUID namespace Porch derives object UIDs in.
@@ -17,4 +19,16 @@ var uidSpace = uuid.MustParse("aac71d91-5c67-456f-8fd2-902ef6da820e")
 func PackageRevisionUID(namespace, name string) types.UID {
 	id := "packagerevision:porch.kpt.dev/v1alpha1/" + strings.ToLower(namespace) + "/" + strings.ToLower(name)
 	return types.UID(uuid.NewSHA1(uidSpace, []byte(id)).String())
+}
+
+// PackageKey is "<namespace>/<repository>/<package>": one package of one
+// repository, the key the controllers index revisions, variants and sets by
+// and variantctl groups revisions by.
+func PackageKey(namespace, repo, pkg string) string {
+	return namespace + "/" + repo + "/" + pkg
+}
+
+// PackageKeyOf is the PackageKey of a revision's package.
+func PackageKeyOf(pr *porchv1alpha1.PackageRevision) string {
+	return PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
 }
