@@ -20,7 +20,7 @@ import (
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
-	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -127,8 +127,8 @@ func TestAddPackages(t *testing.T) {
 	writeFile(t, dir, "v1/Kptfile", "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")
 	writeFile(t, dir, "v2/Kptfile", "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n")
 	writeFile(t, dir, "v2/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n")
-	flag := func(v string) offline.PackageFlag {
-		f, err := offline.ParsePackageFlag(v)
+	flag := func(v string) input.PackageFlag {
+		f, err := input.ParsePackageFlag(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestAddPackages(t *testing.T) {
 	t.Run("revisions are added in order whatever the flag order", func(t *testing.T) {
 		sim := porchsim.New()
 		sim.AddRepository("ns", "blueprints", false, nil)
-		err := addPackages(sim, "ns", []offline.PackageFlag{
+		err := addPackages(sim, "ns", []input.PackageFlag{
 			flag("blueprints/app@2=" + filepath.Join(dir, "v2")),
 			flag("blueprints/app=" + filepath.Join(dir, "v1")),
 		})
@@ -155,7 +155,7 @@ func TestAddPackages(t *testing.T) {
 		}
 	})
 	t.Run("a package needs its Repository", func(t *testing.T) {
-		err := addPackages(porchsim.New(), "ns", []offline.PackageFlag{flag("nowhere/app=" + filepath.Join(dir, "v1"))})
+		err := addPackages(porchsim.New(), "ns", []input.PackageFlag{flag("nowhere/app=" + filepath.Join(dir, "v1"))})
 		if err == nil || !strings.Contains(err.Error(), "no Repository nowhere in namespace ns") {
 			t.Errorf("error %v, want no Repository nowhere in namespace ns", err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/apiserver"
 )
 
@@ -19,7 +19,7 @@ type options struct {
 	repositoriesFrom string
 	// packageFlags are the raw --package values; packages the parsed ones.
 	packageFlags     []string
-	packages         []offline.PackageFlag
+	packages         []input.PackageFlag
 	packageNamespace string
 }
 
@@ -49,7 +49,7 @@ func (o *options) validate() error {
 	}
 	o.packages = nil
 	for _, v := range o.packageFlags {
-		f, err := offline.ParsePackageFlag(v)
+		f, err := input.ParsePackageFlag(v)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -15,7 +15,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -99,9 +99,9 @@ func repositoriesOf(raw map[string]any) ([]*configv1alpha1.Repository, error) {
 
 // addPackages stores each package directory as a Published revision, the
 // revisions of a package in order. The Repository must be in the Sim.
-func addPackages(sim *porchsim.Sim, namespace string, flags []offline.PackageFlag) error {
+func addPackages(sim *porchsim.Sim, namespace string, flags []input.PackageFlag) error {
 	flags = slices.Clone(flags)
-	slices.SortStableFunc(flags, func(a, b offline.PackageFlag) int {
+	slices.SortStableFunc(flags, func(a, b input.PackageFlag) int {
 		if c := strings.Compare(a.Repo, b.Repo); c != 0 {
 			return c
 		}
@@ -112,7 +112,7 @@ func addPackages(sim *porchsim.Sim, namespace string, flags []offline.PackageFla
 	})
 	for _, f := range flags {
 		which := fmt.Sprintf("--package %s/%s@%d=%s", f.Repo, f.Package, f.Revision, f.Dir)
-		files, err := offline.ReadPackageDir(f.Dir)
+		files, err := input.ReadPackageDir(f.Dir)
 		if err != nil {
 			return fmt.Errorf("%s: %w", which, err)
 		}

@@ -8,12 +8,16 @@ import (
 	"io"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 // diff exit statuses, as kubectl diff's: 0 no difference, 1 differences,
@@ -26,8 +30,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.register(fs, true)
 	var from stringList
 	fs.Var(&from, "from", "read the fleet from a saved snapshot (kubectl get ... -o yaml; a file or directory, repeatable) instead of a cluster")
-	kubeconfig := fs.String("kubeconfig", "", "path to the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
-	kubeContext := fs.String("context", "", "the kubeconfig context to use (default: its current context)")
+	cluster := clusterFlags(fs)
 	fs.StringVar(&c.namespace, "n", "", "same as --namespace")
 	del := fs.Bool("delete", false, "show what deleting the objects of the files would do, instead of applying them")
 	output := fs.String("o", "", "output format: yaml or json (default: text for people)")
@@ -54,70 +57,23 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	start := time.Now()
-	var live *offline.Input
-	var liveObjects *offline.LiveObjects
-	var requests offline.Requests
-	ns := c.namespace
-	var err error
+	var live *fleet
 	if len(from) > 0 {
-		if *kubeconfig != "" || *kubeContext != "" {
-			fmt.Fprintln(stderr, "variantctl diff: --from reads a snapshot, not a cluster; drop --kubeconfig and --context")
+		if set := cluster.given(fs); len(set) > 0 {
+			fmt.Fprintf(stderr, "variantctl diff: --from reads a snapshot, not a cluster; drop --%s\n", strings.Join(set, ", --"))
 			return exitBadInput
 		}
-		live, err = offline.ReadSnapshot(from)
-		for _, n := range live.Notes {
-			fmt.Fprintf(stderr, "note: %s\n", n)
-		}
-		if err != nil {
-			printInputError("diff", err, stderr)
-			return exitBadInput
-		}
-		if ns == "" {
-			if ns, err = live.Namespace(""); err != nil {
-				ns = offline.DefaultNamespace
-			}
-		}
+		live = readSnapshot(from, c.namespace, stderr)
 	} else {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = *kubeconfig
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext})
-		cfg, err := cc.ClientConfig()
-		if err != nil {
-			fmt.Fprintf(stderr, "variantctl diff: cannot use the kubeconfig: %v\n", err)
-			return exitBadInput
-		}
-		if ns == "" {
-			if ns, _, err = cc.Namespace(); err != nil || ns == "" {
-				ns = offline.DefaultNamespace
-			}
-		}
-		// client-go's default of 5 requests a second would make a change
-		// touching a thousand packages wait minutes for its reads; kubectl
-		// allows 50.
-		if cfg.QPS == 0 {
-			cfg.QPS, cfg.Burst = 50, 100
-		}
-		readOnly := offline.ReadOnlyConfig(cfg, &requests)
-		client, err := versioned.NewForConfig(readOnly)
-		if err != nil {
-			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
-			return exitBadInput
-		}
-		namespaces := namespacesOf(change, ns)
-		live, err = offline.ReadCluster(ctx, client, namespaces)
-		if err != nil {
-			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
-			return exitBadInput
-		}
-		if liveObjects, err = offline.NewLiveObjects(readOnly, namespaces); err != nil {
-			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
-			return exitBadInput
-		}
+		live = readCluster(ctx, cluster.ConfigFlags, change, c.namespace, stderr)
+	}
+	if live == nil {
+		return exitBadInput
 	}
 
-	d, stats, err := offline.Diff(ctx, live, change, offline.DiffOptions{Namespace: ns, Delete: *del, Timeout: c.timeout, Live: liveObjects, ShowInjected: *showInjected})
+	d, stats, err := fleetdiff.Run(ctx, live.input, change, fleetdiff.Options{Namespace: live.namespace, Delete: *del, Timeout: c.timeout, Live: live.objects, ShowInjected: *showInjected})
 	if err != nil {
-		var inputErrs offline.InputErrors
+		var inputErrs input.Errors
 		if errors.As(err, &inputErrs) {
 			printInputError("diff", err, stderr)
 		} else {
@@ -137,15 +93,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "variantctl diff: write the output: %v\n", err)
 		return exitBadInput
 	}
-	var mem runtime.MemStats
-	runtime.ReadMemStats(&mem)
-	source := fmt.Sprintf("%d requests to the cluster", requests.Sent())
-	if len(from) > 0 {
-		source = "read from the snapshot"
-	}
-	fmt.Fprintf(stderr, "read %d PackageVariantSets, %d PackageVariants, %d PackageRevisions and the files of %d (%s) in %s; peak heap %d MiB\n",
-		len(live.Sets), len(live.Variants), len(live.Revisions), len(stats.FilesRead), source,
-		time.Since(start).Round(time.Millisecond), mem.HeapSys>>20)
+	live.report(stderr, stats, start)
 	if d.NotSettled != "" {
 		fmt.Fprintf(stderr, "variantctl diff: the controllers did not settle: %s; the difference is incomplete\n", d.NotSettled)
 		return exitBadInput
@@ -156,31 +104,128 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitDifferent
 }
 
-// namespacesOf are the namespaces the change touches, sorted.
-func namespacesOf(in *offline.Input, ns string) []string {
-	seen := map[string]bool{}
-	add := func(n string) {
-		if n == "" {
-			n = ns
+// fleet is the live fleet a diff starts from, read from a cluster or a
+// snapshot.
+type fleet struct {
+	input *input.Input
+	// objects serves the cluster's in-cluster objects (nil for a
+	// snapshot, which holds them in input).
+	objects offline.ClusterObjects
+	// namespace is for objects of the change that name none.
+	namespace string
+	// requests counts what was sent to the cluster (nil for a snapshot).
+	requests *Requests
+}
+
+// report prints what reading the fleet cost.
+func (f *fleet) report(stderr io.Writer, stats *fleetdiff.Stats, start time.Time) {
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	source := "read from the snapshot"
+	if f.requests != nil {
+		source = fmt.Sprintf("%d requests to the cluster", f.requests.Sent())
+	}
+	fmt.Fprintf(stderr, "read %d PackageVariantSets, %d PackageVariants, %d PackageRevisions and the files of %d (%s) in %s; peak heap %d MiB\n",
+		len(f.input.Sets), len(f.input.Variants), len(f.input.Revisions), len(stats.FilesRead), source,
+		time.Since(start).Round(time.Millisecond), mem.HeapSys>>20)
+}
+
+// readSnapshot reads a saved fleet; nil when it cannot be used (said on
+// stderr).
+func readSnapshot(paths []string, ns string, stderr io.Writer) *fleet {
+	in, err := input.ReadSnapshot(paths)
+	for _, n := range in.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	if err != nil {
+		printInputError("diff", err, stderr)
+		return nil
+	}
+	if ns == "" {
+		if ns, err = in.Namespace(""); err != nil {
+			ns = input.DefaultNamespace
 		}
-		seen[n] = true
 	}
-	for _, o := range in.Sets {
-		add(o.Obj.Namespace)
+	return &fleet{input: in, namespace: ns}
+}
+
+// readCluster reads the fleet of the namespaces the change touches through
+// a read-only client; nil when the cluster cannot be read (said on stderr).
+func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, change *input.Input, ns string, stderr io.Writer) *fleet {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "variantctl diff: cannot use the kubeconfig: %v\n", err)
+		return nil
 	}
-	for _, o := range in.Variants {
-		add(o.Obj.Namespace)
+	if ns == "" {
+		if ns, _, err = flags.ToRawKubeConfigLoader().Namespace(); err != nil || ns == "" {
+			ns = input.DefaultNamespace
+		}
 	}
-	for _, o := range in.Repositories {
-		add(o.Obj.Namespace)
+	// client-go's default of 5 requests a second would make a change
+	// touching a thousand packages wait minutes for its reads; kubectl
+	// allows 50.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
 	}
-	for _, o := range in.Objects {
-		add(o.Obj.GetNamespace())
+	f := &fleet{namespace: ns, requests: &Requests{}}
+	readOnly := ReadOnlyConfig(cfg, f.requests)
+	client, err := versioned.NewForConfig(readOnly)
+	if err != nil {
+		fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
+		return nil
 	}
-	out := make([]string, 0, len(seen))
-	for n := range seen {
-		out = append(out, n)
+	namespaces := change.Namespaces(ns)
+	if f.input, err = input.ReadCluster(ctx, client, namespaces); err != nil {
+		fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
+		return nil
 	}
-	sort.Strings(out)
-	return out
+	objects, err := NewLiveObjects(readOnly, namespaces)
+	if err != nil {
+		fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
+		return nil
+	}
+	f.objects = objects
+	return f
+}
+
+// kubeFlags are kubectl's flags for reaching a cluster (--kubeconfig,
+// --context, --server, --token, --as, --request-timeout ...), from
+// cli-runtime, registered on a Go flag set.
+type kubeFlags struct {
+	*genericclioptions.ConfigFlags
+	names map[string]bool
+}
+
+// clusterFlags registers kubectl's cluster flags on fs, all but
+// --namespace (variantctl's own: the namespace of objects that name none,
+// else the kubeconfig context's) and --cache-dir (nothing is cached).
+func clusterFlags(fs *flag.FlagSet) kubeFlags {
+	cf := genericclioptions.NewConfigFlags(false)
+	cf.Namespace = nil
+	cf.CacheDir = nil
+	pfs := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
+	cf.AddFlags(pfs)
+	k := kubeFlags{ConfigFlags: cf, names: map[string]bool{}}
+	pfs.VisitAll(func(f *pflag.Flag) {
+		fs.Var(f.Value, f.Name, f.Usage)
+		k.names[f.Name] = true
+		if f.Shorthand != "" {
+			fs.Var(f.Value, f.Shorthand, "same as --"+f.Name)
+			k.names[f.Shorthand] = true
+		}
+	})
+	return k
+}
+
+// given are the cluster flags set on the command line, sorted.
+func (k kubeFlags) given(fs *flag.FlagSet) []string {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if k.names[f.Name] {
+			set = append(set, f.Name)
+		}
+	})
+	sort.Strings(set)
+	return set
 }

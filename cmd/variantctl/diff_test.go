@@ -16,6 +16,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -25,15 +27,15 @@ import (
 func exampleSnapshot(t *testing.T, files bool) string {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	in, err := offline.ReadPaths([]string{examplesFleet})
+	in, err := input.ReadPaths([]string{examplesFleet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	flag, err := offline.ParsePackageFlag(examplesPackage)
+	flag, err := input.ParsePackageFlag(examplesPackage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := in.AddPackages("platform", []offline.PackageFlag{flag}); err != nil {
+	if err := in.AddPackages("platform", []input.PackageFlag{flag}); err != nil {
 		t.Fatal(err)
 	}
 	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
@@ -49,7 +51,7 @@ func exampleSnapshot(t *testing.T, files bool) string {
 	}
 	r.Stop()
 	var b bytes.Buffer
-	if err := offline.WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), files, &b); err != nil {
+	if err := input.WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), files, &b); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "snapshot.yaml")
@@ -103,7 +105,7 @@ func TestDiffFromSnapshot(t *testing.T) {
 	t.Run("-o json", func(t *testing.T) {
 		r := variantctl(t, "diff", "--from", snap, "-f", set, "-o", "json")
 		r.want(t, exitDifferent)
-		var d offline.FleetDiff
+		var d fleetdiff.Diff
 		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 			t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
 		}
@@ -148,6 +150,7 @@ func TestDiffBadInput(t *testing.T) {
 			[]string{"invalid.yaml", "PackageVariantSet platform/x", "spec.upstream"}},
 		{"bad output", []string{"-o", "xml", "-f", examplesFleet}, []string{`-o "xml"`}},
 		{"no input", []string{}, []string{"no input"}},
+		{"a snapshot and a cluster", []string{"--kubeconfig", "k", "--as", "me", "-f", examplesFleet}, []string{"--from reads a snapshot, not a cluster; drop --as, --kubeconfig"}},
 		{"delete what does not exist", []string{"--delete", "-f", write("gone.yaml", "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: PackageVariant\nmetadata: {name: nowhere, namespace: platform}\nspec:\n  upstream: {repo: blueprints, package: app}\n  downstream: {repo: prod-us-east, package: other}\n")},
 			[]string{"PackageVariant platform/nowhere", "does not exist"}},
 	}
@@ -166,10 +169,11 @@ func TestDiffBadInput(t *testing.T) {
 // cluster.
 func TestDiffClusterErrors(t *testing.T) {
 	var mu sync.Mutex
-	var methods []string
+	var methods, callers []string
 	forbidden := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		methods = append(methods, r.Method)
+		callers = append(callers, r.Header.Get("Impersonate-User"))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
@@ -208,6 +212,24 @@ func TestDiffClusterErrors(t *testing.T) {
 	r = variantctl(t, "diff", "--kubeconfig", filepath.Join(t.TempDir(), "missing"), "-f", examplesFleet)
 	r.want(t, exitBadInput)
 	mustContain(t, "stderr", r.stderr, "cannot use the kubeconfig")
+
+	// kubectl's client flags (cli-runtime's) reach the cluster without a
+	// kubeconfig. (A token is sent over TLS only, as kubectl does.)
+	mu.Lock()
+	callers = nil
+	mu.Unlock()
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = variantctl(t, "diff", "--kubeconfig", empty, "-s", forbidden.URL, "--as", "system:serviceaccount:platform:reader", "-n", "platform", "-f", examplesFleet)
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "the cluster refused to list Repositories in namespace platform")
+	mu.Lock()
+	if len(callers) == 0 || callers[0] != "system:serviceaccount:platform:reader" {
+		t.Errorf("requests impersonated %q, want the account of --as", callers)
+	}
+	mu.Unlock()
 }
 
 func mustContain(t *testing.T, what, text string, want ...string) {

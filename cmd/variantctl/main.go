@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 // Exit statuses.
@@ -61,8 +62,10 @@ Usage:
       variants added, changed or removed, package revisions created,
       replaced, deleted or proposed for deletion, and each package's file
       changes. Reads the cluster only (a read-only client: it cannot write),
-      or with --from a saved snapshot (kubectl get ... -o yaml). Exit
-      status 0 no difference, 1 differences, 2 an error.
+      or with --from a saved snapshot (kubectl get ... -o yaml). kubectl's
+      client flags work as they do for kubectl (--server, --as, --token,
+      --request-timeout ...). Exit status 0 no difference, 1 differences,
+      2 an error.
 
 Input: YAML files or directories (recursively; kpt package directories are
 skipped) holding Repository, PackageVariant, PackageVariantSet,
@@ -168,8 +171,8 @@ func configureLogs(v int, stderr io.Writer) {
 
 // readInput reads -f inputs, printing notes and problems; ok false means
 // the input cannot be used.
-func readInput(cmd string, files []string, stderr io.Writer) (*offline.Input, bool) {
-	in, err := offline.ReadPaths(files)
+func readInput(cmd string, files []string, stderr io.Writer) (*input.Input, bool) {
+	in, err := input.ReadPaths(files)
 	for _, n := range in.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
@@ -181,7 +184,7 @@ func readInput(cmd string, files []string, stderr io.Writer) (*offline.Input, bo
 }
 
 func printInputError(cmd string, err error, stderr io.Writer) {
-	var errs offline.InputErrors
+	var errs input.Errors
 	if errors.As(err, &errs) {
 		fmt.Fprintf(stderr, "variantctl %s: the input cannot be used:\n", cmd)
 		for _, e := range errs {
@@ -206,9 +209,9 @@ func render(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitBadInput
 	}
-	var flags []offline.PackageFlag
+	var flags []input.PackageFlag
 	for _, p := range packages {
-		f, err := offline.ParsePackageFlag(p)
+		f, err := input.ParsePackageFlag(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "variantctl render: %v\n", err)
 			return exitBadInput

@@ -9,7 +9,7 @@ import (
 
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
-	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 func validate(args []string, stdout, stderr io.Writer) int {
@@ -40,7 +40,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 // problem naming the file, the object and the field. What a cluster's API
 // server would refuse (names, namespaces, objects given twice) was refused
 // when the input was read.
-func specProblems(in *offline.Input) []string {
+func specProblems(in *input.Input) []string {
 	var lines []string
 	report := func(kind, ns, name string, src fmt.Stringer, errs []string) {
 		for _, e := range errs {
@@ -64,7 +64,7 @@ func specProblems(in *offline.Input) []string {
 // checkSpecs prints the problems of specProblems to out and a count to
 // stderr; false when there are any. validate and expand refuse the same
 // input with the same words this way.
-func checkSpecs(in *offline.Input, out, stderr io.Writer) bool {
+func checkSpecs(in *input.Input, out, stderr io.Writer) bool {
 	problems := specProblems(in)
 	for _, p := range problems {
 		fmt.Fprintln(out, p)

@@ -50,7 +50,7 @@ const (
 var fleetRegions = []string{"eu-west", "us-east", "ap-south"}
 
 // fleetBlueprint is the upstream package at a revision: a Kptfile, a
-// Deployment and a ConfigMap. Revision 2 changes the Deployment and the
+// Deployment and a ConfigMap. input.Revision 2 changes the Deployment and the
 // ConfigMap, so an upgrade has something to merge.
 func fleetBlueprint(revision int) map[string]string {
 	return map[string]string{

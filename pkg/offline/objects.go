@@ -113,6 +113,24 @@ func (r *Runner) ObjectRequests() map[string]int {
 	return out
 }
 
+// ClusterObjects are a cluster's in-cluster objects (those injectors and
+// objectSelectors name), listed while the controllers run, each kind in each
+// namespace the first time they list it. variantctl diff reads a live
+// cluster through one; this package holds no cluster client of its own.
+type ClusterObjects interface {
+	// RESTMapper maps the cluster's kinds to its resources.
+	RESTMapper() meta.RESTMapper
+	// ListKinds are the list kinds of every listable resource the
+	// cluster serves (what a fake dynamic client needs to list them).
+	ListKinds() map[schema.GroupVersionResource]string
+	// List lists resource in namespace ("": every namespace the run
+	// reads) the first time it is asked (fresh); later calls return no
+	// items, fresh false and the first call's error.
+	List(ctx context.Context, resource schema.GroupVersionResource, namespace string) (items []unstructured.Unstructured, fresh bool, err error)
+	// Errors are the lists that failed, sorted.
+	Errors() []error
+}
+
 // builtinKinds are served even when no object of theirs is given.
 var builtinKinds = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "ConfigMap"},
@@ -122,7 +140,7 @@ var builtinKinds = []schema.GroupVersionKind{
 // objectClient serves the given objects (and empty builtin and extra
 // kinds) through a fake dynamic client with a matching REST mapper. A kind
 // is namespaced unless one of its objects has no namespace.
-func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind, live *LiveObjects) (*clusterObjects, error) {
+func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind, live ClusterObjects) (*clusterObjects, error) {
 	local := meta.NewDefaultRESTMapper(nil)
 	var mapper meta.RESTMapper = local
 	listKinds := map[schema.GroupVersionResource]string{}
@@ -169,8 +187,8 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 	if live != nil {
 		// The cluster knows its kinds best; kinds only the change has come
 		// from the local mapper.
-		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{live.mapper, local}}
-		for gvr, kind := range live.listKinds {
+		mapper = meta.FirstHitRESTMapper{MultiRESTMapper: meta.MultiRESTMapper{live.RESTMapper(), local}}
+		for gvr, kind := range live.ListKinds() {
 			if _, ok := listKinds[gvr]; !ok {
 				listKinds[gvr] = kind
 			}
@@ -205,7 +223,7 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 		// objects; the fake then serves it (and its watches) from those.
 		c.dyn.PrependReactor("list", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 			gvr, ns := action.GetResource(), action.GetNamespace()
-			items, fresh, err := live.fetch(context.Background(), gvr, ns)
+			items, fresh, err := live.List(context.Background(), gvr, ns)
 			if err != nil {
 				return true, nil, err
 			}

@@ -173,14 +173,14 @@ func (o *Outcome) WriteYAML(w io.Writer) error {
 		}
 	}
 	for _, s := range o.Sets {
-		d, err := stableDoc(s, configV1alpha2, "PackageVariantSet")
+		d, err := stableDoc(s, configv1alpha2.SchemeGroupVersion.String(), "PackageVariantSet")
 		if err != nil {
 			return err
 		}
 		docs = append(docs, d)
 	}
 	for _, v := range o.Variants {
-		d, err := stableDoc(v, configV1alpha1, "PackageVariant")
+		d, err := stableDoc(v, configv1alpha1.SchemeGroupVersion.String(), "PackageVariant")
 		if err != nil {
 			return err
 		}
@@ -198,7 +198,7 @@ func (o *Outcome) WriteYAML(w io.Writer) error {
 			}
 			pr.Annotations[NotRunAnnotation] = strings.Join(r.NotRun, ",")
 		}
-		d, err := stableDoc(pr, porchV1alpha1, "PackageRevision")
+		d, err := stableDoc(pr, porchv1alpha1.SchemeGroupVersion.String(), "PackageRevision")
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (o *Outcome) WriteYAML(w io.Writer) error {
 				Resources:      r.Files,
 			},
 		}
-		if d, err = stableDoc(prr, porchV1alpha1, "PackageRevisionResources"); err != nil {
+		if d, err = stableDoc(prr, porchv1alpha1.SchemeGroupVersion.String(), "PackageRevisionResources"); err != nil {
 			return err
 		}
 		docs = append(docs, d)

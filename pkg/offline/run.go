@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -26,11 +27,11 @@ type RunOptions struct {
 // Run loads the input into a fresh Sim, runs the controllers until they
 // settle and returns what they did. A settle timeout is not an error: the
 // outcome is returned with Settled set to the reason, so a person sees how
-// far things got. Errors in the input are InputErrors.
-func Run(ctx context.Context, in *Input, opts RunOptions) (*Outcome, error) {
+// far things got. Errors in the input are Errors.
+func Run(ctx context.Context, in *input.Input, opts RunOptions) (*Outcome, error) {
 	ns, err := in.Namespace(opts.Namespace)
 	if err != nil {
-		return nil, InputErrors{{Msg: err.Error()}}
+		return nil, input.Errors{{Msg: err.Error()}}
 	}
 	// Offline there is no function runner: functions Porch runs built in
 	// run, any other is skipped and reported (Outcome.Revisions[].NotRun).
@@ -44,7 +45,7 @@ func Run(ctx context.Context, in *Input, opts RunOptions) (*Outcome, error) {
 	}
 	runner, err := Start(ctx, sim, Options{Objects: in.ObjectList(), SetsOnly: opts.SetsOnly})
 	if err != nil {
-		return nil, InputErrors{{Msg: err.Error()}}
+		return nil, input.Errors{{Msg: err.Error()}}
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {

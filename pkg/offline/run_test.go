@@ -13,15 +13,16 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
-func readTestInput(t *testing.T, files ...string) *Input {
+func readTestInput(t *testing.T, files ...string) *input.Input {
 	t.Helper()
 	var paths []string
 	for _, f := range files {
 		paths = append(paths, filepath.Join("testdata", f))
 	}
-	in, err := ReadPaths(paths)
+	in, err := input.ReadPaths(paths)
 	if err != nil {
 		t.Fatalf("ReadPaths: %v", err)
 	}
@@ -29,17 +30,17 @@ func readTestInput(t *testing.T, files ...string) *Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flag, err := ParsePackageFlag("blueprints/app=" + filepath.Join("testdata", "app"))
+	flag, err := input.ParsePackageFlag("blueprints/app=" + filepath.Join("testdata", "app"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := in.AddPackages(ns, []PackageFlag{flag}); err != nil {
+	if err := in.AddPackages(ns, []input.PackageFlag{flag}); err != nil {
 		t.Fatal(err)
 	}
 	return in
 }
 
-func render(t *testing.T, in *Input, opts RunOptions) *Outcome {
+func render(t *testing.T, in *input.Input, opts RunOptions) *Outcome {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	if opts.Timeout == 0 {

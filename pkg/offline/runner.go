@@ -3,7 +3,9 @@
 // more to do. variantctl uses it to show what variants and sets would
 // produce before they reach a cluster; the fleet-scale benchmark uses it to
 // measure the controllers, and the controllers' integration tests to run
-// them.
+// them. What it runs on is read by pkg/offline/input; what a change does to
+// a fleet is worked out by pkg/offline/fleetdiff; a live cluster's objects
+// come in through ClusterObjects, which variantctl implements.
 package offline
 
 import (
@@ -46,7 +48,7 @@ type Options struct {
 	// each namespace is listed from the cluster the first time the
 	// controllers list it (Objects given here take the place of the
 	// cluster's of the same kind, namespace and name).
-	Live *LiveObjects
+	Live ClusterObjects
 	// Workers per controller; 0 means 2.
 	Workers int
 	// Metrics, when set, receives the controllers' metrics.

@@ -13,15 +13,16 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
 // snapshot writes what the Sim holds as `kubectl get -o yaml` prints it,
 // plus the input's in-cluster objects.
-func snapshot(t *testing.T, ctx context.Context, sim *porchsim.Sim, in *Input) string {
+func snapshot(t *testing.T, ctx context.Context, sim *porchsim.Sim, in *input.Input) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), true, &b); err != nil {
+	if err := input.WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), true, &b); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -57,7 +58,7 @@ func TestReplaySnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	replayed, err := ReadPaths([]string{path})
+	replayed, err := input.ReadPaths([]string{path})
 	if err != nil {
 		t.Fatalf("the snapshot cannot be read back: %v", err)
 	}
@@ -88,16 +89,16 @@ func TestReplaySnapshot(t *testing.T) {
 		t.Errorf("replaying a settled fleet %s %s", rev.Action, rev.PR.Name)
 	}
 
-	// Revision 2 of the blueprint, on top of the snapshot.
-	bumped, err := ReadPaths([]string{path})
+	// input.Revision 2 of the blueprint, on top of the snapshot.
+	bumped, err := input.ReadPaths([]string{path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	flag, err := ParsePackageFlag("blueprints/app@2=" + filepath.Join("testdata", "app"))
+	flag, err := input.ParsePackageFlag("blueprints/app@2=" + filepath.Join("testdata", "app"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bumped.AddPackages("fleet", []PackageFlag{flag}); err != nil {
+	if err := bumped.AddPackages("fleet", []input.PackageFlag{flag}); err != nil {
 		t.Fatal(err)
 	}
 	out = render(t, bumped, RunOptions{})

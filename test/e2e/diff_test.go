@@ -19,7 +19,7 @@ import (
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
@@ -166,7 +166,7 @@ func testDiff(t *testing.T, b *backend) {
 		changed := set.DeepCopy()
 		changed.Spec.Upstream.Revision = 2
 		out, _ := runDiff(t, reader, 1, "-o", "json", writeSet(t, changed))
-		var d offline.FleetDiff
+		var d fleetdiff.Diff
 		if err := json.Unmarshal([]byte(out), &d); err != nil {
 			t.Fatalf("not JSON: %v\n%s", err, out)
 		}

@@ -20,6 +20,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
 	"sigs.k8s.io/yaml"
 
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -743,7 +744,7 @@ func (w *world) explainRestart(before map[string]string) {
 	for name, a := range after {
 		if b := before[name]; b != a {
 			w.t.Logf("seed %d: status of PackageVariant %s before and after the restart:\n%s", w.cfg.seed, name,
-				offline.UnifiedDiff("before", "after", map[string]string{name: b}, map[string]string{name: a}))
+				fleetdiff.UnifiedDiff("before", "after", map[string]string{name: b}, map[string]string{name: a}))
 		}
 	}
 	for _, e := range w.currentRunner().Events() {

@@ -1,4 +1,4 @@
-package offline
+package fleetdiff
 
 import (
 	"context"
@@ -11,31 +11,34 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
-// DiffOptions tune Diff.
-type DiffOptions struct {
+// Options tune Run.
+type Options struct {
 	// Namespace for objects of the change that name none.
 	Namespace string
 	// Delete deletes the change's objects instead of applying them.
 	Delete bool
 	// Timeout bounds the wait for the controllers to settle; 0 means
-	// DefaultTimeout.
+	// offline.DefaultTimeout.
 	Timeout time.Duration
 	// Live, when set, serves the cluster's in-cluster objects (those
 	// injectors and objectSelectors name) on first need.
-	Live *LiveObjects
+	Live offline.ClusterObjects
 	// ShowInjected shows the values injected from in-cluster objects in
 	// the files' diffs; by default they are masked (maskInjected).
 	ShowInjected bool
 }
 
-// DiffStats say what a diff read of the live fleet.
-type DiffStats struct {
+// Stats say what a diff read of the live fleet.
+type Stats struct {
 	// FilesRead are the revisions ("namespace/name") whose files were
 	// read from the source (a cluster, a snapshot), in name order.
 	FilesRead []string
@@ -45,9 +48,9 @@ type DiffStats struct {
 // owner references, finalizers, status), applies the change as kubectl
 // apply would (or deletes its objects), runs both controllers until they
 // settle and returns what they did. Nothing is written anywhere but the
-// Sim. Errors in the change are InputErrors; errors reading the live fleet
+// Sim. input.Errors in the change are Errors; errors reading the live fleet
 // (a revision's files the run needed) are returned as they are.
-func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDiff, *DiffStats, error) {
+func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *Stats, error) {
 	files := &fileCache{source: live.FileSource, files: map[string]map[string]string{}}
 	for _, r := range live.Revisions {
 		if r.Files != nil {
@@ -58,7 +61,7 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	sim.SetFileSource(files.get)
 	ns := opts.Namespace
 	if ns == "" {
-		ns = DefaultNamespace
+		ns = input.DefaultNamespace
 	}
 	if err := live.Load(ctx, sim, ns); err != nil {
 		return nil, nil, fmt.Errorf("load the live fleet: %w", err)
@@ -71,23 +74,28 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	if err != nil {
 		return nil, nil, err
 	}
-	if opts.Live != nil && opts.Delete {
+	objs := opts.Live
+	if objs != nil && opts.Delete {
 		deleted := map[string]bool{}
 		for _, o := range change.Objects {
 			deleted[objectID(o.Obj, ns)] = true
 		}
-		opts.Live.omit = func(u *unstructured.Unstructured) bool { return deleted[objectID(u, ns)] }
+		objs = omitting{ClusterObjects: objs, omit: func(u *unstructured.Unstructured) bool { return deleted[objectID(u, ns)] }}
 	}
 	failed := func() []error {
-		return append(sim.FileSourceErrors(), opts.Live.Errors()...)
+		errs := sim.FileSourceErrors()
+		if objs != nil {
+			errs = append(errs, objs.Errors()...)
+		}
+		return errs
 	}
-	runner, err := Start(ctx, sim, Options{Objects: objects, Live: opts.Live})
+	runner, err := offline.Start(ctx, sim, offline.Options{Objects: objects, Live: objs})
 	if err != nil {
 		return nil, nil, err
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = offline.DefaultTimeout
 	}
 	// A revision's files the run needs and the source cannot give end the
 	// run at once: the controllers would retry until the timeout, and the
@@ -126,7 +134,24 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 	if settleErr != nil {
 		d.NotSettled = settleErr.Error()
 	}
-	return d, &DiffStats{FilesRead: files.read()}, nil
+	return d, &Stats{FilesRead: files.read()}, nil
+}
+
+// omitting hides the cluster's objects a change deletes from the run.
+type omitting struct {
+	offline.ClusterObjects
+	omit func(*unstructured.Unstructured) bool
+}
+
+func (o omitting) List(ctx context.Context, resource schema.GroupVersionResource, namespace string) ([]unstructured.Unstructured, bool, error) {
+	items, fresh, err := o.ClusterObjects.List(ctx, resource, namespace)
+	kept := items[:0]
+	for _, item := range items {
+		if !o.omit(&item) {
+			kept = append(kept, item)
+		}
+	}
+	return kept, fresh, err
 }
 
 // apply makes the change in the Sim: each set, variant and repository of
@@ -134,17 +159,17 @@ func Diff(ctx context.Context, live, change *Input, opts DiffOptions) (*FleetDif
 // identity and status, as kubectl apply does), or with del is deleted.
 // It returns the in-cluster objects the run serves: the fleet's, with the
 // change's in place of those of the same kind, namespace and name.
-func apply(ctx context.Context, sim *porchsim.Sim, live, change *Input, ns string, del bool) ([]*unstructured.Unstructured, error) {
+func apply(ctx context.Context, sim *porchsim.Sim, live, change *input.Input, ns string, del bool) ([]*unstructured.Unstructured, error) {
 	client := sim.Clientset()
-	var errs InputErrors
-	fail := func(src Source, obj string, err error) {
+	var errs input.Errors
+	fail := func(src input.Source, obj string, err error) {
 		if err != nil {
-			errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
+			errs = append(errs, &input.Error{Source: src, Object: obj, Msg: err.Error()})
 		}
 	}
 	if len(change.Revisions) > 0 {
 		r := change.Revisions[0]
-		return nil, InputErrors{{Source: r.Source, Object: "PackageRevision " + r.PR.Name,
+		return nil, input.Errors{{Source: r.Source, Object: "PackageRevision " + r.PR.Name,
 			Msg: "variantctl diff applies PackageVariantSets, PackageVariants, Repositories and the objects injectors and objectSelectors read; package revisions are the controllers' output, not something to apply"}}
 	}
 	nsOf := func(m *metav1.ObjectMeta) {

@@ -1,4 +1,4 @@
-package offline
+package fleetdiff
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -80,27 +82,26 @@ spec:
 // liveFleet makes the live fleet in a Sim, as a cluster would hold it
 // once the controllers settled, and returns it read as variantctl diff
 // reads a cluster (ReadCluster), with the in-cluster objects.
-func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *Input) {
+func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *input.Input) {
 	t.Helper()
-	var in Input
+	var in input.Input
 	if errs := in.Read("fleet.yaml", []byte(diffFleet+"---"+diffSet+"---"+diffVariant)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	files, err := ReadPackageDir("testdata/app")
+	files, err := input.ReadPackageDir("../testdata/app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.addPublished("fleet", "blueprints", "app", 1, files, Source{File: "testdata/app"})
+	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
 	v2 := copyMap(files)
 	v2["deployment.yaml"] = strings.Replace(v2["deployment.yaml"], "replicas: 1", "replicas: 2", 1)
-	in.addPublished("fleet", "blueprints", "app", 2, v2, Source{File: "testdata/app"})
-	in.labelLatest()
+	in.AddPublished("fleet", "blueprints", "app", 2, v2, input.Source{File: "../testdata/app"})
 
 	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
 	if err := in.Load(ctx, sim, "fleet"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Start(ctx, sim, Options{Objects: in.ObjectList()})
+	r, err := offline.Start(ctx, sim, offline.Options{Objects: in.ObjectList()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *Input) {
 	}
 	r.Stop()
 
-	live, err := ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
+	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,20 +128,20 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *Input) {
 }
 
 // diffOf runs a diff of the change (YAML) against the live fleet.
-func diffOf(t *testing.T, ctx context.Context, live *Input, change string, del bool) (*FleetDiff, *DiffStats) {
+func diffOf(t *testing.T, ctx context.Context, live *input.Input, change string, del bool) (*Diff, *Stats) {
 	t.Helper()
-	return diffWith(t, ctx, live, change, DiffOptions{Delete: del})
+	return diffWith(t, ctx, live, change, Options{Delete: del})
 }
 
 // diffWith is diffOf with options (namespace and timeout set here).
-func diffWith(t *testing.T, ctx context.Context, live *Input, change string, opts DiffOptions) (*FleetDiff, *DiffStats) {
+func diffWith(t *testing.T, ctx context.Context, live *input.Input, change string, opts Options) (*Diff, *Stats) {
 	t.Helper()
-	var in Input
+	var in input.Input
 	if errs := in.Read("change.yaml", []byte(change)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	opts.Namespace, opts.Timeout = "fleet", 30*time.Second
-	d, stats, err := Diff(ctx, live, &in, opts)
+	d, stats, err := Run(ctx, live, &in, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func diffWith(t *testing.T, ctx context.Context, live *Input, change string, opt
 	return d, stats
 }
 
-func textOf(t *testing.T, d *FleetDiff) string {
+func textOf(t *testing.T, d *Diff) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := d.WriteText(&b); err != nil {
@@ -179,7 +180,7 @@ func TestDiffShowInjected(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	_, live := liveFleet(t, ctx)
 	change := strings.Replace(diffSet, "matchLabels: {env: prod}", "matchExpressions: [{key: env, operator: In, values: [prod, staging]}]", 1)
-	d, _ := diffWith(t, ctx, live, change, DiffOptions{ShowInjected: true})
+	d, _ := diffWith(t, ctx, live, change, Options{ShowInjected: true})
 	if len(d.Variants) != 1 || len(d.Variants[0].Revisions) != 1 {
 		t.Fatalf("want the new variant's clone:\n%s", textOf(t, d))
 	}
@@ -368,7 +369,7 @@ func TestDiffMachineReadable(t *testing.T) {
 	if err := d.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
-	var back FleetDiff
+	var back Diff
 	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
 		t.Fatalf("the JSON does not read back: %v\n%s", err, b.String())
 	}

@@ -1,4 +1,10 @@
-package offline
+// Package input reads what variantctl and porchsim-apiserver are given: YAML
+// files and directories of Repositories, PackageVariants, PackageVariantSets,
+// PackageRevisions (with their resources) and in-cluster objects, kpt
+// package directories, and snapshots of a live fleet. It checks each object
+// as the API server would before anything runs, names the file, document,
+// object and field of every problem, and loads what it read into porchsim.
+package input
 
 import (
 	"bufio"
@@ -51,16 +57,16 @@ func (s Source) String() string {
 	}
 }
 
-// InputError says why some input cannot be used: where it is, which object
+// Error says why some input cannot be used: where it is, which object
 // and field, and why.
-type InputError struct {
+type Error struct {
 	Source Source
 	// Object is "Kind namespace/name" when known.
 	Object string
 	Msg    string
 }
 
-func (e *InputError) Error() string {
+func (e *Error) Error() string {
 	where := e.Source.String()
 	if e.Object != "" {
 		where += ": " + e.Object
@@ -71,10 +77,10 @@ func (e *InputError) Error() string {
 	return where + ": " + e.Msg
 }
 
-// InputErrors are all the problems found in the input.
-type InputErrors []*InputError
+// Errors are all the problems found in the input.
+type Errors []*Error
 
-func (e InputErrors) Error() string {
+func (e Errors) Error() string {
 	msgs := make([]string, len(e))
 	for i, err := range e {
 		msgs[i] = err.Error()
@@ -131,10 +137,11 @@ type objectKey struct {
 	group, kind, namespace, name string
 }
 
-const (
-	configV1alpha1 = "config.porch.kpt.dev/v1alpha1"
-	configV1alpha2 = "config.porch.kpt.dev/v1alpha2"
-	porchV1alpha1  = "porch.kpt.dev/v1alpha1"
+// The apiVersions the input may hold.
+var (
+	configV1alpha1 = configv1alpha1.SchemeGroupVersion.String()
+	configV1alpha2 = configv1alpha2.SchemeGroupVersion.String()
+	porchV1alpha1  = porchv1alpha1.SchemeGroupVersion.String()
 )
 
 // ignoredKinds are cluster-scoped kinds a directory of manifests often
@@ -167,11 +174,11 @@ func ReadSnapshot(paths []string) (*Input, error) {
 
 func readPaths(paths []string, lazyFiles bool) (*Input, error) {
 	in := &Input{resources: map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}, seen: map[objectKey]Source{}, lazyFiles: lazyFiles}
-	var errs InputErrors
+	var errs Errors
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			errs = append(errs, &InputError{Source: Source{File: p}, Msg: statMessage(err)})
+			errs = append(errs, &Error{Source: Source{File: p}, Msg: statMessage(err)})
 			continue
 		}
 		if !info.IsDir() {
@@ -180,7 +187,7 @@ func readPaths(paths []string, lazyFiles bool) (*Input, error) {
 		}
 		walkErr := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
-				errs = append(errs, &InputError{Source: Source{File: path}, Msg: err.Error()})
+				errs = append(errs, &Error{Source: Source{File: path}, Msg: err.Error()})
 				return nil
 			}
 			if d.IsDir() {
@@ -200,7 +207,7 @@ func readPaths(paths []string, lazyFiles bool) (*Input, error) {
 			return nil
 		})
 		if walkErr != nil {
-			errs = append(errs, &InputError{Source: Source{File: p}, Msg: walkErr.Error()})
+			errs = append(errs, &Error{Source: Source{File: p}, Msg: walkErr.Error()})
 		}
 	}
 	errs = append(errs, in.attachResources()...)
@@ -217,23 +224,23 @@ func statMessage(err error) string {
 	return err.Error()
 }
 
-func (in *Input) readFile(path string) InputErrors {
+func (in *Input) readFile(path string) Errors {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return InputErrors{{Source: Source{File: path}, Msg: err.Error()}}
+		return Errors{{Source: Source{File: path}, Msg: err.Error()}}
 	}
 	return in.Read(path, data)
 }
 
 // Read adds the YAML documents of one file's content.
-func (in *Input) Read(file string, data []byte) InputErrors {
+func (in *Input) Read(file string, data []byte) Errors {
 	if in.resources == nil {
 		in.resources = map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}
 	}
 	if in.seen == nil {
 		in.seen = map[objectKey]Source{}
 	}
-	var errs InputErrors
+	var errs Errors
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
@@ -242,18 +249,18 @@ func (in *Input) Read(file string, data []byte) InputErrors {
 		}
 		src := Source{File: file, Doc: doc}
 		if err != nil {
-			errs = append(errs, &InputError{Source: src, Msg: "cannot split the file into YAML documents: " + err.Error()})
+			errs = append(errs, &Error{Source: src, Msg: "cannot split the file into YAML documents: " + err.Error()})
 			break
 		}
 		if len(raw) > MaxRequestBytes && !isList(raw) {
 			// Refused before it is decoded: a document of hundreds of
 			// megabytes would take gigabytes to decode.
-			errs = append(errs, &InputError{Source: src, Msg: tooLarge(len(raw), "as YAML")})
+			errs = append(errs, &Error{Source: src, Msg: tooLarge(len(raw), "as YAML")})
 			continue
 		}
 		js, err := yaml.YAMLToJSON(raw)
 		if err != nil {
-			errs = append(errs, &InputError{Source: src, Msg: "not valid YAML: " + err.Error()})
+			errs = append(errs, &Error{Source: src, Msg: "not valid YAML: " + err.Error()})
 			continue
 		}
 		if len(bytes.TrimSpace(js)) == 0 || string(bytes.TrimSpace(js)) == "null" {
@@ -264,7 +271,7 @@ func (in *Input) Read(file string, data []byte) InputErrors {
 			Items           []jsonRaw `json:"items"`
 		}
 		if err := yaml.Unmarshal(js, &tm); err != nil {
-			errs = append(errs, &InputError{Source: src, Msg: "not a Kubernetes object: " + err.Error()})
+			errs = append(errs, &Error{Source: src, Msg: "not a Kubernetes object: " + err.Error()})
 			continue
 		}
 		if tm.Kind == "List" || (strings.HasSuffix(tm.Kind, "List") && tm.Items != nil) {
@@ -307,11 +314,11 @@ func (r *jsonRaw) UnmarshalJSON(b []byte) error { *r = append((*r)[:0], b...); r
 
 // add decodes one object and checks its metadata as the API server would
 // when it is created, so that every command refuses what a cluster refuses.
-func (in *Input) add(src Source, js []byte) InputErrors {
+func (in *Input) add(src Source, js []byte) Errors {
 	var tm metav1.TypeMeta
 	_ = yaml.Unmarshal(js, &tm)
-	fail := func(obj, format string, args ...any) InputErrors {
-		return InputErrors{{Source: src, Object: obj, Msg: fmt.Sprintf(format, args...)}}
+	fail := func(obj, format string, args ...any) Errors {
+		return Errors{{Source: src, Object: obj, Msg: fmt.Sprintf(format, args...)}}
 	}
 	if tm.APIVersion == "" || tm.Kind == "" {
 		return fail("", "apiVersion and kind are required")
@@ -321,7 +328,7 @@ func (in *Input) add(src Source, js []byte) InputErrors {
 	}
 	// Decode as the API server does: field names are case-sensitive, a
 	// number is not a string, unknown and duplicate fields are errors.
-	strict := func(into any, kind string) InputErrors {
+	strict := func(into any, kind string) Errors {
 		strictErrs, err := sigsjson.UnmarshalStrict(js, into)
 		if err != nil {
 			return fail(kind+" "+nameOf(js), "%s", cleanDecodeError(err))
@@ -424,7 +431,7 @@ var (
 // checkMetadata validates an object's metadata as the API server does on
 // create (name, generateName, namespace, labels, annotations) and refuses
 // an object given twice. A namespace may be left out: the run defaults it.
-func (in *Input) checkMetadata(src Source, group, kind string, obj metav1.Object, rule nameRule) InputErrors {
+func (in *Input) checkMetadata(src Source, group, kind string, obj metav1.Object, rule nameRule) Errors {
 	meta := field.NewPath("metadata")
 	var errs field.ErrorList
 	switch name, generate := obj.GetName(), obj.GetGenerateName(); {
@@ -460,9 +467,9 @@ func (in *Input) checkMetadata(src Source, group, kind string, obj metav1.Object
 		return nil
 	}
 	object := kind + " " + displayName(obj.GetNamespace(), obj.GetName())
-	out := make(InputErrors, len(errs))
+	out := make(Errors, len(errs))
 	for i, e := range errs {
-		out[i] = &InputError{Source: src, Object: object, Msg: e.Error()}
+		out[i] = &Error{Source: src, Object: object, Msg: e.Error()}
 	}
 	return out
 }
@@ -502,8 +509,8 @@ func cleanDecodeError(err error) string {
 
 // attachResources gives each PackageRevision the files of its
 // PackageRevisionResources.
-func (in *Input) attachResources() InputErrors {
-	var errs InputErrors
+func (in *Input) attachResources() Errors {
+	var errs Errors
 	used := map[string]bool{}
 	for _, rev := range in.Revisions {
 		if rev.Files != nil {
@@ -515,7 +522,7 @@ func (in *Input) attachResources() InputErrors {
 			continue
 		}
 		if !ok {
-			errs = append(errs, &InputError{Source: rev.Source, Object: "PackageRevision " + key,
+			errs = append(errs, &Error{Source: rev.Source, Object: "PackageRevision " + key,
 				Msg: fmt.Sprintf("its files are missing: add its PackageRevisionResources (kubectl get packagerevisionresources -n %s %s -o yaml), or load the package with --package", rev.PR.Namespace, rev.PR.Name)})
 			continue
 		}
@@ -533,7 +540,7 @@ func (in *Input) attachResources() InputErrors {
 	for _, k := range keys {
 		if !used[k] {
 			prr := in.resources[k]
-			errs = append(errs, &InputError{Source: prr.Source, Object: "PackageRevisionResources " + k,
+			errs = append(errs, &Error{Source: prr.Source, Object: "PackageRevisionResources " + k,
 				Msg: "no PackageRevision of that name is given; add it (kubectl get packagerevisions -o yaml)"})
 		}
 	}

@@ -1,4 +1,4 @@
-package offline
+package input
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package offline
+package fleetdiff
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package offline
+package fleetdiff
 
 import (
 	"encoding/json"
@@ -10,14 +10,14 @@ import (
 )
 
 // WriteJSON prints the diff as one JSON document, for bots.
-func (d *FleetDiff) WriteJSON(w io.Writer) error {
+func (d *Diff) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(d)
 }
 
 // WriteYAML prints the diff as one YAML document, for bots.
-func (d *FleetDiff) WriteYAML(w io.Writer) error {
+func (d *Diff) WriteYAML(w io.Writer) error {
 	b, err := yaml.Marshal(d)
 	if err != nil {
 		return err
@@ -27,7 +27,7 @@ func (d *FleetDiff) WriteYAML(w io.Writer) error {
 }
 
 // SummaryLine counts what the diff holds, in one line.
-func (d *FleetDiff) SummaryLine() string {
+func (d *Diff) SummaryLine() string {
 	s := d.Summary
 	return fmt.Sprintf("PackageVariantSets: %d added, %d changed, %d removed; PackageVariants: %d added, %d changed, %d removed; "+
 		"PackageRevisions: %d created (%d clone, %d edit, %d upgrade), %d replaced, %d deleted, %d proposed for deletion, %d changed",
@@ -52,7 +52,7 @@ func actionMark(action string) string {
 
 // WriteText prints the diff for people: sets, then each variant with its
 // revisions and their file changes, then the summary line.
-func (d *FleetDiff) WriteText(w io.Writer) error {
+func (d *Diff) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, s := range d.Sets {
 		writeObject(&b, s, "")

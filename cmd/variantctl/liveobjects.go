@@ -1,4 +1,4 @@
-package offline
+package main
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,9 +28,6 @@ type LiveObjects struct {
 	// listKinds are the list kinds of every listable resource the cluster
 	// serves (what the fake dynamic client must know to serve a list).
 	listKinds map[schema.GroupVersionResource]string
-	// omit, when set, hides objects of the cluster from the run (those a
-	// change deletes).
-	omit func(*unstructured.Unstructured) bool
 	// namespaces are those the run reads: the controllers list kinds
 	// across the cluster, the diff only in these (a reader may be granted
 	// no more).
@@ -50,7 +48,7 @@ func NewLiveObjects(cfg *rest.Config, namespaces []string) (*LiveObjects, error)
 	}
 	groups, err := restmapper.GetAPIGroupResources(dc)
 	if err != nil {
-		return nil, &ClusterError{What: "discover the cluster's API resources", Err: err}
+		return nil, &input.ClusterError{What: "discover the cluster's API resources", Err: err}
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -86,9 +84,15 @@ func containsString(s []string, v string) bool {
 	return false
 }
 
-// fetch lists resource in namespace from the cluster once; later calls
-// return the first outcome.
-func (l *LiveObjects) fetch(ctx context.Context, resource schema.GroupVersionResource, namespace string) ([]unstructured.Unstructured, bool, error) {
+// RESTMapper is the cluster's, from discovery.
+func (l *LiveObjects) RESTMapper() meta.RESTMapper { return l.mapper }
+
+// ListKinds are the list kinds of the cluster's listable resources.
+func (l *LiveObjects) ListKinds() map[schema.GroupVersionResource]string { return l.listKinds }
+
+// List lists resource in namespace from the cluster once; later calls
+// return the first outcome's error and no items.
+func (l *LiveObjects) List(ctx context.Context, resource schema.GroupVersionResource, namespace string) ([]unstructured.Unstructured, bool, error) {
 	key := resource.String() + " " + namespace
 	l.mu.Lock()
 	if l.fetched[key] {
@@ -106,7 +110,7 @@ func (l *LiveObjects) fetch(ctx context.Context, resource schema.GroupVersionRes
 	for _, ns := range namespaces {
 		list, err := l.dynamic.Resource(resource).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			err = &ClusterError{What: fmt.Sprintf("list %s in namespace %s (an injector or objectSelector names them)", resource.GroupResource(), ns), Err: err}
+			err = &input.ClusterError{What: fmt.Sprintf("list %s in namespace %s (an injector or objectSelector names them)", resource.GroupResource(), ns), Err: err}
 			l.mu.Lock()
 			l.errs[key] = err
 			l.mu.Unlock()
@@ -114,14 +118,7 @@ func (l *LiveObjects) fetch(ctx context.Context, resource schema.GroupVersionRes
 		}
 		items = append(items, list.Items...)
 	}
-	var out []unstructured.Unstructured
-	for _, item := range items {
-		if l.omit != nil && l.omit(&item) {
-			continue
-		}
-		out = append(out, item)
-	}
-	return out, true, nil
+	return items, true, nil
 }
 
 // Errors are the lists that failed, sorted.

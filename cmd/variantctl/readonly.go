@@ -1,4 +1,4 @@
-package offline
+package main
 
 import (
 	"fmt"

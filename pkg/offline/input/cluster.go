@@ -1,4 +1,4 @@
-package offline
+package input
 
 import (
 	"context"
@@ -44,14 +44,14 @@ func isUnreachable(err error) bool {
 }
 
 // ReadCluster reads the fleet of the given namespaces through client
-// (build it on ReadOnlyConfig): the Repositories, PackageVariants,
+// (variantctl builds it on a read-only client): the Repositories, PackageVariants,
 // PackageVariantSets and PackageRevisions, one list each per namespace,
 // with uids, owner references, finalizers and status as the cluster holds
 // them. No package files are read here: Input.FileSource gets those the
 // run needs, one PackageRevisionResources at a time, because Porch serves
 // each from git.
 func ReadCluster(ctx context.Context, client versioned.Interface, namespaces []string) (*Input, error) {
-	in := &Input{lazyFiles: true}
+	in := &Input{}
 	for _, ns := range namespaces {
 		src := Source{File: "cluster namespace " + ns}
 		repos, err := client.ConfigV1alpha1().Repositories(ns).List(ctx, metav1.ListOptions{})

@@ -1,4 +1,4 @@
-package offline
+package input
 
 import (
 	"context"
@@ -29,28 +29,13 @@ func (in *Input) Namespace(explicit string) (string, error) {
 	}
 	used := map[string]bool{}
 	unnamed := false
-	note := func(ns string) {
+	in.eachNamespace(func(ns string) {
 		if ns == "" {
 			unnamed = true
 		} else {
 			used[ns] = true
 		}
-	}
-	for _, o := range in.Repositories {
-		note(o.Obj.Namespace)
-	}
-	for _, o := range in.Variants {
-		note(o.Obj.Namespace)
-	}
-	for _, o := range in.Sets {
-		note(o.Obj.Namespace)
-	}
-	for _, r := range in.Revisions {
-		note(r.PR.Namespace)
-	}
-	for _, o := range in.Objects {
-		note(o.Obj.GetNamespace())
-	}
+	})
 	switch len(used) {
 	case 0:
 		return DefaultNamespace, nil
@@ -70,6 +55,44 @@ func (in *Input) Namespace(explicit string) (string, error) {
 	return "", fmt.Errorf("the input uses several namespaces (%s) and some objects name none; give --namespace", strings.Join(names, ", "))
 }
 
+// Namespaces are the namespaces the input's objects are in, sorted;
+// objects that name none are in fallback.
+func (in *Input) Namespaces(fallback string) []string {
+	seen := map[string]bool{}
+	in.eachNamespace(func(ns string) {
+		if ns == "" {
+			ns = fallback
+		}
+		seen[ns] = true
+	})
+	out := make([]string, 0, len(seen))
+	for ns := range seen {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// eachNamespace calls fn with the namespace of every object ("" for those
+// that name none).
+func (in *Input) eachNamespace(fn func(ns string)) {
+	for _, o := range in.Repositories {
+		fn(o.Obj.Namespace)
+	}
+	for _, o := range in.Variants {
+		fn(o.Obj.Namespace)
+	}
+	for _, o := range in.Sets {
+		fn(o.Obj.Namespace)
+	}
+	for _, r := range in.Revisions {
+		fn(r.PR.Namespace)
+	}
+	for _, o := range in.Objects {
+		fn(o.Obj.GetNamespace())
+	}
+}
+
 // AddPackages adds the packages of --package flags as Published revisions
 // in namespace ns, with a Repository for each repository the input lacks.
 // The highest revision of each package gets the kpt.dev/latest-revision
@@ -84,6 +107,14 @@ func (in *Input) AddPackages(ns string, flags []PackageFlag) error {
 	}
 	in.labelLatest()
 	return nil
+}
+
+// AddPublished adds revision of repo/pkg with the given files as a
+// Published revision (and its Repository when the input has none), and
+// labels the latest revisions of every package anew.
+func (in *Input) AddPublished(ns, repo, pkg string, revision int, files map[string]string, src Source) {
+	in.addPublished(ns, repo, pkg, revision, files, src)
+	in.labelLatest()
 }
 
 // addPublished adds a Published revision made here (not from a snapshot),
@@ -158,9 +189,9 @@ func (in *Input) hasRepository(ns, name string) bool {
 // gives one that also keeps what it read for the comparison). Objects with no
 // namespace are put in ns. It returns every problem found.
 func (in *Input) Load(ctx context.Context, sim *porchsim.Sim, ns string) error {
-	var errs InputErrors
+	var errs Errors
 	fail := func(src Source, obj string, err error) {
-		errs = append(errs, &InputError{Source: src, Object: obj, Msg: err.Error()})
+		errs = append(errs, &Error{Source: src, Object: obj, Msg: err.Error()})
 	}
 	defaultNS := func(m *metav1.ObjectMeta) {
 		if m.Namespace == "" {

@@ -1,4 +1,9 @@
-package offline
+// Package fleetdiff says what a change (sets, variants, repositories,
+// in-cluster objects, applied or deleted) would make the controllers do to
+// a live fleet: it runs them offline on the fleet before and after the
+// change and compares the two, object by object and package file by file,
+// with injected values masked unless asked for. variantctl diff prints it.
+package fleetdiff
 
 import (
 	"context"
@@ -63,7 +68,7 @@ func CaptureState(ctx context.Context, sim *porchsim.Sim) (*State, error) {
 	return st, nil
 }
 
-// Actions in a FleetDiff.
+// Actions in a Diff.
 const (
 	DiffAdded    = "added"
 	DiffChanged  = "changed"
@@ -77,22 +82,22 @@ const (
 	RevisionChanged             = "changed"
 )
 
-// FleetDiff is what a change does to a fleet: the sets and variants that
+// Diff is what a change does to a fleet: the sets and variants that
 // appear, change or go, and what happens to their package revisions.
-type FleetDiff struct {
+type Diff struct {
 	Sets     []ObjectDiff  `json:"sets,omitempty"`
 	Variants []VariantDiff `json:"variants,omitempty"`
 	// OtherRevisions are changed revisions no variant owns (before or
 	// after).
 	OtherRevisions []RevisionDiff `json:"otherRevisions,omitempty"`
-	Summary        DiffSummary    `json:"summary"`
+	Summary        Summary        `json:"summary"`
 	// NotSettled says what the controllers still had in hand when the run
 	// stopped; empty when they settled.
 	NotSettled string `json:"notSettled,omitempty"`
 }
 
 // Empty reports whether the change does nothing.
-func (d *FleetDiff) Empty() bool {
+func (d *Diff) Empty() bool {
 	return len(d.Sets) == 0 && len(d.Variants) == 0 && len(d.OtherRevisions) == 0
 }
 
@@ -176,8 +181,8 @@ type GateCondition struct {
 	Condition `json:",inline"`
 }
 
-// DiffSummary counts what a FleetDiff holds.
-type DiffSummary struct {
+// Summary counts what a Diff holds.
+type Summary struct {
 	SetsAdded           int `json:"setsAdded"`
 	SetsChanged         int `json:"setsChanged"`
 	SetsRemoved         int `json:"setsRemoved"`
@@ -203,8 +208,8 @@ type FileReader interface {
 }
 
 // Compare returns what changed from before to after.
-func Compare(before, after *State, files FileReader, showInjected bool) (*FleetDiff, error) {
-	d := &FleetDiff{}
+func Compare(before, after *State, files FileReader, showInjected bool) (*Diff, error) {
+	d := &Diff{}
 	d.Sets = compareSets(before, after)
 
 	// Revisions first: a variant whose revisions changed is listed even
@@ -607,8 +612,8 @@ func baseLabel(base, pr *porchv1alpha1.PackageRevision) string {
 	return base.Spec.RepositoryName + "/" + base.Spec.PackageName
 }
 
-func summarize(d *FleetDiff) DiffSummary {
-	var s DiffSummary
+func summarize(d *Diff) Summary {
+	var s Summary
 	count := func(action string, added, changed, removed *int) {
 		switch action {
 		case DiffAdded:
