@@ -58,23 +58,14 @@ type election struct {
 // renewal stops, even before the controllers have heard of it, the Lease is
 // released only after the writes have stopped.
 func runLeading(ctx context.Context, e election, run func(ctx context.Context)) error {
-	logger := klog.FromContext(ctx)
 	// The elector's own context is cancelled by runLeading only: while
 	// leading, once the controllers have stopped.
 	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
-	var mu sync.Mutex
-	leading := false
-	stopped := make(chan struct{}) // closed once run has returned, if it ran
-	var lost, release atomic.Bool
+	l := &leadership{election: e, run: run, ctx: ctx, stopElector: stopElector, stopped: make(chan struct{})}
 	// Waiting for the Lease ends at once on a signal.
-	defer context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !leading {
-			stopElector()
-		}
-	})()
+	defer context.AfterFunc(ctx, l.stopWaiting)()
+	logger := klog.FromContext(ctx)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            e.lock,
 		LeaseDuration:   e.lease,
@@ -84,47 +75,7 @@ func runLeading(ctx context.Context, e election, run func(ctx context.Context)) 
 		Name:            e.name,
 		WatchDog:        e.watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				defer stopElector()
-				mu.Lock()
-				if ctx.Err() != nil {
-					mu.Unlock()
-					close(stopped)
-					return
-				}
-				leading = true
-				mu.Unlock()
-				defer close(stopped)
-				logger.Info("Became leader; starting controllers", "identity", e.id)
-				// leaderCtx ends when the Lease is lost (or after run, when
-				// runLeading stops the elector): it fences the syncs. A
-				// signal only stops new syncs.
-				runCtx, cancel := context.WithCancel(workloop.WithFence(leaderCtx, leaderCtx))
-				defer cancel()
-				defer context.AfterFunc(ctx, cancel)()
-				defer context.AfterFunc(leaderCtx, func() {
-					if ctx.Err() == nil {
-						lost.Store(true)
-						e.fence.close()
-						logger.Error(nil, "Lost the leader election Lease; cutting the syncs off", "identity", e.id)
-					}
-				})()
-				graceErr := waitWithGrace(runCtx, e.grace, run)
-				if graceErr != nil {
-					logger.Error(graceErr, "Controllers did not stop in time")
-				}
-				if leaderCtx.Err() != nil {
-					// Lost while leading (the AfterFunc above may still be
-					// on its way: say so before stopped is closed).
-					lost.Store(ctx.Err() == nil)
-					e.fence.close()
-					return
-				}
-				e.fence.close()
-				// Syncs still writing after the grace period: let the
-				// Lease expire rather than hand over now.
-				release.Store(graceErr == nil)
-			},
+			OnStartedLeading: l.lead,
 			OnStoppedLeading: func() {
 				logger.Info("Not leading any more", "identity", e.id)
 			},
@@ -143,32 +94,113 @@ func runLeading(ctx context.Context, e election, run func(ctx context.Context)) 
 	}
 	logger.Info("Waiting for leadership", "lease", e.lock.Describe(), "identity", e.id)
 	elector.Run(electorCtx)
+	return l.end(electorCtx)
+}
+
+// leadership is one runLeading: what the elector's callbacks, the signal
+// and the end of the election share.
+type leadership struct {
+	election
+	run func(ctx context.Context)
+	// ctx is the process's: cancelled on a signal.
+	ctx         context.Context
+	stopElector context.CancelFunc
+
+	mu      sync.Mutex
+	leading bool
+	// stopped is closed once lead has returned, if it ran.
+	stopped chan struct{}
+	// lost says the Lease was lost while leading; release that the
+	// controllers stopped within the grace period, so the Lease may be
+	// handed over.
+	lost, release atomic.Bool
+}
+
+// stopWaiting ends the wait for the Lease (on a signal); a leader stops by
+// itself.
+func (l *leadership) stopWaiting() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.leading {
+		l.stopElector()
+	}
+}
+
+// lead runs the controllers while the Lease is held (leaderCtx ends when
+// it is lost), stopping them on a signal or cutting them off on the loss.
+func (l *leadership) lead(leaderCtx context.Context) {
+	defer l.stopElector()
+	l.mu.Lock()
+	if l.ctx.Err() != nil {
+		l.mu.Unlock()
+		close(l.stopped)
+		return
+	}
+	l.leading = true
+	l.mu.Unlock()
+	defer close(l.stopped)
+	logger := klog.FromContext(l.ctx)
+	logger.Info("Became leader; starting controllers", "identity", l.id)
+	// leaderCtx ends when the Lease is lost (or after run, when
+	// runLeading stops the elector): it fences the syncs. A signal only
+	// stops new syncs.
+	runCtx, cancel := context.WithCancel(workloop.WithFence(leaderCtx, leaderCtx))
+	defer cancel()
+	defer context.AfterFunc(l.ctx, cancel)()
+	defer context.AfterFunc(leaderCtx, func() {
+		if l.ctx.Err() == nil {
+			l.lost.Store(true)
+			l.fence.close()
+			logger.Error(nil, "Lost the leader election Lease; cutting the syncs off", "identity", l.id)
+		}
+	})()
+	graceErr := waitWithGrace(runCtx, l.grace, l.run)
+	if graceErr != nil {
+		logger.Error(graceErr, "Controllers did not stop in time")
+	}
+	if leaderCtx.Err() != nil {
+		// Lost while leading (the AfterFunc above may still be on its
+		// way: say so before stopped is closed).
+		l.lost.Store(l.ctx.Err() == nil)
+		l.fence.close()
+		return
+	}
+	l.fence.close()
+	// Syncs still writing after the grace period: let the Lease expire
+	// rather than hand over now.
+	l.release.Store(graceErr == nil)
+}
+
+// end waits for the controllers once the elector has returned and
+// releases the Lease after a graceful stop; errLostLease when it was lost.
+func (l *leadership) end(electorCtx context.Context) error {
+	logger := klog.FromContext(l.ctx)
 	if electorCtx.Err() == nil {
 		// Run ends by itself only when renewal failed, which means it
-		// acquired the Lease and OnStartedLeading runs (or is about to):
-		// it stops the controllers, cut off.
-		<-stopped
+		// acquired the Lease and lead runs (or is about to): it stops the
+		// controllers, cut off.
+		<-l.stopped
 		return errLostLease
 	}
-	mu.Lock()
-	wasLeading := leading
-	mu.Unlock()
+	l.mu.Lock()
+	wasLeading := l.leading
+	l.mu.Unlock()
 	if wasLeading {
 		// The controllers stop on their own (cut off, or within the
 		// grace period).
-		<-stopped
+		<-l.stopped
 	}
-	if lost.Load() {
+	if l.lost.Load() {
 		return errLostLease
 	}
-	if release.Load() {
+	if l.release.Load() {
 		// Only now: the elector has stopped renewing (the lock is not
 		// safe for concurrent use) and the controllers have stopped.
-		if err := releaseLease(ctx, e.lock, e.id); err != nil {
-			logger.Error(err, "Could not release the Lease; a standby takes over when it expires", "lease", e.lock.Describe())
+		if err := releaseLease(l.ctx, l.lock, l.id); err != nil {
+			logger.Error(err, "Could not release the Lease; a standby takes over when it expires", "lease", l.lock.Describe())
 			return nil
 		}
-		logger.Info("Released the Lease after the controllers stopped", "identity", e.id)
+		logger.Info("Released the Lease after the controllers stopped", "identity", l.id)
 	}
 	return nil
 }

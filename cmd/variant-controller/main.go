@@ -128,15 +128,10 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	if err != nil {
 		return err
 	}
-	client, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("create Porch and config clients: %w", err)
-	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("create Kubernetes client: %w", err)
 	}
-
 	m := metrics.New()
 	m.RegisterClientMetrics()
 
@@ -148,67 +143,19 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "variant-controller"})
 
-	// Informers list PackageRevisions again after every broken watch: Porch
-	// cannot report what was deleted meanwhile (see porchwatch).
-	factory := informers.NewSharedInformerFactoryWithOptions(porchwatch.RelistOnResume(client), o.resyncPeriod, informers.WithNamespace(o.namespace))
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("create dynamic client for config injection: %w", err)
-	}
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
-	// One informer per kind named by injection points and objectSelectors,
-	// started on first use and shared by both controllers.
-	// Discovery is cached and refreshed when a kind is not known (a CRD
-	// installed later).
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-	objects := ondemand.New(informerCtx, ondemand.Options{
-		Dynamic:      dyn,
-		Mapper:       mapper,
-		Namespace:    o.namespace,
-		ResyncPeriod: o.resyncPeriod,
-	})
-	built, err := controllers.Build(ctx, controllers.Dependencies{
-		Client:    client,
-		Informers: controllers.InformersOf(factory),
-		Objects:   objects,
-		Access: access.New(access.Options{
-			Reviews:               kube.AuthorizationV1().SubjectAccessReviews(),
-			Mapper:                mapper,
-			DefaultServiceAccount: o.defaultAccount,
-		}),
-		Recorder: recorder,
-		Metrics:  m,
-	}, controllers.Options{Enabled: enabled})
+	factory, built, err := buildControllers(ctx, informerCtx, o, cfg, kube, controllers.Dependencies{Recorder: recorder, Metrics: m}, enabled)
 	if err != nil {
 		return err
-	}
-	var checks []readyCheck
-	for _, b := range built {
-		checks = append(checks, readyCheck{name: b.Name, ready: b.Controller.HasSynced})
 	}
 
 	var watchdog *leaderelection.HealthzAdaptor
 	if o.leaderElect {
 		watchdog = leaderelection.NewLeaderHealthzAdaptor(o.renewDeadline / 2)
 	}
-	if o.healthAddr != "" {
-		var alive func(*http.Request) error
-		if watchdog != nil {
-			alive = watchdog.Check
-		}
-		if err := serve(ctx, "health probes", o.healthAddr, healthMux(alive, checks), nil); err != nil {
-			return err
-		}
-	}
-	if o.metricsAddr != "" {
-		ms, err := newMetricsServer(ctx, o, kube, m.Registry)
-		if err != nil {
-			return err
-		}
-		if err := serve(ctx, "metrics", o.metricsAddr, ms.handler, ms.tls); err != nil {
-			return err
-		}
+	if err := serveEndpoints(ctx, o, kube, m, watchdog, built); err != nil {
+		return err
 	}
 
 	// Informers start before (and whatever the outcome of) leader election,
@@ -237,23 +184,101 @@ func runManager(ctx context.Context, o *options, enabled []string) error {
 		logger.Info("Running without leader election", "reconcilers", enabled)
 		return waitWithGrace(ctx, o.shutdownDeadline, runAll)
 	}
+	e, err := newElection(o, kube, recorder)
+	if err != nil {
+		return err
+	}
+	e.watchdog, e.fence = watchdog, fence
+	return runLeading(ctx, e, runAll)
+}
 
+// buildControllers builds the Porch and config informers and the enabled
+// controllers on them; deps brings the recorder and metrics. Informers for
+// injected and selected kinds run until informerCtx ends.
+func buildControllers(ctx, informerCtx context.Context, o *options, cfg *rest.Config, kube kubernetes.Interface, deps controllers.Dependencies, enabled []string) (informers.SharedInformerFactory, []controllers.Built, error) {
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create Porch and config clients: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create dynamic client for config injection: %w", err)
+	}
+	// Informers list PackageRevisions again after every broken watch: Porch
+	// cannot report what was deleted meanwhile (see porchwatch).
+	factory := informers.NewSharedInformerFactoryWithOptions(porchwatch.RelistOnResume(client), o.resyncPeriod, informers.WithNamespace(o.namespace))
+	// One informer per kind named by injection points and objectSelectors,
+	// started on first use and shared by both controllers.
+	// Discovery is cached and refreshed when a kind is not known (a CRD
+	// installed later).
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	deps.Client = client
+	deps.Informers = controllers.InformersOf(factory)
+	deps.Objects = ondemand.New(informerCtx, ondemand.Options{
+		Dynamic:      dyn,
+		Mapper:       mapper,
+		Namespace:    o.namespace,
+		ResyncPeriod: o.resyncPeriod,
+	})
+	deps.Access = access.New(access.Options{
+		Reviews:               kube.AuthorizationV1().SubjectAccessReviews(),
+		Mapper:                mapper,
+		DefaultServiceAccount: o.defaultAccount,
+	})
+	built, err := controllers.Build(ctx, deps, controllers.Options{Enabled: enabled})
+	if err != nil {
+		return nil, nil, err
+	}
+	return factory, built, nil
+}
+
+// serveEndpoints starts the health probes (liveness follows the Lease's
+// watchdog when there is one; readiness the controllers' caches) and the
+// metrics endpoint, each when its address is set.
+func serveEndpoints(ctx context.Context, o *options, kube kubernetes.Interface, m *metrics.Metrics, watchdog *leaderelection.HealthzAdaptor, built []controllers.Built) error {
+	if o.healthAddr != "" {
+		var checks []readyCheck
+		for _, b := range built {
+			checks = append(checks, readyCheck{name: b.Name, ready: b.Controller.HasSynced})
+		}
+		var alive func(*http.Request) error
+		if watchdog != nil {
+			alive = watchdog.Check
+		}
+		if err := serve(ctx, "health probes", o.healthAddr, healthMux(alive, checks), nil); err != nil {
+			return err
+		}
+	}
+	if o.metricsAddr != "" {
+		ms, err := newMetricsServer(ctx, o, kube, m.Registry)
+		if err != nil {
+			return err
+		}
+		if err := serve(ctx, "metrics", o.metricsAddr, ms.handler, ms.tls); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newElection is the Lease this replica competes for, under a unique
+// identity (host name and a UUID).
+func newElection(o *options, kube kubernetes.Interface, recorder record.EventRecorder) (election, error) {
 	id, err := os.Hostname()
 	if err != nil {
-		return fmt.Errorf("get hostname for the leader election identity: %w", err)
+		return election{}, fmt.Errorf("get hostname for the leader election identity: %w", err)
 	}
 	id = id + "_" + string(uuid.NewUUID())
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, o.leaderNamespace, o.leaderID,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})
 	if err != nil {
-		return fmt.Errorf("create leader election lock: %w", err)
+		return election{}, fmt.Errorf("create leader election lock: %w", err)
 	}
-
-	return runLeading(ctx, election{
+	return election{
 		lock: lock, id: id, name: o.leaderID,
 		lease: o.leaseDuration, renew: o.renewDeadline, retry: o.retryPeriod,
-		grace: o.shutdownDeadline, watchdog: watchdog, fence: fence,
-	}, runAll)
+		grace: o.shutdownDeadline,
+	}, nil
 }
 
 // waitWithGrace runs fn(ctx) and returns when it has returned, or when ctx

@@ -139,51 +139,14 @@ var builtinKinds = []schema.GroupVersionKind{
 
 // objectClient serves the given objects (and empty builtin and extra
 // kinds) through a fake dynamic client with a matching REST mapper. A kind
-// is namespaced unless one of its objects has no namespace.
+// is namespaced unless one of its objects has no namespace. With live, the
+// cluster's kinds are served too, and its objects on first list.
 func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind, live ClusterObjects) (*clusterObjects, error) {
-	local := meta.NewDefaultRESTMapper(nil)
+	local, listKinds, err := kindsOf(objs, extra)
+	if err != nil {
+		return nil, err
+	}
 	var mapper meta.RESTMapper = local
-	listKinds := map[schema.GroupVersionResource]string{}
-	scopes := map[schema.GroupVersionKind]meta.RESTScope{}
-	kinds := append(append([]schema.GroupVersionKind(nil), builtinKinds...), extra...)
-	type objectID struct {
-		gk              schema.GroupKind
-		namespace, name string
-	}
-	ids := map[objectID]bool{}
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		if gvk.Kind == "" || gvk.Version == "" {
-			return nil, fmt.Errorf("object %s/%s has no apiVersion or kind", o.GetNamespace(), o.GetName())
-		}
-		if o.GetName() == "" {
-			return nil, fmt.Errorf("%s object has no metadata.name", gvk.Kind)
-		}
-		id := objectID{gvk.GroupKind(), o.GetNamespace(), o.GetName()}
-		if ids[id] {
-			return nil, fmt.Errorf("%s %s/%s is given twice", gvk.Kind, o.GetNamespace(), o.GetName())
-		}
-		ids[id] = true
-		kinds = append(kinds, gvk)
-		if o.GetNamespace() == "" {
-			scopes[gvk] = meta.RESTScopeRoot
-		}
-	}
-	sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
-	seen := map[schema.GroupVersionKind]bool{}
-	for _, gvk := range kinds {
-		if seen[gvk] {
-			continue
-		}
-		seen[gvk] = true
-		scope := scopes[gvk]
-		if scope == nil {
-			scope = meta.RESTScopeNamespace
-		}
-		local.Add(gvk, scope)
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		listKinds[plural] = gvk.Kind + "List"
-	}
 	if live != nil {
 		// The cluster knows its kinds best; kinds only the change has come
 		// from the local mapper.
@@ -219,27 +182,81 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 		return true, w, nil
 	})
 	if live != nil {
-		// A list of a kind in a namespace first brings in the cluster's
-		// objects; the fake then serves it (and its watches) from those.
-		c.dyn.PrependReactor("list", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
-			gvr, ns := action.GetResource(), action.GetNamespace()
-			items, fresh, err := live.List(context.Background(), gvr, ns)
-			if err != nil {
-				return true, nil, err
-			}
-			if fresh {
-				for i := range items {
-					item := &items[i]
-					if _, err := c.dyn.Tracker().Get(gvr, item.GetNamespace(), item.GetName()); err == nil {
-						continue // given by the change: it takes the cluster's place
-					}
-					if err := c.dyn.Tracker().Create(gvr, item, item.GetNamespace()); err != nil {
-						return true, nil, err
-					}
-				}
-			}
-			return false, nil, nil
-		})
+		c.dyn.PrependReactor("list", "*", c.listFrom(live))
 	}
 	return c, nil
+}
+
+// kindsOf checks the given objects (a kind, a name, each once) and maps
+// their kinds, the builtin and the extra ones: namespaced unless one of
+// its objects has no namespace.
+func kindsOf(objs []*unstructured.Unstructured, extra []schema.GroupVersionKind) (*meta.DefaultRESTMapper, map[schema.GroupVersionResource]string, error) {
+	scopes := map[schema.GroupVersionKind]meta.RESTScope{}
+	kinds := append(append([]schema.GroupVersionKind(nil), builtinKinds...), extra...)
+	type objectID struct {
+		gk              schema.GroupKind
+		namespace, name string
+	}
+	ids := map[objectID]bool{}
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Kind == "" || gvk.Version == "" {
+			return nil, nil, fmt.Errorf("object %s/%s has no apiVersion or kind", o.GetNamespace(), o.GetName())
+		}
+		if o.GetName() == "" {
+			return nil, nil, fmt.Errorf("%s object has no metadata.name", gvk.Kind)
+		}
+		id := objectID{gvk.GroupKind(), o.GetNamespace(), o.GetName()}
+		if ids[id] {
+			return nil, nil, fmt.Errorf("%s %s/%s is given twice", gvk.Kind, o.GetNamespace(), o.GetName())
+		}
+		ids[id] = true
+		kinds = append(kinds, gvk)
+		if o.GetNamespace() == "" {
+			scopes[gvk] = meta.RESTScopeRoot
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
+	mapper := meta.NewDefaultRESTMapper(nil)
+	listKinds := map[schema.GroupVersionResource]string{}
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, gvk := range kinds {
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		scope := scopes[gvk]
+		if scope == nil {
+			scope = meta.RESTScopeNamespace
+		}
+		mapper.Add(gvk, scope)
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		listKinds[plural] = gvk.Kind + "List"
+	}
+	return mapper, listKinds, nil
+}
+
+// listFrom is a list reactor: a list of a kind in a namespace first brings
+// in the cluster's objects; the fake then serves it (and its watches) from
+// those. An object given to the run takes the cluster's one's place.
+func (c *clusterObjects) listFrom(live ClusterObjects) clienttesting.ReactionFunc {
+	return func(action clienttesting.Action) (bool, runtime.Object, error) {
+		gvr, ns := action.GetResource(), action.GetNamespace()
+		items, fresh, err := live.List(context.Background(), gvr, ns)
+		if err != nil {
+			return true, nil, err
+		}
+		if fresh {
+			for i := range items {
+				item := &items[i]
+				if _, err := c.dyn.Tracker().Get(gvr, item.GetNamespace(), item.GetName()); err == nil {
+					continue // given by the change: it takes the cluster's place
+				}
+				if err := c.dyn.Tracker().Create(gvr, item, item.GetNamespace()); err != nil {
+					return true, nil, err
+				}
+			}
+		}
+		return false, nil, nil
+	}
 }
