@@ -17,18 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
-	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -410,103 +403,6 @@ func (in *Input) add(src Source, js []byte) Errors {
 	return nil
 }
 
-// nameRule is how the API server validates the name of one kind, and
-// whether the object may come without one.
-type nameRule struct {
-	valid    apimachineryvalidation.ValidateNameFunc
-	optional bool
-}
-
-var (
-	// customResourceName is the rule for every custom resource.
-	customResourceName = nameRule{valid: apimachineryvalidation.NameIsDNSSubdomain}
-	// packageRevisionName: Porch derives a missing name from the
-	// repository, package and workspace.
-	packageRevisionName = nameRule{valid: apimachineryvalidation.NameIsDNSSubdomain, optional: true}
-	// anyKindName is what the API server requires of every kind; most
-	// kinds (ConfigMaps, custom resources) also require a DNS subdomain.
-	anyKindName = nameRule{valid: path.ValidatePathSegmentName}
-)
-
-// checkMetadata validates an object's metadata as the API server does on
-// create (name, generateName, namespace, labels, annotations) and refuses
-// an object given twice. A namespace may be left out: the run defaults it.
-func (in *Input) checkMetadata(src Source, group, kind string, obj metav1.Object, rule nameRule) Errors {
-	meta := field.NewPath("metadata")
-	var errs field.ErrorList
-	switch name, generate := obj.GetName(), obj.GetGenerateName(); {
-	case name != "":
-		for _, msg := range rule.valid(name, false) {
-			errs = append(errs, field.Invalid(meta.Child("name"), name, msg))
-		}
-	case generate != "":
-		for _, msg := range rule.valid(generate, true) {
-			errs = append(errs, field.Invalid(meta.Child("generateName"), generate, msg))
-		}
-	case !rule.optional:
-		errs = append(errs, field.Required(meta.Child("name"), "name or generateName is required"))
-	}
-	if ns := obj.GetNamespace(); ns != "" {
-		for _, msg := range apimachineryvalidation.ValidateNamespaceName(ns, false) {
-			errs = append(errs, field.Invalid(meta.Child("namespace"), ns, msg))
-		}
-	}
-	errs = append(errs, metav1validation.ValidateLabels(obj.GetLabels(), meta.Child("labels"))...)
-	errs = append(errs, apimachineryvalidation.ValidateAnnotations(obj.GetAnnotations(), meta.Child("annotations"))...)
-	if len(errs) == 0 && obj.GetName() != "" {
-		key := objectKey{group: group, kind: kind, namespace: obj.GetNamespace(), name: obj.GetName()}
-		if prev, ok := in.seen[key]; ok {
-			dup := field.Duplicate(meta.Child("name"), obj.GetName())
-			dup.Detail = fmt.Sprintf("a %s of that name is also given in %s", kind, prev)
-			errs = append(errs, dup)
-		} else {
-			in.seen[key] = src
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	object := kind + " " + displayName(obj.GetNamespace(), obj.GetName())
-	out := make(Errors, len(errs))
-	for i, e := range errs {
-		out[i] = &Error{Source: src, Object: object, Msg: e.Error()}
-	}
-	return out
-}
-
-// displayName is namespace/name, or name, as kubectl shows it; an object
-// without a name shows that it has none.
-func displayName(ns, name string) string {
-	if name == "" {
-		name = "(no name)"
-	}
-	if ns == "" {
-		return name
-	}
-	return ns + "/" + name
-}
-
-// nameOf reads namespace/name (or name) from an object's JSON.
-func nameOf(js []byte) string {
-	var m struct {
-		metav1.ObjectMeta `json:"metadata"`
-	}
-	_ = yaml.Unmarshal(js, &m)
-	if m.Namespace != "" {
-		return m.Namespace + "/" + m.Name
-	}
-	return m.Name
-}
-
-// cleanDecodeError drops the decoder's layers of prefixes.
-func cleanDecodeError(err error) string {
-	msg := err.Error()
-	for _, prefix := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
-		msg = strings.ReplaceAll(msg, prefix, "")
-	}
-	return msg
-}
-
 // attachResources gives each PackageRevision the files of its
 // PackageRevisionResources.
 func (in *Input) attachResources() Errors {
@@ -546,83 +442,4 @@ func (in *Input) attachResources() Errors {
 	}
 	in.resources = map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}
 	return errs
-}
-
-// PackageFlag is a parsed --package REPO/PACKAGE[@REVISION]=DIR.
-type PackageFlag struct {
-	Repo, Package string
-	Revision      int
-	Dir           string
-}
-
-// ParsePackageFlag parses REPO/PACKAGE[@REVISION]=DIR.
-func ParsePackageFlag(v string) (PackageFlag, error) {
-	bad := func(why string) error {
-		return fmt.Errorf("--package %q: %s; want REPO/PACKAGE[@REVISION]=DIR, for example blueprints/app@2=./app", v, why)
-	}
-	ref, dir, ok := strings.Cut(v, "=")
-	if !ok || dir == "" {
-		return PackageFlag{}, bad("no =DIR")
-	}
-	f := PackageFlag{Revision: 1, Dir: dir}
-	if at := strings.LastIndex(ref, "@"); at >= 0 {
-		n, err := strconv.Atoi(ref[at+1:])
-		if err != nil || n < 1 {
-			return PackageFlag{}, bad(fmt.Sprintf("revision %q is not a number of 1 or more", ref[at+1:]))
-		}
-		f.Revision, ref = n, ref[:at]
-	}
-	repo, pkg, ok := strings.Cut(ref, "/")
-	if !ok || repo == "" || pkg == "" {
-		return PackageFlag{}, bad("no REPO/PACKAGE")
-	}
-	if msgs := validation.IsDNS1123Label(repo); len(msgs) > 0 {
-		return PackageFlag{}, bad(fmt.Sprintf("repository name %q: %s", repo, strings.Join(msgs, "; ")))
-	}
-	f.Repo, f.Package = repo, strings.Trim(pkg, "/")
-	return f, nil
-}
-
-// ReadPackageDir reads a kpt package directory: every regular file below
-// it (hidden directories such as .git aside), keyed by slash-separated
-// relative path. It must hold a Kptfile; files must be text.
-func ReadPackageDir(dir string) (map[string]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, "Kptfile")); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s is not a kpt package: it has no Kptfile", dir)
-		}
-		return nil, err
-	}
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if !utf8.Valid(data) {
-			return fmt.Errorf("%s is not text (UTF-8); a package revision holds text files only", path)
-		}
-		files[filepath.ToSlash(rel)] = string(data)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return files, nil
 }
