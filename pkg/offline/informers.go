@@ -7,12 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
-	configv1alpha1informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
-	configv1alpha2informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha2"
-	porchinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/porch/v1alpha1"
-	configv1alpha1listers "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha1"
-	configv1alpha2listers "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha2"
-	porchlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -129,45 +123,22 @@ func (t *trackedInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandle
 	return t.SharedIndexInformer.AddEventHandlerWithOptions(t.wrap(h), opts)
 }
 
-// The typed informer interfaces the controllers take, serving tracked
-// shared informers.
-
-type variantInformer struct {
-	configv1alpha1informers.PackageVariantInformer
-	inf *trackedInformer
+// tracked serves a typed informer interface the controllers take (a
+// generated XxxInformer: its Informer and Lister) with a tracked shared
+// informer.
+type tracked[L any] struct {
+	typed interface{ Lister() L }
+	inf   *trackedInformer
 }
 
-func (i variantInformer) Informer() cache.SharedIndexInformer { return i.inf }
-func (i variantInformer) Lister() configv1alpha1listers.PackageVariantLister {
-	return i.PackageVariantInformer.Lister()
-}
+func (i tracked[L]) Informer() cache.SharedIndexInformer { return i.inf }
+func (i tracked[L]) Lister() L                           { return i.typed.Lister() }
 
-type setInformer struct {
-	configv1alpha2informers.PackageVariantSetInformer
-	inf *trackedInformer
-}
-
-func (i setInformer) Informer() cache.SharedIndexInformer { return i.inf }
-func (i setInformer) Lister() configv1alpha2listers.PackageVariantSetLister {
-	return i.PackageVariantSetInformer.Lister()
-}
-
-type repositoryInformer struct {
-	configv1alpha1informers.RepositoryInformer
-	inf *trackedInformer
-}
-
-func (i repositoryInformer) Informer() cache.SharedIndexInformer { return i.inf }
-func (i repositoryInformer) Lister() configv1alpha1listers.RepositoryLister {
-	return i.RepositoryInformer.Lister()
-}
-
-type revisionInformer struct {
-	porchinformers.PackageRevisionInformer
-	inf *trackedInformer
-}
-
-func (i revisionInformer) Informer() cache.SharedIndexInformer { return i.inf }
-func (i revisionInformer) Lister() porchlisters.PackageRevisionLister {
-	return i.PackageRevisionInformer.Lister()
+// track wraps a generated typed informer so that progress learns what its
+// handlers handled.
+func track[L any](p *progress, resource string, typed interface {
+	Informer() cache.SharedIndexInformer
+	Lister() L
+}) tracked[L] {
+	return tracked[L]{typed: typed, inf: &trackedInformer{SharedIndexInformer: typed.Informer(), resource: resource, progress: p}}
 }

@@ -128,19 +128,10 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		client = sim.ClientsetAs(opts.User)
 	}
 	factory := informers.NewSharedInformerFactory(porchwatch.RelistOnResume(client), 0)
-	track := func(resource string, inf interface {
-		Informer() cache.SharedIndexInformer
-	}) *trackedInformer {
-		return &trackedInformer{SharedIndexInformer: inf.Informer(), resource: resource, progress: r.progress}
-	}
-	pvs := factory.Config().V1alpha1().PackageVariants()
-	sets := factory.Config().V1alpha2().PackageVariantSets()
-	repos := factory.Config().V1alpha1().Repositories()
-	prs := factory.Porch().V1alpha1().PackageRevisions()
-	pvInf := variantInformer{pvs, track("packagevariants", pvs)}
-	setInf := setInformer{sets, track("packagevariantsets", sets)}
-	repoInf := repositoryInformer{repos, track("repositories", repos)}
-	prInf := revisionInformer{prs, track("packagerevisions", prs)}
+	pvInf := track(r.progress, "packagevariants", factory.Config().V1alpha1().PackageVariants())
+	setInf := track(r.progress, "packagevariantsets", factory.Config().V1alpha2().PackageVariantSets())
+	repoInf := track(r.progress, "repositories", factory.Config().V1alpha1().Repositories())
+	prInf := track(r.progress, "packagerevisions", factory.Porch().V1alpha1().PackageRevisions())
 
 	recorder := &eventRecorder{r: r}
 	enabled := controllers.Names
