@@ -14,6 +14,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/test/kit"
 )
 
 // The live fleet of the diff tests: blueprints/app revisions 1 and 2; a
@@ -184,7 +185,7 @@ func TestDiffShowInjected(t *testing.T) {
 	if len(d.Variants) != 1 || len(d.Variants[0].Revisions) != 1 {
 		t.Fatalf("want the new variant's clone:\n%s", textOf(t, d))
 	}
-	mustContain(t, "the clone's diff", d.Variants[0].Revisions[0].Diff, "+  region: region-a")
+	kit.MustContain(t, "the clone's diff", d.Variants[0].Revisions[0].Diff, "+  region: region-a")
 }
 
 func TestDiffSelectorGainsARepository(t *testing.T) {
@@ -213,7 +214,7 @@ func TestDiffSelectorGainsARepository(t *testing.T) {
 	}
 	// The clone's files against its upstream: the injected ConfigMap,
 	// its values masked.
-	mustContain(t, "the clone's diff", r.Diff, "--- blueprints/app/settings.yaml", "+++ staging-a/app/settings.yaml", "+  region: '*** (after)'")
+	kit.MustContain(t, "the clone's diff", r.Diff, "--- blueprints/app/settings.yaml", "+++ staging-a/app/settings.yaml", "+  region: '*** (after)'")
 	if strings.Contains(r.Diff, "region-a") {
 		t.Errorf("the diff shows an injected value without --show-injected:\n%s", r.Diff)
 	}
@@ -225,7 +226,7 @@ func TestDiffSelectorGainsARepository(t *testing.T) {
 	if strings.Join(stats.FilesRead, ",") != "fleet/blueprints.app.v1" {
 		t.Errorf("files read: %v, want only the upstream's", stats.FilesRead)
 	}
-	mustContain(t, "the text", text, "+ PackageVariant fleet/prod-staging-a-app (set prod): added",
+	kit.MustContain(t, "the text", text, "+ PackageVariant fleet/prod-staging-a-app (set prod): added",
 		"+ PackageRevision fleet/staging-a.app.packagevariant-1: created Draft (clone)",
 		"PackageVariants: 1 added, 0 changed, 0 removed")
 }
@@ -331,7 +332,7 @@ func TestDiffDeleteSet(t *testing.T) {
 			t.Errorf("%s: %q, want %q\n%s", name, actions[name], a, text)
 		}
 	}
-	mustContain(t, "the text", text, "! PackageRevision fleet/prod-a.app.packagevariant-1: proposed for deletion (Published 1",
+	kit.MustContain(t, "the text", text, "! PackageRevision fleet/prod-a.app.packagevariant-1: proposed for deletion (Published 1",
 		"- PackageRevision fleet/prod-b.app.packagevariant-1: deleted (was Draft)")
 }
 
@@ -356,7 +357,7 @@ func TestDiffInjectorOfAMissingObject(t *testing.T) {
 		!strings.Contains(v.Revisions[0].Blocking[0].Message, `"settings-missing"`) {
 		t.Errorf("the draft's unfulfilled injection point is not shown:\n%s", text)
 	}
-	mustContain(t, "the text", text, "    Ready: True NoErrors",
+	kit.MustContain(t, "the text", text, "    Ready: True NoErrors",
 		`blocks publishing: config.injection.ConfigMap.settings: False NoResourceSelected`)
 }
 
@@ -405,15 +406,6 @@ func TestDiffNeverWritesTheSource(t *testing.T) {
 	for k, pr := range before.Revisions {
 		if a := after.Revisions[k]; a == nil || a.ResourceVersion != pr.ResourceVersion {
 			t.Errorf("revision %s changed in the live fleet", k)
-		}
-	}
-}
-
-func mustContain(t *testing.T, what, text string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("%s does not contain %q:\n%s", what, w, text)
 		}
 	}
 }

@@ -1,0 +1,405 @@
+// Package kit is the controller test kit: both controllers running as the
+// binary builds them (controllers.Build, shared informers, rate-limited
+// workqueues, two workers), through pkg/offline, on porchsim with a
+// blueprint and deployment repositories, and the waits every integration
+// test needs. Every wait polls a condition with a timeout (WaitTimeout),
+// never for a fixed time, and its failure says what it last saw and which
+// syncs are failing.
+//
+// The controllers' integration tests, pkg/offline's and the soak's use it;
+// the fixtures that need no running controllers are in fixtures.go.
+package kit
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// How long a wait waits, and how often it looks.
+const (
+	WaitTimeout = 30 * time.Second
+	PollEvery   = 5 * time.Millisecond
+)
+
+// The upstream every harness holds: package app of repository blueprints.
+const (
+	UpstreamRepo    = "blueprints"
+	UpstreamPackage = "app"
+)
+
+// Options say what a harness starts with.
+type Options struct {
+	// Namespace of every object.
+	Namespace string
+	// Repositories are the deployment repositories, by name, with their
+	// labels.
+	Repositories map[string]map[string]string
+	// Blueprint are the files of blueprints/app, Published revision 1.
+	Blueprint map[string]string
+	// Objects are the in-cluster objects injectors and objectSelectors
+	// read.
+	Objects []*unstructured.Unstructured
+	// Setup prepares the Sim before the controllers start (reactors must
+	// be in place before anything reads the clientset).
+	Setup func(*porchsim.Sim)
+	// Access bounds what variants and sets read by their ServiceAccounts.
+	Access *access.Checker
+	// ReadinessDelay of the set controller (offline.Options).
+	ReadinessDelay time.Duration
+}
+
+// Harness is the controllers running against one Sim.
+type Harness struct {
+	T      *testing.T
+	Ctx    context.Context
+	NS     string
+	Sim    *porchsim.Sim
+	Client versioned.Interface
+	Run    *offline.Runner
+}
+
+// Start makes a Sim holding the blueprint and the repositories, then
+// starts both controllers on it. At the end of the test it checks that
+// they never wrote into one repository twice at once (real Porch loses one
+// of two overlapping writes) and that they stopped without an error.
+func Start(t *testing.T, o Options) *Harness {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	sim := porchsim.New()
+	sim.AddRepository(o.Namespace, UpstreamRepo, false, nil)
+	repos := make([]string, 0, len(o.Repositories))
+	for name := range o.Repositories {
+		repos = append(repos, name)
+	}
+	sort.Strings(repos)
+	for _, name := range repos {
+		sim.AddRepository(o.Namespace, name, true, o.Repositories[name])
+	}
+	if _, err := sim.AddPublished(o.Namespace, UpstreamRepo, UpstreamPackage, 1, o.Blueprint); err != nil {
+		t.Fatalf("add the blueprint: %v", err)
+	}
+	if o.Setup != nil {
+		o.Setup(sim)
+	}
+	// Two workers, as the binary runs by default: the tests of writes
+	// into one repository need syncs at the same time.
+	run, err := offline.Start(ctx, sim, offline.Options{
+		Objects:        o.Objects,
+		Workers:        2,
+		ReadinessDelay: o.ReadinessDelay,
+		Access:         o.Access,
+	})
+	if err != nil {
+		t.Fatalf("start the controllers: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, o := range sim.Overlaps() {
+			t.Errorf("porchsim: %s", o)
+		}
+		run.Stop()
+		if err := run.Err(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return &Harness{T: t, Ctx: ctx, NS: o.Namespace, Sim: sim, Client: sim.Clientset(), Run: run}
+}
+
+// Failures describes the syncs that failed last, for messages.
+func (h *Harness) Failures() string {
+	return strings.Join(h.Run.Failing(), "\n")
+}
+
+// poll polls cond until it holds, fails or the wait times out.
+func (h *Harness) poll(cond func(ctx context.Context) (bool, error)) error {
+	return wait.PollUntilContextTimeout(h.Ctx, PollEvery, WaitTimeout, true, cond)
+}
+
+// Eventually waits until cond holds.
+func (h *Harness) Eventually(what string, cond func() bool) {
+	h.T.Helper()
+	if err := h.poll(func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		h.T.Fatalf("timed out waiting for %s; failing syncs: %s", what, h.Failures())
+	}
+}
+
+// WaitList waits until list returns want (both sorted first) and returns
+// what it returned last.
+func (h *Harness) WaitList(what string, list func() []string, want ...string) []string {
+	h.T.Helper()
+	want = sorted(want)
+	var got []string
+	if err := h.poll(func(context.Context) (bool, error) {
+		got = sorted(list())
+		return strings.Join(got, ",") == strings.Join(want, ","), nil
+	}); err != nil {
+		h.T.Fatalf("timed out waiting for %s %v; have %v; failing syncs: %s", what, want, got, h.Failures())
+	}
+	return got
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// Settle waits until the controllers have nothing left to do (see
+// offline.Runner.WaitIdle).
+func (h *Harness) Settle() {
+	h.T.Helper()
+	if err := h.Run.WaitIdle(h.Ctx, WaitTimeout); err != nil {
+		h.T.Fatalf("settle: %v", err)
+	}
+}
+
+// SyncCount is how many syncs of the named object a controller made.
+func (h *Harness) SyncCount(controller, name string) int {
+	return h.Run.SyncsOf(controller, cache.ObjectName{Namespace: h.NS, Name: name})
+}
+
+// Resync queues an object of a controller with enqueue (the controller's
+// Enqueue, which its tests export), as a periodic resync would, and waits
+// until it was synced once more.
+func (h *Harness) Resync(controller, name string, enqueue func(cache.ObjectName)) {
+	h.T.Helper()
+	before := h.SyncCount(controller, name)
+	enqueue(cache.ObjectName{Namespace: h.NS, Name: name})
+	h.Eventually("a sync of "+name, func() bool { return h.SyncCount(controller, name) > before })
+}
+
+// EventsMatching are the recorded Events ("<type> <reason> <message>")
+// that contain substr.
+func (h *Harness) EventsMatching(substr string) []string {
+	var out []string
+	for _, e := range h.Run.Events() {
+		if s := e.Type + " " + e.Reason + " " + e.Message; strings.Contains(s, substr) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// CreateObject adds an in-cluster object once the controllers watch its
+// kind.
+func (h *Harness) CreateObject(obj *unstructured.Unstructured) {
+	h.T.Helper()
+	ctx, cancel := context.WithTimeout(h.Ctx, WaitTimeout)
+	defer cancel()
+	if err := h.Run.CreateObject(ctx, obj); err != nil {
+		h.T.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+}
+
+// UpdateObject changes an in-cluster object once the controllers watch
+// its kind.
+func (h *Harness) UpdateObject(obj *unstructured.Unstructured) {
+	h.T.Helper()
+	ctx, cancel := context.WithTimeout(h.Ctx, WaitTimeout)
+	defer cancel()
+	if err := h.Run.UpdateObject(ctx, obj); err != nil {
+		h.T.Fatalf("update %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	}
+}
+
+// Files are the files of a package revision.
+func (h *Harness) Files(name string) map[string]string {
+	h.T.Helper()
+	files, err := h.Sim.Resources(h.NS, name)
+	if err != nil {
+		h.T.Fatalf("resources of %s: %v", name, err)
+	}
+	return files
+}
+
+// Revision reads a package revision.
+func (h *Harness) Revision(name string) *porchv1alpha1.PackageRevision {
+	h.T.Helper()
+	pr, err := h.Sim.PackageRevision(h.NS, name)
+	if err != nil {
+		h.T.Fatalf("get %s: %v", name, err)
+	}
+	return pr
+}
+
+// Revisions are the revisions of repo/pkg, without the placeholder (main)
+// that Porch makes at the first publish.
+func (h *Harness) Revisions(repo, pkg string) []porchv1alpha1.PackageRevision {
+	var out []porchv1alpha1.PackageRevision
+	for _, pr := range h.Sim.PackageRevisions(h.NS) {
+		if pr.Spec.RepositoryName == repo && pr.Spec.PackageName == pkg && pr.Spec.Revision != porchv1alpha1.PlaceholderRevision {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// Summary is "<workspace>:<lifecycle>" of each revision, sorted, for
+// comparisons.
+func Summary(revs []porchv1alpha1.PackageRevision) []string {
+	out := make([]string, 0, len(revs))
+	for _, pr := range revs {
+		out = append(out, fmt.Sprintf("%s:%s", pr.Spec.WorkspaceName, pr.Spec.Lifecycle))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Variant reads a variant from the Sim (nil when it is gone).
+func (h *Harness) Variant(name string) *configv1alpha1.PackageVariant {
+	for _, pv := range h.Sim.PackageVariants(h.NS) {
+		if pv.Name == name {
+			return &pv
+		}
+	}
+	return nil
+}
+
+// Variants are the variants in the Sim, by name.
+func (h *Harness) Variants() map[string]configv1alpha1.PackageVariant {
+	out := map[string]configv1alpha1.PackageVariant{}
+	for _, pv := range h.Sim.PackageVariants(h.NS) {
+		out[pv.Name] = pv
+	}
+	return out
+}
+
+// Set reads a set (nil when it is gone).
+func (h *Harness) Set(name string) *configv1alpha2.PackageVariantSet {
+	h.T.Helper()
+	pvs, err := h.Client.ConfigV1alpha2().PackageVariantSets(h.NS).Get(h.Ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return pvs
+}
+
+// CreateVariant creates a variant.
+func (h *Harness) CreateVariant(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	h.T.Helper()
+	out, err := h.Client.ConfigV1alpha1().PackageVariants(h.NS).Create(h.Ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		h.T.Fatalf("create PackageVariant %s: %v", pv.Name, err)
+	}
+	return out
+}
+
+// CreateSet creates a set.
+func (h *Harness) CreateSet(pvs *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet {
+	h.T.Helper()
+	out, err := h.Client.ConfigV1alpha2().PackageVariantSets(h.NS).Create(h.Ctx, pvs, metav1.CreateOptions{})
+	if err != nil {
+		h.T.Fatalf("create PackageVariantSet %s: %v", pvs.Name, err)
+	}
+	return out
+}
+
+// typedClient is what update needs of a generated typed client.
+type typedClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// update changes an object as a person would: read, change, write,
+// again on a conflict with the controllers' own writes.
+func update[T any](h *Harness, c typedClient[T], what, name string, change func(T)) {
+	h.T.Helper()
+	if err := h.poll(func(ctx context.Context) (bool, error) {
+		obj, err := c.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		change(obj)
+		_, err = c.Update(ctx, obj, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
+		h.T.Fatalf("update %s %s: %v", what, name, err)
+	}
+}
+
+// UpdateVariantSpec changes a variant's spec.
+func (h *Harness) UpdateVariantSpec(name string, change func(*configv1alpha1.PackageVariantSpec)) {
+	h.T.Helper()
+	update(h, h.Client.ConfigV1alpha1().PackageVariants(h.NS), "PackageVariant", name, func(pv *configv1alpha1.PackageVariant) { change(&pv.Spec) })
+}
+
+// UpdateSetSpec changes a set's spec.
+func (h *Harness) UpdateSetSpec(name string, change func(*configv1alpha2.PackageVariantSetSpec)) {
+	h.T.Helper()
+	update(h, h.Client.ConfigV1alpha2().PackageVariantSets(h.NS), "PackageVariantSet", name, func(pvs *configv1alpha2.PackageVariantSet) { change(&pvs.Spec) })
+}
+
+// WaitVariantCondition waits for a variant's condition with the given
+// status and reason, reached for its current generation.
+func (h *Harness) WaitVariantCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	h.T.Helper()
+	var last *metav1.Condition
+	if err := h.poll(func(context.Context) (bool, error) {
+		pv := h.Variant(name)
+		if pv == nil {
+			return false, nil
+		}
+		last = meta.FindStatusCondition(pv.Status.Conditions, condType)
+		return last != nil && last.Status == status && last.Reason == reason &&
+			last.ObservedGeneration == pv.Generation && pv.Status.ObservedGeneration == pv.Generation, nil
+	}); err != nil {
+		h.T.Fatalf("timed out waiting for %s %s=%s (%s); last: %+v; failing syncs: %s", name, condType, status, reason, last, h.Failures())
+	}
+	return last
+}
+
+// WaitSetCondition waits for a set's condition with the given status and
+// reason, reached for its current generation.
+func (h *Harness) WaitSetCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	h.T.Helper()
+	var last *metav1.Condition
+	if err := h.poll(func(context.Context) (bool, error) {
+		pvs := h.Set(name)
+		if pvs == nil {
+			return false, nil
+		}
+		last = meta.FindStatusCondition(pvs.Status.Conditions, condType)
+		return last != nil && last.Status == status && last.Reason == reason && last.ObservedGeneration == pvs.Generation, nil
+	}); err != nil {
+		h.T.Fatalf("timed out waiting for set %s %s=%s (%s); last %+v; failing syncs: %s", name, condType, status, reason, last, h.Failures())
+	}
+	return last
+}
+
+// WaitAllVariantsReady waits until every variant reports Ready.
+func (h *Harness) WaitAllVariantsReady() {
+	h.T.Helper()
+	h.Eventually("every variant to be Ready", func() bool {
+		for _, pv := range h.Sim.PackageVariants(h.NS) {
+			if !meta.IsStatusConditionTrue(pv.Status.Conditions, "Ready") {
+				return false
+			}
+		}
+		return true
+	})
+}
