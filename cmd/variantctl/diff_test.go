@@ -11,14 +11,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/test/kit"
 )
 
 // exampleSnapshot settles the example fleet offline and saves it as
@@ -39,17 +38,7 @@ func exampleSnapshot(t *testing.T, files bool) string {
 		t.Fatal(err)
 	}
 	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
-	if err := in.Load(ctx, sim, "platform"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := offline.Start(ctx, sim, offline.Options{Objects: in.ObjectList()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	r.Stop()
+	kit.Settled(t, ctx, sim, in, "platform").Stop()
 	var b bytes.Buffer
 	if err := input.WriteSnapshot(ctx, sim.Clientset(), "", in.ObjectList(), files, &b); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -402,4 +403,23 @@ func (h *Harness) WaitAllVariantsReady() {
 		}
 		return true
 	})
+}
+
+// Settled loads an input into sim (in namespace ns for objects that name
+// none), runs both controllers on it until they have nothing left to do
+// and returns them, still running (stopped at the end of the test).
+func Settled(t *testing.T, ctx context.Context, sim *porchsim.Sim, in *input.Input, ns string) *offline.Runner {
+	t.Helper()
+	if err := in.Load(ctx, sim, ns); err != nil {
+		t.Fatalf("load the input: %v", err)
+	}
+	r, err := offline.Start(ctx, sim, offline.Options{Objects: in.ObjectList()})
+	if err != nil {
+		t.Fatalf("start the controllers: %v", err)
+	}
+	t.Cleanup(r.Stop)
+	if err := r.WaitIdle(ctx, WaitTimeout); err != nil {
+		t.Fatalf("settle: %v", err)
+	}
+	return r
 }

@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/test/kit"
@@ -99,16 +98,7 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *input.Input) 
 	in.AddPublished("fleet", "blueprints", "app", 2, v2, input.Source{File: "../testdata/app"})
 
 	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
-	if err := in.Load(ctx, sim, "fleet"); err != nil {
-		t.Fatal(err)
-	}
-	r, err := offline.Start(ctx, sim, offline.Options{Objects: in.ObjectList()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r := kit.Settled(t, ctx, sim, &in, "fleet")
 	if err := sim.Propose("fleet", "prod-a.app.packagevariant-1"); err != nil {
 		t.Fatal(err)
 	}
