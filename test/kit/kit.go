@@ -359,35 +359,40 @@ func (h *Harness) UpdateSetSpec(name string, change func(*configv1alpha2.Package
 // status and reason, reached for its current generation.
 func (h *Harness) WaitVariantCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	h.T.Helper()
-	var last *metav1.Condition
-	if err := h.poll(func(context.Context) (bool, error) {
+	return h.waitCondition("PackageVariant "+name, condType, status, reason, func() ([]metav1.Condition, int64, bool) {
 		pv := h.Variant(name)
 		if pv == nil {
-			return false, nil
+			return nil, 0, false
 		}
-		last = meta.FindStatusCondition(pv.Status.Conditions, condType)
-		return last != nil && last.Status == status && last.Reason == reason &&
-			last.ObservedGeneration == pv.Generation && pv.Status.ObservedGeneration == pv.Generation, nil
-	}); err != nil {
-		h.T.Fatalf("timed out waiting for %s %s=%s (%s); last: %+v; failing syncs: %s", name, condType, status, reason, last, h.Failures())
-	}
-	return last
+		return pv.Status.Conditions, pv.Generation, pv.Status.ObservedGeneration == pv.Generation
+	})
 }
 
 // WaitSetCondition waits for a set's condition with the given status and
 // reason, reached for its current generation.
 func (h *Harness) WaitSetCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	h.T.Helper()
-	var last *metav1.Condition
-	if err := h.poll(func(context.Context) (bool, error) {
+	return h.waitCondition("PackageVariantSet "+name, condType, status, reason, func() ([]metav1.Condition, int64, bool) {
 		pvs := h.Set(name)
 		if pvs == nil {
-			return false, nil
+			return nil, 0, false
 		}
-		last = meta.FindStatusCondition(pvs.Status.Conditions, condType)
-		return last != nil && last.Status == status && last.Reason == reason && last.ObservedGeneration == pvs.Generation, nil
+		return pvs.Status.Conditions, pvs.Generation, true
+	})
+}
+
+// waitCondition waits until get's conditions hold condType with status and
+// reason for the generation get returns; current says whether the status
+// as a whole is of that generation.
+func (h *Harness) waitCondition(what, condType string, status metav1.ConditionStatus, reason string, get func() (conds []metav1.Condition, generation int64, current bool)) *metav1.Condition {
+	h.T.Helper()
+	var last *metav1.Condition
+	if err := h.poll(func(context.Context) (bool, error) {
+		conds, generation, current := get()
+		last = meta.FindStatusCondition(conds, condType)
+		return current && last != nil && last.Status == status && last.Reason == reason && last.ObservedGeneration == generation, nil
 	}); err != nil {
-		h.T.Fatalf("timed out waiting for set %s %s=%s (%s); last %+v; failing syncs: %s", name, condType, status, reason, last, h.Failures())
+		h.T.Fatalf("timed out waiting for %s %s=%s (%s); last: %+v; failing syncs: %s", what, condType, status, reason, last, h.Failures())
 	}
 	return last
 }
