@@ -52,9 +52,10 @@ import (
 // caller can refuse results built on missing files. nil removes the source
 // (lazy revisions then fail when needed).
 func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name string) (map[string]string, error)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fileSource = fetch
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fileSource = fetch
 }
 
 // FileSourceErrors lists the failed fetches of the file source, one per
@@ -62,12 +63,13 @@ func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name stri
 // the revision and wraps the cause. A run with any of them read no files
 // of those revisions: its outcome does not reflect them.
 func (s *Sim) FileSourceErrors() []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(s.fileErrors), compareKeys)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(p.fileErrors), compareKeys)
 	out := make([]error, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, s.fileErrors[k])
+		out = append(out, p.fileErrors[k])
 	}
 	return out
 }
@@ -76,9 +78,10 @@ func (s *Sim) FileSourceErrors() []error {
 // file source returned: what the Sim read from the source, for request
 // accounting. A revision deleted since stays listed.
 func (s *Sim) Fetched() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(s.fetched), compareKeys)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	keys := slices.SortedFunc(maps.Keys(p.fetched), compareKeys)
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, k.namespace+"/"+k.name)
@@ -97,7 +100,7 @@ func compareKeys(a, b objectKey) int {
 // modify), fetching them from the file source if the revision is lazy and
 // they were not fetched yet. The error is an internal error (500) for the
 // request that needed the files.
-func (s *Sim) filesLocked(e *entry) (map[string]string, error) {
+func (p *porch) filesLocked(e *entry) (map[string]string, error) {
 	if !e.lazy {
 		return e.files, nil
 	}
@@ -106,27 +109,27 @@ func (s *Sim) filesLocked(e *entry) (map[string]string, error) {
 	}
 	pr := e.obj.(*porchv1alpha1.PackageRevision)
 	key := objectKey{pr.Namespace, pr.Name}
-	files, err := s.fetchLocked(pr.Namespace, pr.Name)
+	files, err := p.fetchLocked(pr.Namespace, pr.Name)
 	if err != nil {
 		err = fmt.Errorf("files of package revision %s/%s could not be fetched: %w", pr.Namespace, pr.Name, err)
 		e.fetchErr = err
-		if _, ok := s.fileErrors[key]; !ok {
-			s.fileErrors[key] = err
+		if _, ok := p.fileErrors[key]; !ok {
+			p.fileErrors[key] = err
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
 	e.files, e.lazy = files, false
-	s.fetched[key] = struct{}{}
+	p.fetched[key] = struct{}{}
 	return e.files, nil
 }
 
 // fetchLocked calls the file source and checks what it returned as Import
 // checks files given to it.
-func (s *Sim) fetchLocked(namespace, name string) (map[string]string, error) {
-	if s.fileSource == nil {
+func (p *porch) fetchLocked(namespace, name string) (map[string]string, error) {
+	if p.fileSource == nil {
 		return nil, errors.New("no file source is set (SetFileSource)")
 	}
-	files, err := s.fileSource(context.Background(), namespace, name)
+	files, err := p.fileSource(context.Background(), namespace, name)
 	if err != nil {
 		return nil, err
 	}

@@ -23,21 +23,22 @@ import (
 // and the package's placeholder (made at the first publish, as Porch does)
 // gets its files. Returns the stored PackageRevision.
 func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.repositoryLocked(namespace, repo)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, err := p.repositoryLocked(namespace, repo)
 	if err != nil {
 		return nil, err
 	}
 	if errs := validatePackageName(pkg); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
-	if next := s.nextRevisionLocked(namespace, repo, pkg); revision != next {
+	if next := p.nextRevisionLocked(namespace, repo, pkg); revision != next {
 		return nil, fmt.Errorf("revision %d of package %q in %s/%s is not the next revision (%d)", revision, pkg, namespace, repo, next)
 	}
 	workspace := "v" + strconv.Itoa(revision)
 	name := helper.PackageRevisionName(repo, pkg, workspace)
-	if _, _, ok := s.packageRevisionLocked(namespace, name); ok {
+	if _, _, ok := p.packageRevisionLocked(namespace, name); ok {
 		return nil, fmt.Errorf("package revision %s/%s already exists", namespace, name)
 	}
 	files, err = withKptfile(files, pkg, func(n *yaml.RNode) error { return setName(n, lastSegment(pkg)) })
@@ -66,9 +67,9 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 		},
 	}
 	mirrorKptfile(pr, files)
-	e := s.insertLocked(resPackageRevisions, pr, files)
-	s.recomputeLatestLocked(namespace, repo, pkg)
-	s.syncPlaceholderLocked(e, files)
+	e := p.insertLocked(resPackageRevisions, pr, files)
+	p.recomputeLatestLocked(namespace, repo, pkg)
+	p.syncPlaceholderLocked(e, files)
 	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
@@ -78,9 +79,10 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 // through Porch. It holds the files of the package's latest revision, or a
 // minimal Kptfile. (Publishing makes the placeholder by itself.)
 func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.PackageRevision, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.repositoryLocked(namespace, repo)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, err := p.repositoryLocked(namespace, repo)
 	if err != nil {
 		return nil, err
 	}
@@ -88,13 +90,13 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 		return nil, errs.ToAggregate()
 	}
 	name := helper.PackageRevisionName(repo, pkg, helper.PlaceholderWorkspace)
-	if _, _, ok := s.packageRevisionLocked(namespace, name); ok {
+	if _, _, ok := p.packageRevisionLocked(namespace, name); ok {
 		return nil, fmt.Errorf("package revision %s/%s already exists", namespace, name)
 	}
 	var files map[string]string
-	for _, e := range s.packageEntriesLocked(namespace, repo, pkg) {
+	for _, e := range p.packageEntriesLocked(namespace, repo, pkg) {
 		if _, ok := e.obj.(*porchv1alpha1.PackageRevision).Labels[porchv1alpha1.LatestPackageRevisionLabel]; ok {
-			latest, err := s.filesLocked(e)
+			latest, err := p.filesLocked(e)
 			if err != nil {
 				return nil, err
 			}
@@ -118,16 +120,17 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 		Status: porchv1alpha1.PackageRevisionStatus{UpstreamLock: &porchv1alpha1.UpstreamLock{}, Deployment: r.Spec.Deployment},
 	}
 	mirrorKptfile(pr, files)
-	e := s.insertLocked(resPackageRevisions, pr, files)
+	e := p.insertLocked(resPackageRevisions, pr, files)
 	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
 // Propose moves a Draft to Proposed, as a person would. As through the
 // API, the package is rendered first; a failing pipeline refuses it.
 func (s *Sim) Propose(namespace, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.lookupLocked(packageRevisionKind, namespace, name)
 	if err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func (s *Sim) Propose(namespace, name string) error {
 	}
 	in := pr.DeepCopy()
 	in.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
-	if _, err := s.updatePackageRevisionLocked(namespace, in); err != nil {
+	if _, err := p.updatePackageRevisionLocked(namespace, in); err != nil {
 		return fmt.Errorf("propose %s/%s: %w", namespace, name, err)
 	}
 	return nil
@@ -148,9 +151,10 @@ func (s *Sim) Propose(namespace, name string) error {
 // kpt.dev/latest-revision label, and the package's placeholder (made at the
 // first publish) gets its files.
 func (s *Sim) Publish(namespace, name string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.lookupLocked(packageRevisionKind, namespace, name)
 	if err != nil {
 		return err
 	}
@@ -160,7 +164,7 @@ func (s *Sim) Publish(namespace, name string) error {
 	default:
 		return fmt.Errorf("publish %s/%s: lifecycle is %s, not Draft or Proposed", namespace, name, pr.Spec.Lifecycle)
 	}
-	if err := s.publishLocked(e, publishedBy); err != nil {
+	if err := p.publishLocked(e, publishedBy); err != nil {
 		return fmt.Errorf("publish %s/%s: %w", namespace, name, err)
 	}
 	return nil
@@ -169,16 +173,17 @@ func (s *Sim) Publish(namespace, name string) error {
 // SetResources writes the files of a Draft as a person would: it counts as
 // an edit (the revision gets a new resourceVersion and a MODIFIED event).
 func (s *Sim) SetResources(namespace, name string, files map[string]string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.lookupLocked(packageRevisionKind, namespace, name)
 	if err != nil {
 		return err
 	}
 	if lc := e.obj.(*porchv1alpha1.PackageRevision).Spec.Lifecycle; lc != porchv1alpha1.PackageRevisionLifecycleDraft {
 		return fmt.Errorf("set resources of %s/%s: lifecycle is %s, not Draft", namespace, name, lc)
 	}
-	s.setFilesLocked(e, copyFiles(files), nil)
+	p.setFilesLocked(e, copyFiles(files), nil)
 	return nil
 }
 
@@ -186,13 +191,14 @@ func (s *Sim) SetResources(namespace, name string, files map[string]string) erro
 // (see SetFileSource) are fetched if they were not yet; a failed fetch is
 // the error.
 func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.lookupLocked(packageRevisionKind, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	files, err := s.filesLocked(e)
+	files, err := p.filesLocked(e)
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +207,10 @@ func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
 
 // PackageRevision returns a copy of a stored revision.
 func (s *Sim) PackageRevision(namespace, name string) (*porchv1alpha1.PackageRevision, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, err := s.lookupLocked(packageRevisionKind, namespace, name)
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, err := p.lookupLocked(packageRevisionKind, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -213,17 +220,11 @@ func (s *Sim) PackageRevision(namespace, name string) (*porchv1alpha1.PackageRev
 // PackageRevisions returns copies of the stored revisions of a namespace
 // ("" for all namespaces), ordered by namespace and name.
 func (s *Sim) PackageRevisions(namespace string) []porchv1alpha1.PackageRevision {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []porchv1alpha1.PackageRevision
-	for _, key := range s.sortedKeysLocked(resPackageRevisions, namespace) {
-		out = append(out, *s.objects[resPackageRevisions][key].obj.(*porchv1alpha1.PackageRevision).DeepCopy())
-	}
-	return out
+	return storedCopies[porchv1alpha1.PackageRevision](s.store, resPackageRevisions, namespace)
 }
 
-func (s *Sim) repositoryLocked(namespace, name string) (*configv1alpha1.Repository, error) {
-	e, err := s.lookupLocked(repositoryKind, namespace, name)
+func (p *porch) repositoryLocked(namespace, name string) (*configv1alpha1.Repository, error) {
+	e, err := p.lookupLocked(repositoryKind, namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -233,11 +234,5 @@ func (s *Sim) repositoryLocked(namespace, name string) (*configv1alpha1.Reposito
 // PackageVariants returns copies of the stored PackageVariants of a
 // namespace ("" for all namespaces), ordered by namespace and name.
 func (s *Sim) PackageVariants(namespace string) []configv1alpha1.PackageVariant {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []configv1alpha1.PackageVariant
-	for _, key := range s.sortedKeysLocked(resPackageVariants, namespace) {
-		out = append(out, *s.objects[resPackageVariants][key].obj.(*configv1alpha1.PackageVariant).DeepCopy())
-	}
-	return out
+	return storedCopies[configv1alpha1.PackageVariant](s.store, resPackageVariants, namespace)
 }
