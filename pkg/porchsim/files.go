@@ -63,37 +63,33 @@ func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name stri
 // the revision and wraps the cause. A run with any of them read no files
 // of those revisions: its outcome does not reflect them.
 func (s *Sim) FileSourceErrors() []error {
-	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(p.fileErrors), compareKeys)
-	out := make([]error, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, p.fileErrors[k])
-	}
-	return out
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	return sortedByKey(s.porch.fileErrors, func(_ objectKey, err error) error { return err })
 }
 
 // Fetched lists the revisions ("namespace/name", sorted) whose files the
 // file source returned: what the Sim read from the source, for request
 // accounting. A revision deleted since stays listed.
 func (s *Sim) Fetched() []string {
-	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(p.fetched), compareKeys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k.namespace+"/"+k.name)
-	}
-	return out
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	return sortedByKey(s.porch.fetched, func(k objectKey, _ struct{}) string { return k.namespace + "/" + k.name })
 }
 
-func compareKeys(a, b objectKey) int {
-	if c := strings.Compare(a.namespace, b.namespace); c != 0 {
-		return c
+// sortedByKey lists f of each entry of m, ordered by namespace/name.
+func sortedByKey[V, T any](m map[objectKey]V, f func(objectKey, V) T) []T {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b objectKey) int {
+		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]T, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, f(k, m[k]))
 	}
-	return strings.Compare(a.name, b.name)
+	return out
 }
 
 // filesLocked returns the files of a stored revision (shared: do not

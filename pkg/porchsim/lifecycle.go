@@ -27,15 +27,8 @@ const publishedBy = "porchsim"
 // changes. Publishing is not an update: Porch does it through the approval
 // subresource.
 func (p *porch) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
-	if ns == "" {
-		ns = in.Namespace
-	}
-	e, err := p.lookupLocked(packageRevisionKind, ns, in.Name)
+	ns, e, cur, err := p.currentLocked(ns, in)
 	if err != nil {
-		return nil, err
-	}
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
-	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
 		return nil, err
 	}
 
@@ -71,6 +64,24 @@ func (p *porch) updatePackageRevisionLocked(ns string, in *porchv1alpha1.Package
 		}
 	}
 	return out, nil
+}
+
+// currentLocked is the stored revision an update of in (to namespace ns,
+// in's own when "") applies to, once Porch's optimistic concurrency lets
+// it through; and the namespace.
+func (p *porch) currentLocked(ns string, in *porchv1alpha1.PackageRevision) (string, *entry, *porchv1alpha1.PackageRevision, error) {
+	if ns == "" {
+		ns = in.Namespace
+	}
+	e, err := p.lookupLocked(packageRevisionKind, ns, in.Name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cur := e.obj.(*porchv1alpha1.PackageRevision)
+	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
+		return "", nil, nil, err
+	}
+	return ns, e, cur, nil
 }
 
 // updateErrors is what Porch refuses in an update of cur to in, and the
@@ -190,15 +201,8 @@ func (p *porch) updateContentLocked(e *entry, in, obj *porchv1alpha1.PackageRevi
 // its resourceVersion must be current. Anything else is refused with
 // Porch's messages (422).
 func (p *porch) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
-	if ns == "" {
-		ns = in.Namespace
-	}
-	e, err := p.lookupLocked(packageRevisionKind, ns, in.Name)
+	ns, e, cur, err := p.currentLocked(ns, in)
 	if err != nil {
-		return nil, err
-	}
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
-	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
 		return nil, err
 	}
 	from, to := cur.Spec.Lifecycle, in.Spec.Lifecycle
@@ -273,15 +277,9 @@ func (p *porch) publishLocked(e *entry, by string) error {
 }
 
 // nextRevisionLocked is the revision number the next publish of a package
-// gets: one more than the highest, the placeholder's -1 aside.
+// gets (helper.NextRevision).
 func (p *porch) nextRevisionLocked(ns, repo, pkg string) int {
-	next := 1
-	for _, pr := range p.packageRevisionsLocked(ns, repo, pkg) {
-		if pr.Spec.Revision >= next {
-			next = pr.Spec.Revision + 1
-		}
-	}
-	return next
+	return helper.NextRevision(p.packageRevisionsLocked(ns, repo, pkg))
 }
 
 // recomputeLatestLocked gives kpt.dev/latest-revision to the package's
@@ -357,7 +355,16 @@ func (p *porch) syncPlaceholderLocked(published *entry, files map[string]string)
 		p.replaceLocked(resPackageRevisions, e, obj)
 		return
 	}
-	ph := &porchv1alpha1.PackageRevision{
+	ph := newPlaceholder(ns, repo, pkg, pub.Status.Deployment)
+	mirror(ph)
+	p.insertLocked(resPackageRevisions, ph, copyFiles(files))
+}
+
+// newPlaceholder is the placeholder revision of a package: Porch shows the
+// package's branch as <repo>.<package>.main, revision -1, Published, no
+// labels.
+func newPlaceholder(ns, repo, pkg string, deployment bool) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: helper.PackageRevisionName(repo, pkg, helper.PlaceholderWorkspace), Namespace: ns},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    pkg,
@@ -366,8 +373,6 @@ func (p *porch) syncPlaceholderLocked(published *entry, files map[string]string)
 			Revision:       porchv1alpha1.PlaceholderRevision,
 			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
 		},
-		Status: porchv1alpha1.PackageRevisionStatus{Deployment: pub.Status.Deployment},
+		Status: porchv1alpha1.PackageRevisionStatus{Deployment: deployment},
 	}
-	mirror(ph)
-	p.insertLocked(resPackageRevisions, ph, copyFiles(files))
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,9 +66,7 @@ func (p *porch) downstreamOfLocked(namespace, upstream string) string {
 			continue
 		}
 		for _, t := range pr.Spec.Tasks {
-			switch {
-			case t.Type == porchv1alpha1.TaskTypeClone && t.Clone != nil && t.Clone.Upstream.UpstreamRef != nil && t.Clone.Upstream.UpstreamRef.Name == upstream,
-				t.Type == porchv1alpha1.TaskTypeUpgrade && t.Upgrade != nil && t.Upgrade.NewUpstream.Name == upstream:
+			if helper.TaskUpstream(t) == upstream {
 				return pr.Name
 			}
 		}
@@ -107,17 +104,14 @@ func (p *porch) createRefusalLocked(ns string, spec *porchv1alpha1.PackageRevisi
 	return revs, nil
 }
 
-// validatePackageName checks a package path: segments separated by "/",
-// none empty, "." or "..".
+// validatePackageName checks a package path (helper.IsPackagePath).
 func validatePackageName(pkg string) field.ErrorList {
 	p := field.NewPath("spec", "packageName")
 	if pkg == "" {
 		return field.ErrorList{field.Required(p, "a package name is required")}
 	}
-	for _, seg := range strings.Split(pkg, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return field.ErrorList{field.Invalid(p, pkg, "must be a relative path without empty, \".\" or \"..\" segments")}
-		}
+	if !helper.IsPackagePath(pkg) {
+		return field.ErrorList{field.Invalid(p, pkg, "must be a relative path without empty, \".\" or \"..\" segments")}
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func (s *Sim) AddRepository(namespace, name string, deployment bool, labels map[
 			},
 		},
 	}
-	return s.store.putRepositoryLocked(repo, func(cur *configv1alpha1.Repository) {
+	return s.porch.putRepositoryLocked(repo, func(cur *configv1alpha1.Repository) {
 		cur.Labels = maps.Clone(labels)
 		cur.Spec.Deployment = deployment
 	})
@@ -137,7 +137,7 @@ func (s *Sim) PutRepository(in *configv1alpha1.Repository) *configv1alpha1.Repos
 		ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: in.Name, Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations)},
 		Spec:       *in.Spec.DeepCopy(),
 	}
-	return s.store.putRepositoryLocked(repo, func(cur *configv1alpha1.Repository) {
+	return s.porch.putRepositoryLocked(repo, func(cur *configv1alpha1.Repository) {
 		cur.Labels = maps.Clone(in.Labels)
 		cur.Annotations = maps.Clone(in.Annotations)
 		cur.Spec = *in.Spec.DeepCopy()

@@ -7,14 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 )
 
 // store is what kube-apiserver does for the Sim: typed objects with
@@ -322,23 +319,4 @@ func mustAccessor(obj runtime.Object) metav1.Object {
 		panic(fmt.Sprintf("porchsim: %T has no object metadata: %v", obj, err))
 	}
 	return m
-}
-
-// putRepositoryLocked stores repo, or, when a Repository of its name
-// exists, a copy of that one changed by update; a change of the spec bumps
-// generation, as an update through the API would.
-func (s *store) putRepositoryLocked(repo *configv1alpha1.Repository, update func(cur *configv1alpha1.Repository)) *configv1alpha1.Repository {
-	e, ok := s.entryLocked(resRepositories, repo.Namespace, repo.Name)
-	if !ok {
-		s.insertLocked(resRepositories, repo, nil)
-		return repo.DeepCopy()
-	}
-	cur := e.obj.(*configv1alpha1.Repository).DeepCopy()
-	spec := cur.Spec.DeepCopy()
-	update(cur)
-	if !equality.Semantic.DeepEqual(*spec, cur.Spec) {
-		cur.Generation++
-	}
-	s.replaceLocked(resRepositories, e, cur)
-	return cur.DeepCopy()
 }
