@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -201,7 +202,7 @@ func withDefaultErr(f Fault) *Fault {
 // gets (409, apierrors.IsConflict). resource is a plural such as
 // "packagerevisions", optionally with a subresource.
 func ConflictError(resource, name string) error {
-	return apierrors.NewConflict(groupResource(resource), name, errors.New(optimisticLockMsg))
+	return apierrors.NewConflict(groupResource(resource), name, errors.New(helper.OptimisticLockMessage))
 }
 
 // ServerError returns an internal server error (500,

@@ -32,9 +32,6 @@ const (
 	resRepositories             = "repositories"
 )
 
-// optimisticLockMsg is the API server's (and Porch's) conflict message.
-const optimisticLockMsg = "the object has been modified; please apply your changes to the latest version and try again"
-
 // kind describes one stored resource.
 type kind struct {
 	resource string

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 )
 
 // kindWriter writes the objects of one kind: the store's API-server
@@ -276,7 +278,7 @@ func checkResourceVersion(k *kind, in, cur metav1.Object) error {
 	case cur.GetResourceVersion():
 		return nil
 	}
-	return apierrors.NewConflict(k.gr, cur.GetName(), errors.New(optimisticLockMsg))
+	return apierrors.NewConflict(k.gr, cur.GetName(), errors.New(helper.OptimisticLockMessage))
 }
 
 // deleteObjectLocked deletes a custom resource after checking the delete
