@@ -31,12 +31,12 @@ func benchFleet(b *testing.B, n int) *Sim {
 	if _, err := s.AddPublished(ns, "blueprints", "app", 1, blueprint(1, "app:v1", "readme\n")); err != nil {
 		b.Fatal(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
 	for i := range n {
 		name := fmt.Sprintf("site-%05d", i)
-		pv := s.insertLocked(resPackageVariants, newVariant(name), nil)
-		s.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecyclePublished, pv.obj), nil)
+		pv := s.store.insertLocked(resPackageVariants, newVariant(name), nil)
+		s.store.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecyclePublished, pv.obj), nil)
 	}
 	return s
 }
@@ -108,9 +108,9 @@ func BenchmarkGarbageCollection(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				s.mu.Lock()
-				draft := s.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
-				s.mu.Unlock()
+				s.store.mu.Lock()
+				draft := s.store.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
+				s.store.mu.Unlock()
 				if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 					b.Fatal(err)
 				}

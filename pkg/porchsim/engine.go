@@ -176,8 +176,8 @@ func (l gitLock) engine() kptengine.GitLock {
 }
 
 // render renders files with the Sim's engine.
-func (s *Sim) render(files map[string]string) renderOutcome {
-	return s.engine.render(files)
+func (p *porch) render(files map[string]string) renderOutcome {
+	return p.engine.render(files)
 }
 
 // Option configures a Sim.
@@ -190,15 +190,16 @@ type Option func(*Sim)
 // (SkippedFunctions). Without it the Sim is strict, like Porch with no
 // function runner reachable: such a function fails the render.
 func SkipFunctionsNotBuiltIn() Option {
-	return func(s *Sim) { s.engine.notBuiltin = kptengine.SkipNotBuiltin }
+	return func(s *Sim) { s.porch.engine.notBuiltin = kptengine.SkipNotBuiltin }
 }
 
 // SkippedFunctions lists the images of the functions the last render of a
 // revision did not run (see SkipFunctionsNotBuiltIn).
 func (s *Sim) SkippedFunctions(namespace, name string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.objects[resPackageRevisions][objectKey{namespace, name}]; ok {
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.entryLocked(resPackageRevisions, namespace, name); ok {
 		return append([]string(nil), e.skipped...)
 	}
 	return nil

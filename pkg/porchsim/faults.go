@@ -3,12 +3,14 @@ package porchsim
 import (
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -66,9 +68,50 @@ func (f *Fault) wait() {
 	}
 }
 
-type faultState struct {
+// faults is the one fault mechanism: the faults tests inject (InjectFault),
+// tried in the order they were injected, then the chaos function
+// (SetChaos). The first that has a fault for a request decides it.
+type faults struct {
+	mu       sync.Mutex
+	injected []*injectedFault
+	chaos    func(Request) *Fault
+}
+
+// injectedFault is a Fault with the count of the requests it may still
+// fail (Times > 0).
+type injectedFault struct {
 	Fault
 	remaining int
+}
+
+// matches tells whether f applies to r.
+func (f *injectedFault) matches(r Request) bool {
+	return f.Verb == r.Verb && f.Resource == r.Resource && (f.Name == "" || f.Name == r.Name) && (f.User == "" || f.User == r.User)
+}
+
+// pick returns the fault that applies to a request (nil when none) and
+// uses up one of its Times.
+func (fs *faults) pick(r Request) *Fault {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for i, f := range fs.injected {
+		if !f.matches(r) {
+			continue
+		}
+		if f.Times > 0 {
+			f.remaining--
+			if f.remaining == 0 {
+				fs.injected = append(fs.injected[:i:i], fs.injected[i+1:]...)
+			}
+		}
+		return withDefaultErr(f.Fault)
+	}
+	if fs.chaos != nil {
+		if f := fs.chaos(r); f != nil {
+			return withDefaultErr(*f)
+		}
+	}
+	return nil
 }
 
 // Request describes a request, for the chaos function (SetChaos).
@@ -85,9 +128,9 @@ type Request struct {
 // A soak test draws faults at random this way. f runs under the Sim's lock:
 // it must be quick and must not call the Sim. nil removes it.
 func (s *Sim) SetChaos(f func(Request) *Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.chaos = f
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.chaos = f
 }
 
 // InjectFault makes matching requests fail, without effect unless
@@ -95,38 +138,55 @@ func (s *Sim) SetChaos(f func(Request) *Fault) {
 // in the order they were injected; the first match is used. A failed request
 // is still counted by Requests.
 func (s *Sim) InjectFault(f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, &faultState{Fault: f, remaining: f.Times})
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.injected = append(s.faults.injected, &injectedFault{Fault: f, remaining: f.Times})
 }
 
 // ClearFaults removes every injected fault.
 func (s *Sim) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = nil
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.injected = nil
 }
 
-// faultLocked returns the fault matching a request, if any.
-func (s *Sim) faultLocked(r Request) *Fault {
-	for i, f := range s.faults {
-		if f.Verb != r.Verb || f.Resource != r.Resource || (f.Name != "" && f.Name != r.Name) || (f.User != "" && f.User != r.User) {
-			continue
+// injecting fails a request as the fault that applies to it says: with no
+// effect, or (AfterEffect) after next served it; a Delay holds the answer
+// back (request.late). served hears of a request whose answer is held
+// back, while the lock is still held: a write whose answer is late is no
+// longer in progress by the time anyone else can reach the Sim.
+func injecting[T any](fs *faults, next handler[T], served func(*request)) handler[T] {
+	return func(r *request) (T, error) {
+		var zero T
+		fault := fs.pick(r.Request)
+		if fault != nil && fault.Delay > 0 {
+			r.late = fault
+			defer served(r)
 		}
-		if f.Times > 0 {
-			f.remaining--
-			if f.remaining == 0 {
-				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
-			}
+		if fault != nil && !fault.AfterEffect {
+			return zero, fault.Err
 		}
-		return withDefaultErr(f.Fault)
+		out, err := next(r)
+		if err != nil {
+			return zero, err
+		}
+		if fault != nil && fault.Err != nil {
+			return zero, fault.Err
+		}
+		return out, nil
 	}
-	if s.chaos != nil {
-		if f := s.chaos(r); f != nil {
-			return withDefaultErr(*f)
+}
+
+// refusing fails a request the fault that applies to it names, before
+// next sees it: a watch is refused or made, never delayed.
+func refusing[T any](fs *faults, next handler[T]) handler[T] {
+	return func(r *request) (T, error) {
+		if f := fs.pick(r.Request); f != nil {
+			var zero T
+			return zero, f.Err
 		}
+		return next(r)
 	}
-	return nil
 }
 
 // withDefaultErr gives a fault without Err the injected server error,
@@ -142,7 +202,7 @@ func withDefaultErr(f Fault) *Fault {
 // gets (409, apierrors.IsConflict). resource is a plural such as
 // "packagerevisions", optionally with a subresource.
 func ConflictError(resource, name string) error {
-	return apierrors.NewConflict(groupResource(resource), name, errors.New(optimisticLockMsg))
+	return apierrors.NewConflict(groupResource(resource), name, errors.New(helper.OptimisticLockMessage))
 }
 
 // ServerError returns an internal server error (500,

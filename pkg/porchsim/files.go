@@ -52,9 +52,10 @@ import (
 // caller can refuse results built on missing files. nil removes the source
 // (lazy revisions then fail when needed).
 func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name string) (map[string]string, error)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fileSource = fetch
+	p := s.porch
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fileSource = fetch
 }
 
 // FileSourceErrors lists the failed fetches of the file source, one per
@@ -62,42 +63,40 @@ func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name stri
 // the revision and wraps the cause. A run with any of them read no files
 // of those revisions: its outcome does not reflect them.
 func (s *Sim) FileSourceErrors() []error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(s.fileErrors), compareKeys)
-	out := make([]error, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, s.fileErrors[k])
-	}
-	return out
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	return sortedByKey(s.porch.fileErrors, func(_ objectKey, err error) error { return err })
 }
 
 // Fetched lists the revisions ("namespace/name", sorted) whose files the
 // file source returned: what the Sim read from the source, for request
 // accounting. A revision deleted since stays listed.
 func (s *Sim) Fetched() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(s.fetched), compareKeys)
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, k.namespace+"/"+k.name)
-	}
-	return out
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
+	return sortedByKey(s.porch.fetched, func(k objectKey, _ struct{}) string { return k.namespace + "/" + k.name })
 }
 
-func compareKeys(a, b objectKey) int {
-	if c := strings.Compare(a.namespace, b.namespace); c != 0 {
-		return c
+// sortedByKey lists f of each entry of m, ordered by namespace/name.
+func sortedByKey[V, T any](m map[objectKey]V, f func(objectKey, V) T) []T {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b objectKey) int {
+		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]T, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, f(k, m[k]))
 	}
-	return strings.Compare(a.name, b.name)
+	return out
 }
 
 // filesLocked returns the files of a stored revision (shared: do not
 // modify), fetching them from the file source if the revision is lazy and
 // they were not fetched yet. The error is an internal error (500) for the
 // request that needed the files.
-func (s *Sim) filesLocked(e *entry) (map[string]string, error) {
+func (p *porch) filesLocked(e *entry) (map[string]string, error) {
 	if !e.lazy {
 		return e.files, nil
 	}
@@ -106,27 +105,27 @@ func (s *Sim) filesLocked(e *entry) (map[string]string, error) {
 	}
 	pr := e.obj.(*porchv1alpha1.PackageRevision)
 	key := objectKey{pr.Namespace, pr.Name}
-	files, err := s.fetchLocked(pr.Namespace, pr.Name)
+	files, err := p.fetchLocked(pr.Namespace, pr.Name)
 	if err != nil {
 		err = fmt.Errorf("files of package revision %s/%s could not be fetched: %w", pr.Namespace, pr.Name, err)
 		e.fetchErr = err
-		if _, ok := s.fileErrors[key]; !ok {
-			s.fileErrors[key] = err
+		if _, ok := p.fileErrors[key]; !ok {
+			p.fileErrors[key] = err
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
 	e.files, e.lazy = files, false
-	s.fetched[key] = struct{}{}
+	p.fetched[key] = struct{}{}
 	return e.files, nil
 }
 
 // fetchLocked calls the file source and checks what it returned as Import
 // checks files given to it.
-func (s *Sim) fetchLocked(namespace, name string) (map[string]string, error) {
-	if s.fileSource == nil {
+func (p *porch) fetchLocked(namespace, name string) (map[string]string, error) {
+	if p.fileSource == nil {
 		return nil, errors.New("no file source is set (SetFileSource)")
 	}
-	files, err := s.fileSource(context.Background(), namespace, name)
+	files, err := p.fileSource(context.Background(), namespace, name)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -143,6 +144,20 @@ func resources(t *testing.T, s *Sim, name string) map[string]string {
 		t.Fatalf("resources of %s: %v", name, err)
 	}
 	return files
+}
+
+// itemNames are the names of a list's items, in order.
+func itemNames(t *testing.T, list runtime.Object) []string {
+	t.Helper()
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range items {
+		names = append(names, mustAccessor(it).GetName())
+	}
+	return names
 }
 
 func newVariant(name string) *configv1alpha1.PackageVariant {

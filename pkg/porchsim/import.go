@@ -35,11 +35,12 @@ import (
 // never garbage-collects: owners may be restored after their dependents.
 // Returns the stored PackageRevision.
 func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
+	p := s.porch
 	if in == nil {
 		return nil, fmt.Errorf("import: no PackageRevision given")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	pr := in.DeepCopy()
 	pr.TypeMeta = metav1.TypeMeta{}
 	spec := &pr.Spec
@@ -56,7 +57,7 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	if spec.RepositoryName == "" {
 		return nil, fail("spec.repository is required")
 	}
-	if _, err := s.repositoryLocked(pr.Namespace, spec.RepositoryName); err != nil {
+	if _, err := p.repositoryLocked(pr.Namespace, spec.RepositoryName); err != nil {
 		return nil, fail("spec.repository: %v", err)
 	}
 	if spec.PackageName == "" {
@@ -92,10 +93,10 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	default:
 		return nil, fail("spec.lifecycle %q is not one of Draft, Proposed, Published, DeletionProposed", lc)
 	}
-	if _, _, ok := s.packageRevisionLocked(pr.Namespace, pr.Name); ok {
+	if _, _, ok := p.packageRevisionLocked(pr.Namespace, pr.Name); ok {
 		return nil, fail("a package revision named %q already exists in namespace %q", pr.Name, pr.Namespace)
 	}
-	for _, e := range s.packageEntriesLocked(pr.Namespace, spec.RepositoryName, spec.PackageName) {
+	for _, e := range p.packageEntriesLocked(pr.Namespace, spec.RepositoryName, spec.PackageName) {
 		other := e.obj.(*porchv1alpha1.PackageRevision)
 		if other.Spec.WorkspaceName == spec.WorkspaceName {
 			return nil, fail("workspace %q of package %q in repository %q is already used by %s", spec.WorkspaceName, spec.PackageName, spec.RepositoryName, other.Name)
@@ -104,7 +105,7 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 			return nil, fail("revision %d of package %q in repository %q already exists (%s)", spec.Revision, spec.PackageName, spec.RepositoryName, other.Name)
 		}
 	}
-	lazy := files == nil && s.fileSource != nil
+	lazy := files == nil && p.fileSource != nil
 	if !lazy {
 		if err := checkFiles(files); err != nil {
 			if files == nil {
@@ -116,7 +117,7 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	if pr.UID == "" {
 		pr.UID = helper.PackageRevisionUID(pr.Namespace, pr.Name)
 	}
-	if held, ok := s.uids[pr.UID]; ok {
+	if held, ok := p.holderLocked(pr.UID); ok {
 		return nil, fail("metadata.uid %q is already the uid of %s %s/%s", pr.UID, held.resource, held.key.namespace, held.key.name)
 	}
 
@@ -129,7 +130,7 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	if !lazy {
 		stored = copyFiles(files)
 	}
-	e := s.storeNewLocked(resPackageRevisions, pr, stored)
+	e := p.storeNewLocked(resPackageRevisions, pr, stored)
 	e.lazy = lazy
 	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }

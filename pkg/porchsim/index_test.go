@@ -33,9 +33,9 @@ func TestIndexesMatchFullScan(t *testing.T) {
 		workload(t, s, seed, 300, func(step string) {
 			t.Helper()
 			checkIndexes(t, s, step)
-			s.mu.Lock()
-			n := len(s.uids)
-			s.mu.Unlock()
+			s.store.mu.Lock()
+			n := len(s.store.uids)
+			s.store.mu.Unlock()
 			succeeded := strings.HasSuffix(step, ": <nil>")
 			if succeeded && strings.Contains(step, ": delete ") && objects-n > 1 {
 				cascades++
@@ -56,8 +56,8 @@ func TestIndexesMatchFullScan(t *testing.T) {
 // checkIndexes compares the Sim's indexes with a scan of its store.
 func checkIndexes(t *testing.T, s *Sim, step string) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.store.mu.Lock()
+	defer s.store.mu.Unlock()
 	packages := map[packageKey]map[string]struct{}{}
 	dependents := map[types.UID]map[objectRef]struct{}{}
 	// revisions are each package's revisions in name order; scanOrder is,
@@ -66,8 +66,8 @@ func checkIndexes(t *testing.T, s *Sim, step string) {
 	revisions := map[packageKey][]*entry{}
 	scanOrder := map[types.UID]map[string][]objectRef{}
 	for _, k := range kinds {
-		for _, key := range s.sortedKeysLocked(k.resource, "") {
-			e := s.objects[k.resource][key]
+		for _, key := range s.store.sortedKeysLocked(k.resource, "") {
+			e := s.store.objects[k.resource][key]
 			ref := objectRef{k.resource, key}
 			if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok {
 				pk := packageKey{pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName}
@@ -87,21 +87,21 @@ func checkIndexes(t *testing.T, s *Sim, step string) {
 		}
 	}
 	opts := cmp.AllowUnexported(packageKey{}, objectRef{}, objectKey{})
-	if !reflect.DeepEqual(packages, s.packages) {
-		t.Fatalf("after %s: package index differs from a scan (-scan +index):\n%s", step, cmp.Diff(packages, s.packages, opts))
+	if !reflect.DeepEqual(packages, s.store.packages) {
+		t.Fatalf("after %s: package index differs from a scan (-scan +index):\n%s", step, cmp.Diff(packages, s.store.packages, opts))
 	}
-	if !reflect.DeepEqual(dependents, s.dependents) {
-		t.Fatalf("after %s: dependents index differs from a scan (-scan +index):\n%s", step, cmp.Diff(dependents, s.dependents, opts))
+	if !reflect.DeepEqual(dependents, s.store.dependents) {
+		t.Fatalf("after %s: dependents index differs from a scan (-scan +index):\n%s", step, cmp.Diff(dependents, s.store.dependents, opts))
 	}
 	for uid, byNamespace := range scanOrder {
 		for namespace, want := range byNamespace {
-			if got := s.dependentsLocked(namespace, uid); !slices.Equal(got, want) {
+			if got := s.store.dependentsLocked(namespace, uid); !slices.Equal(got, want) {
 				t.Fatalf("after %s: dependents of %s in %s not in scan order (-scan +got):\n%s", step, uid, namespace, cmp.Diff(want, got, opts))
 			}
 		}
 	}
 	for pk, want := range revisions {
-		if got := s.packageEntriesLocked(pk.namespace, pk.repository, pk.pkg); !slices.Equal(got, want) {
+		if got := s.store.packageEntriesLocked(pk.namespace, pk.repository, pk.pkg); !slices.Equal(got, want) {
 			t.Fatalf("after %s: the revisions of package %v are not those a scan finds, in name order", step, pk)
 		}
 	}
@@ -139,9 +139,9 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 	// ownerRefs names existing objects, removed ones and ones not created
 	// yet (UIDs are handed out in sequence), sometimes the same one twice.
 	ownerRefs := func() []metav1.OwnerReference {
-		s.mu.Lock()
-		last := s.uidSeq
-		s.mu.Unlock()
+		s.store.mu.Lock()
+		last := s.store.uidSeq
+		s.store.mu.Unlock()
 		var refs []metav1.OwnerReference
 		for range rng.IntN(4) {
 			uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", 1+rng.Int64N(last+3)))
@@ -160,9 +160,9 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 	}
 	// existing picks a stored object of resource, "" if there is none.
 	existing := func(resource, namespace string) string {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		keys := s.sortedKeysLocked(resource, namespace)
+		s.store.mu.Lock()
+		defer s.store.mu.Unlock()
+		keys := s.store.sortedKeysLocked(resource, namespace)
 		if len(keys) == 0 {
 			return ""
 		}
@@ -277,9 +277,9 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			if rng.IntN(2) == 0 {
 				repo, pkg = "blueprints", "app"
 			}
-			s.mu.Lock()
-			next := s.nextRevisionLocked(n, repo, pkg)
-			s.mu.Unlock()
+			s.store.mu.Lock()
+			next := s.porch.nextRevisionLocked(n, repo, pkg)
+			s.store.mu.Unlock()
 			step = fmt.Sprintf("add published %s/%s/%s v%d", n, repo, pkg, next)
 			_, err = s.AddPublished(n, repo, pkg, next, blueprint(next, "app:v1", "readme\n"))
 		case 13:

@@ -204,3 +204,16 @@ func copyFiles(files map[string]string) map[string]string {
 	}
 	return out
 }
+
+// mirrorKptfile copies what Porch mirrors from the Kptfile into the
+// revision: readiness gates, conditions and the package metadata; an
+// unparseable Kptfile leaves the mirrors as they were.
+func mirrorKptfile(pr *porchv1alpha1.PackageRevision, files map[string]string) {
+	m, err := kptfileMirror(files)
+	if err != nil {
+		return
+	}
+	pr.Spec.ReadinessGates = m.gates
+	pr.Status.Conditions = m.conditions
+	pr.Spec.PackageMetadata = m.metadata
+}

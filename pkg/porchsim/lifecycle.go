@@ -15,6 +15,9 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
+// publishedBy is recorded in status.publishedBy of revisions the Sim publishes.
+const publishedBy = "porchsim"
+
 // updatePackageRevisionLocked applies Porch's update rules: a Draft or
 // Proposed revision may change its metadata, lifecycle (Draft <-> Proposed),
 // readinessGates and packageMetadata; a Published or DeletionProposed one
@@ -23,17 +26,9 @@ import (
 // draft anew); if the pipeline fails, the update is refused and nothing
 // changes. Publishing is not an update: Porch does it through the approval
 // subresource.
-func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
-	if ns == "" {
-		ns = in.Namespace
-	}
-	k := packageRevisionKind
-	e, err := s.lookupLocked(k, ns, in.Name)
+func (p *porch) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
+	ns, e, cur, err := p.currentLocked(ns, in)
 	if err != nil {
-		return nil, err
-	}
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
-	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
 		return nil, err
 	}
 
@@ -44,9 +39,55 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	obj.OwnerReferences = slices.Clone(in.OwnerReferences)
 	if cur.DeletionTimestamp != nil && len(in.Finalizers) == 0 {
 		// Removing the last finalizer of a revision being deleted deletes it.
-		return s.storeUpdateLocked(resPackageRevisions, e, obj), nil
+		return p.storeUpdateLocked(resPackageRevisions, e, obj), nil
 	}
+	lc, errs := updateErrors(cur, in)
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(packageRevisionKind.gk, cur.Name, errs)
+	}
+	obj.Spec.Lifecycle = lc
+	if err := p.updateContentLocked(e, in, obj); err != nil {
+		return nil, err
+	}
+	var out runtime.Object
+	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+		// Porch commits a draft on every update, changed or not.
+		p.replaceLocked(resPackageRevisions, e, obj)
+		out = e.obj.DeepCopyObject()
+	} else {
+		out = p.storeUpdateLocked(resPackageRevisions, e, obj)
+	}
+	if cur.Spec.Lifecycle != lc {
+		p.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
+		if e, ok := p.entryLocked(resPackageRevisions, ns, cur.Name); ok {
+			out = e.obj.DeepCopyObject()
+		}
+	}
+	return out, nil
+}
 
+// currentLocked is the stored revision an update of in (to namespace ns,
+// in's own when "") applies to, once Porch's optimistic concurrency lets
+// it through; and the namespace.
+func (p *porch) currentLocked(ns string, in *porchv1alpha1.PackageRevision) (string, *entry, *porchv1alpha1.PackageRevision, error) {
+	if ns == "" {
+		ns = in.Namespace
+	}
+	e, err := p.lookupLocked(packageRevisionKind, ns, in.Name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	cur := e.obj.(*porchv1alpha1.PackageRevision)
+	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
+		return "", nil, nil, err
+	}
+	return ns, e, cur, nil
+}
+
+// updateErrors is what Porch refuses in an update of cur to in, and the
+// lifecycle the update asks for (Draft when an unpublished revision's
+// update names none).
+func updateErrors(cur, in *porchv1alpha1.PackageRevision) (porchv1alpha1.PackageRevisionLifecycle, field.ErrorList) {
 	var errs field.ErrorList
 	if in.Labels[porchv1alpha1.LatestPackageRevisionLabel] != cur.Labels[porchv1alpha1.LatestPackageRevisionLabel] {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels", porchv1alpha1.LatestPackageRevisionLabel),
@@ -101,41 +142,48 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 				"spec can only update package with lifecycle value one of Draft,Proposed"))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(k.gk, cur.Name, errs)
-	}
+	return lc, errs
+}
 
-	obj.Spec.Lifecycle = lc
+// updateContentLocked applies what an update of an unpublished revision
+// may change besides metadata and lifecycle (packageMetadata and
+// readinessGates, the latter written into the Kptfile too) to obj, and
+// renders a Draft again; a failed render refuses the update. The entry
+// gets the files it then holds.
+func (p *porch) updateContentLocked(e *entry, in, obj *porchv1alpha1.PackageRevision) error {
+	cur := e.obj.(*porchv1alpha1.PackageRevision)
 	// The files are read only where needed (a lazy revision's are
 	// fetched then, see SetFileSource): a metadata update of a published
 	// revision, say a controller adopting it, leaves them alone.
 	unpublished := !helper.LifecycleIsPublished(cur.Spec.Lifecycle)
 	gatesChanged := unpublished && !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates)
+	draft := cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft
 	files, skipped := e.files, e.skipped
-	if gatesChanged || cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
-		if files, err = s.filesLocked(e); err != nil {
-			return nil, err
+	if gatesChanged || draft {
+		var err error
+		if files, err = p.filesLocked(e); err != nil {
+			return err
 		}
 	}
 	if unpublished {
 		obj.Spec.PackageMetadata = in.Spec.PackageMetadata.DeepCopy()
-		if gatesChanged {
-			obj.Spec.ReadinessGates = slices.Clone(in.Spec.ReadinessGates)
-			// Porch keeps the gates in the Kptfile; write them there so
-			// that the next mirror does not undo the change.
-			if _, ok := files[kptfileName]; ok {
-				if edited, err := withKptfile(files, cur.Spec.PackageName, func(n *yaml.RNode) error {
-					return setReadinessGates(n, in.Spec.ReadinessGates)
-				}); err == nil {
-					files = edited
-				}
+	}
+	if gatesChanged {
+		obj.Spec.ReadinessGates = slices.Clone(in.Spec.ReadinessGates)
+		// Porch keeps the gates in the Kptfile; write them there so
+		// that the next mirror does not undo the change.
+		if _, ok := files[kptfileName]; ok {
+			if edited, err := withKptfile(files, cur.Spec.PackageName, func(n *yaml.RNode) error {
+				return setReadinessGates(n, in.Spec.ReadinessGates)
+			}); err == nil {
+				files = edited
 			}
 		}
 	}
-	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
-		rendered := s.render(copyFiles(files))
+	if draft {
+		rendered := p.render(copyFiles(files))
 		if rendered.failed {
-			return nil, refuse("E%s%sDetails: %s", helper.RenderFailedMessage[1:], helper.RenderFailedNotStored, rendered.message)
+			return refuse("E%s%sDetails: %s", helper.RenderFailedMessage[1:], helper.RenderFailedNotStored, rendered.message)
 		}
 		files, skipped = rendered.files, rendered.skipped
 		mirrorKptfile(obj, files)
@@ -143,21 +191,7 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 	// Unless they were read above, these are the entry's own (nil for a
 	// lazy revision, which stays lazy).
 	e.files, e.skipped = files, skipped
-	var out runtime.Object
-	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
-		// Porch commits a draft on every update, changed or not.
-		s.replaceLocked(resPackageRevisions, e, obj)
-		out = e.obj.DeepCopyObject()
-	} else {
-		out = s.storeUpdateLocked(resPackageRevisions, e, obj)
-	}
-	if cur.Spec.Lifecycle != lc {
-		s.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
-		if e, ok := s.objects[resPackageRevisions][objectKey{ns, cur.Name}]; ok {
-			out = e.obj.DeepCopyObject()
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // approveLocked serves an update of the approval subresource: Proposed ->
@@ -166,16 +200,9 @@ func (s *Sim) updatePackageRevisionLocked(ns string, in *porchv1alpha1.PackageRe
 // DeletionProposed and back. Only spec.lifecycle of the request is used;
 // its resourceVersion must be current. Anything else is refused with
 // Porch's messages (422).
-func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
-	if ns == "" {
-		ns = in.Namespace
-	}
-	e, err := s.lookupLocked(packageRevisionKind, ns, in.Name)
+func (p *porch) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runtime.Object, error) {
+	ns, e, cur, err := p.currentLocked(ns, in)
 	if err != nil {
-		return nil, err
-	}
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
-	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
 		return nil, err
 	}
 	from, to := cur.Spec.Lifecycle, in.Spec.Lifecycle
@@ -213,15 +240,15 @@ func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runti
 		if by == "" {
 			by = publishedBy
 		}
-		if err := s.publishLocked(e, by); err != nil {
+		if err := p.publishLocked(e, by); err != nil {
 			return nil, err
 		}
 		return e.obj.DeepCopyObject(), nil
 	}
 	obj := cur.DeepCopy()
 	obj.Spec.Lifecycle = to
-	s.replaceLocked(resPackageRevisions, e, obj)
-	s.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
+	p.replaceLocked(resPackageRevisions, e, obj)
+	p.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
 	return e.obj.DeepCopyObject(), nil
 }
 
@@ -230,8 +257,8 @@ func (s *Sim) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (runti
 // latest-revision label, and the package's placeholder (made at the first
 // publish) now holding its files. The files are read first (a lazy
 // revision's are fetched): if that fails, nothing changes.
-func (s *Sim) publishLocked(e *entry, by string) error {
-	files, err := s.filesLocked(e)
+func (p *porch) publishLocked(e *entry, by string) error {
+	files, err := p.filesLocked(e)
 	if err != nil {
 		return err
 	}
@@ -239,26 +266,20 @@ func (s *Sim) publishLocked(e *entry, by string) error {
 	ns, repo, pkg := pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName
 	obj := pr.DeepCopy()
 	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
-	obj.Spec.Revision = s.nextRevisionLocked(ns, repo, pkg)
+	obj.Spec.Revision = p.nextRevisionLocked(ns, repo, pkg)
 	published := now()
 	obj.Status.PublishedBy = by
 	obj.Status.PublishedAt = &published
-	s.replaceLocked(resPackageRevisions, e, obj)
-	s.recomputeLatestLocked(ns, repo, pkg)
-	s.syncPlaceholderLocked(e, files)
+	p.replaceLocked(resPackageRevisions, e, obj)
+	p.recomputeLatestLocked(ns, repo, pkg)
+	p.syncPlaceholderLocked(e, files)
 	return nil
 }
 
 // nextRevisionLocked is the revision number the next publish of a package
-// gets: one more than the highest, the placeholder's -1 aside.
-func (s *Sim) nextRevisionLocked(ns, repo, pkg string) int {
-	next := 1
-	for _, pr := range s.packageRevisionsLocked(ns, repo, pkg) {
-		if pr.Spec.Revision >= next {
-			next = pr.Spec.Revision + 1
-		}
-	}
-	return next
+// gets (helper.NextRevision).
+func (p *porch) nextRevisionLocked(ns, repo, pkg string) int {
+	return helper.NextRevision(p.packageRevisionsLocked(ns, repo, pkg))
 }
 
 // recomputeLatestLocked gives kpt.dev/latest-revision to the package's
@@ -266,8 +287,8 @@ func (s *Sim) nextRevisionLocked(ns, repo, pkg string) int {
 // takes it from every other revision. Porch computes the label: when the
 // latest revision is deleted, it moves back to the previous one; the
 // placeholder never has it.
-func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
-	entries := s.packageEntriesLocked(ns, repo, pkg)
+func (p *porch) recomputeLatestLocked(ns, repo, pkg string) {
+	entries := p.packageEntriesLocked(ns, repo, pkg)
 	prs := make([]*porchv1alpha1.PackageRevision, len(entries))
 	for i, e := range entries {
 		prs[i] = e.obj.(*porchv1alpha1.PackageRevision)
@@ -288,7 +309,7 @@ func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
 		if len(obj.Labels) == 0 {
 			obj.Labels = nil
 		}
-		s.replaceLocked(resPackageRevisions, e, obj)
+		p.replaceLocked(resPackageRevisions, e, obj)
 	}
 	if latest == nil {
 		return
@@ -302,7 +323,7 @@ func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
 		obj.Labels = map[string]string{}
 	}
 	obj.Labels[porchv1alpha1.LatestPackageRevisionLabel] = "true"
-	s.replaceLocked(resPackageRevisions, latest, obj)
+	p.replaceLocked(resPackageRevisions, latest, obj)
 }
 
 // syncPlaceholderLocked makes the package's branch hold the revision just
@@ -311,7 +332,7 @@ func (s *Sim) recomputeLatestLocked(ns, repo, pkg string) {
 // package's first publish, with the files, tasks and upstream lock of the
 // latest revision published, files (the caller read them: publishing must
 // not fail halfway).
-func (s *Sim) syncPlaceholderLocked(published *entry, files map[string]string) {
+func (p *porch) syncPlaceholderLocked(published *entry, files map[string]string) {
 	pub := published.obj.(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pub.Namespace, pub.Spec.RepositoryName, pub.Spec.PackageName
 	mirror := func(ph *porchv1alpha1.PackageRevision) {
@@ -321,7 +342,7 @@ func (s *Sim) syncPlaceholderLocked(published *entry, files map[string]string) {
 		ph.Status.PublishedAt = pub.Status.PublishedAt.DeepCopy()
 		mirrorKptfile(ph, files)
 	}
-	for _, e := range s.packageEntriesLocked(ns, repo, pkg) {
+	for _, e := range p.packageEntriesLocked(ns, repo, pkg) {
 		pr := e.obj.(*porchv1alpha1.PackageRevision)
 		if !helper.IsPlaceholder(pr) {
 			continue
@@ -331,10 +352,19 @@ func (s *Sim) syncPlaceholderLocked(published *entry, files map[string]string) {
 		// The branch now holds these files, whatever it held before: a
 		// lazy placeholder's are not fetched.
 		e.files, e.lazy = copyFiles(files), false
-		s.replaceLocked(resPackageRevisions, e, obj)
+		p.replaceLocked(resPackageRevisions, e, obj)
 		return
 	}
-	ph := &porchv1alpha1.PackageRevision{
+	ph := newPlaceholder(ns, repo, pkg, pub.Status.Deployment)
+	mirror(ph)
+	p.insertLocked(resPackageRevisions, ph, copyFiles(files))
+}
+
+// newPlaceholder is the placeholder revision of a package: Porch shows the
+// package's branch as <repo>.<package>.main, revision -1, Published, no
+// labels.
+func newPlaceholder(ns, repo, pkg string, deployment bool) *porchv1alpha1.PackageRevision {
+	return &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{Name: helper.PackageRevisionName(repo, pkg, helper.PlaceholderWorkspace), Namespace: ns},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    pkg,
@@ -343,8 +373,6 @@ func (s *Sim) syncPlaceholderLocked(published *entry, files map[string]string) {
 			Revision:       porchv1alpha1.PlaceholderRevision,
 			Lifecycle:      porchv1alpha1.PackageRevisionLifecyclePublished,
 		},
-		Status: porchv1alpha1.PackageRevisionStatus{Deployment: pub.Status.Deployment},
+		Status: porchv1alpha1.PackageRevisionStatus{Deployment: deployment},
 	}
-	mirror(ph)
-	s.insertLocked(resPackageRevisions, ph, copyFiles(files))
 }

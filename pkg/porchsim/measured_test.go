@@ -503,8 +503,8 @@ func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
 	}
 	edit := resources(t, s, pr.Name)
 	edit["person.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: person\n"
-	s.rendering = func() {
-		s.rendering = nil
+	s.porch.rendering = func() {
+		s.porch.rendering = nil
 		if err := s.SetResources(ns, pr.Name, edit); err != nil {
 			t.Error(err)
 		}
@@ -533,8 +533,8 @@ func TestCreateRacedByAnotherRevisionIsRefused(t *testing.T) {
 	first.Name = helper.PackageRevisionName("deploy", "foo", "ws")
 	first.Labels = map[string]string{"first": "true"}
 	first.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
-	s.rendering = func() {
-		s.rendering = nil
+	s.porch.rendering = func() {
+		s.porch.rendering = nil
 		if _, err := s.Import(first, map[string]string{kptfileName: "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: foo\n"}); err != nil {
 			t.Error(err)
 		}

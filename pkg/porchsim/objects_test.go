@@ -302,11 +302,7 @@ func TestListSelectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, pv := range list.Items {
-				got = append(got, pv.Name)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
 				t.Errorf("list (-want +got):\n%s", diff)
 			}
 			if list.ResourceVersion == "" {

@@ -132,11 +132,12 @@ func (w *writes) end(wr *write) {
 	}
 }
 
-// served ends the write in progress on revision rev once the Sim has
-// served it, before its answer reaches the client: as in Porch, which
-// releases a revision when it has handled a request, an answer the client
-// gets late holds nothing up.
-func (w *writes) served(rev revisionRef) {
+// served ends the write in progress on the revision a request named once
+// the Sim has served it, before its answer reaches the client: as in
+// Porch, which releases a revision when it has handled a request, an answer
+// the client gets late holds nothing up.
+func (w *writes) served(r *request) {
+	rev := revisionRef{r.action.GetNamespace(), r.Name}
 	w.mu.Lock()
 	wr := w.onRevision[rev]
 	w.mu.Unlock()
@@ -196,30 +197,31 @@ func (s *Sim) WritesInProgress(namespace, repository string) int {
 	return len(s.writes.inflight[repoRef{namespace, repository}])
 }
 
-// beginWrite marks the start of a client's write into a repository, from
-// the moment the client makes it; the caller ends it once answered.
-func (s *Sim) beginWrite(user, namespace, repo, name, what string) (*write, error) {
+// start marks the start of a client's write into a repository, from the
+// moment the client makes it, and runs the OnWrite hook; the caller ends
+// it once answered.
+func (w *writes) start(user, namespace, repo, name, what string) (*write, error) {
 	if repo == "" {
 		return nil, nil // refused as invalid anyway
 	}
-	w, err := s.writes.begin(repoRef{namespace, repo}, revisionRef{namespace, name}, what, user)
+	wr, err := w.begin(repoRef{namespace, repo}, revisionRef{namespace, name}, what, user)
 	if err != nil {
 		return nil, err
 	}
-	s.writes.mu.Lock()
-	hook := s.writes.hook
-	s.writes.mu.Unlock()
+	w.mu.Lock()
+	hook := w.hook
+	w.mu.Unlock()
 	if hook != nil {
 		hook(namespace, repo, what)
 	}
-	return w, nil
+	return wr, nil
 }
 
 // repositoryOf is the repository of a stored revision ("" if none).
-func (s *Sim) repositoryOf(namespace, name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if pr, _, ok := s.packageRevisionLocked(namespace, name); ok {
+func (p *porch) repositoryOf(namespace, name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pr, _, ok := p.packageRevisionLocked(namespace, name); ok {
 		return pr.Spec.RepositoryName
 	}
 	return ""
@@ -263,7 +265,7 @@ type trackedRevisions struct {
 }
 
 func (t *trackedRevisions) track(repo, name, verb string) (func(), error) {
-	w, err := t.sim.beginWrite(t.user, t.ns, repo, name, verb+" "+resPackageRevisions+" "+name)
+	w, err := t.sim.writes.start(t.user, t.ns, repo, name, verb+" "+resPackageRevisions+" "+name)
 	if err != nil || w == nil {
 		return func() {}, err
 	}
@@ -280,7 +282,7 @@ func (t *trackedRevisions) Create(ctx context.Context, pr *porchv1alpha1.Package
 }
 
 func (t *trackedRevisions) Update(ctx context.Context, pr *porchv1alpha1.PackageRevision, opts metav1.UpdateOptions) (*porchv1alpha1.PackageRevision, error) {
-	done, err := t.track(t.sim.repositoryOf(t.ns, pr.Name), pr.Name, "update")
+	done, err := t.track(t.sim.porch.repositoryOf(t.ns, pr.Name), pr.Name, "update")
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +291,7 @@ func (t *trackedRevisions) Update(ctx context.Context, pr *porchv1alpha1.Package
 }
 
 func (t *trackedRevisions) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	done, err := t.track(t.sim.repositoryOf(t.ns, name), name, "delete")
+	done, err := t.track(t.sim.porch.repositoryOf(t.ns, name), name, "delete")
 	if err != nil {
 		return err
 	}
@@ -298,7 +300,7 @@ func (t *trackedRevisions) Delete(ctx context.Context, name string, opts metav1.
 }
 
 func (t *trackedRevisions) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*porchv1alpha1.PackageRevision, error) {
-	done, err := t.track(t.sim.repositoryOf(t.ns, name), name, "patch")
+	done, err := t.track(t.sim.porch.repositoryOf(t.ns, name), name, "patch")
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +316,7 @@ type trackedResources struct {
 }
 
 func (t *trackedResources) Update(ctx context.Context, prr *porchv1alpha1.PackageRevisionResources, opts metav1.UpdateOptions) (*porchv1alpha1.PackageRevisionResources, error) {
-	w, err := t.sim.beginWrite(t.user, t.ns, t.sim.repositoryOf(t.ns, prr.Name), prr.Name, "update "+resPackageRevisionResources+" "+prr.Name)
+	w, err := t.sim.writes.start(t.user, t.ns, t.sim.porch.repositoryOf(t.ns, prr.Name), prr.Name, "update "+resPackageRevisionResources+" "+prr.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -963,11 +963,7 @@ func TestFieldSelectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, pr := range list.Items {
-				got = append(got, pr.Name)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
 				t.Errorf("list (-want +got):\n%s", diff)
 			}
 		})

@@ -53,6 +53,7 @@ import (
 // applies to it; it emits ADDED as any create does. It returns a copy of
 // the stored object.
 func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
+	p := s.porch
 	var k *kind
 	nilObj := false
 	switch o := obj.(type) {
@@ -95,19 +96,19 @@ func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
 		return nil, fail("%s", strings.Join(problems, "; "))
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.objects[k.resource][objectKey{m.GetNamespace(), m.GetName()}]; ok {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.entryLocked(k.resource, m.GetNamespace(), m.GetName()); ok {
 		return nil, fail("%w", apierrors.NewAlreadyExists(k.gr, m.GetName()))
 	}
 	switch uid := m.GetUID(); {
 	case uid == "":
-		m.SetUID(s.newUIDLocked(k.resource, m.GetNamespace(), m.GetName()))
+		m.SetUID(p.newUIDLocked(k.resource, m.GetNamespace(), m.GetName()))
 	default:
-		if held, ok := s.uids[uid]; ok {
+		if held, ok := p.holderLocked(uid); ok {
 			return nil, fail("metadata.uid %q is already the uid of %s %s/%s", uid, held.resource, held.key.namespace, held.key.name)
 		}
-		if _, gone := s.deletedUIDs[uid]; gone {
+		if p.removedLocked(uid) {
 			// Dependents naming it would be taken for orphans of the
 			// deleted object (collectIfOwnersGoneLocked).
 			return nil, fail("metadata.uid %q was the uid of an object the Sim deleted; uids are never reused", uid)
@@ -122,6 +123,6 @@ func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
 	clearTypeMeta(in)
 	m.SetResourceVersion("")
 	m.SetManagedFields(nil)
-	e := s.storeNewLocked(k.resource, in, nil)
+	e := p.storeNewLocked(k.resource, in, nil)
 	return e.obj.DeepCopyObject(), nil
 }

@@ -135,12 +135,9 @@ func validateDownstream(ds *configv1alpha1.Downstream, fldPath *field.Path) fiel
 	if msgs := utilvalidation.IsDNS1123Subdomain(ds.Repo); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(repoPath, ds.Repo, fmt.Sprintf("%s %q is not a Repository name: %s", repoPath, ds.Repo, strings.Join(msgs, "; "))))
 	}
-	for _, seg := range strings.Split(ds.Package, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			errs = append(errs, field.Invalid(pkgPath, ds.Package, fmt.Sprintf(
-				"%s %q is not a package path: give a relative path without empty, \".\" or \"..\" segments", pkgPath, ds.Package)))
-			break
-		}
+	if !porchhelper.IsPackagePath(ds.Package) {
+		errs = append(errs, field.Invalid(pkgPath, ds.Package, fmt.Sprintf(
+			"%s %q is not a package path: give a relative path without empty, \".\" or \"..\" segments", pkgPath, ds.Package)))
 	}
 	if len(errs) > 0 {
 		return errs

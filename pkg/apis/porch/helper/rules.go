@@ -155,3 +155,41 @@ func LockedToDraft(pr *porchv1alpha1.PackageRevision) bool {
 	lock := pr.Status.UpstreamLock
 	return lock != nil && lock.Git != nil && strings.HasPrefix(lock.Git.Ref, "drafts/")
 }
+
+// IsPackagePath reports whether Porch takes pkg as a package path:
+// segments separated by "/", none of them empty, "." or "..".
+func IsPackagePath(pkg string) bool {
+	for _, seg := range strings.Split(pkg, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// NextRevision is the revision number Porch gives the next publish of a
+// package, among whose revisions revs: one more than the highest (the
+// placeholder's -1 aside), 1 for the first.
+func NextRevision(revs []*porchv1alpha1.PackageRevision) int {
+	next := 1
+	for _, pr := range revs {
+		if pr.Spec.Revision >= next {
+			next = pr.Spec.Revision + 1
+		}
+	}
+	return next
+}
+
+// TaskUpstream names the revision a task makes a revision from as its
+// upstream: the upstreamRef of a clone, the new upstream of an upgrade; ""
+// for other tasks. Porch refuses to delete a revision that another one's
+// task names so.
+func TaskUpstream(t porchv1alpha1.Task) string {
+	switch {
+	case t.Type == porchv1alpha1.TaskTypeClone && t.Clone != nil && t.Clone.Upstream.UpstreamRef != nil:
+		return t.Clone.Upstream.UpstreamRef.Name
+	case t.Type == porchv1alpha1.TaskTypeUpgrade && t.Upgrade != nil:
+		return t.Upgrade.NewUpstream.Name
+	}
+	return ""
+}

@@ -376,3 +376,75 @@ func TestNextWorkspace(t *testing.T) {
 		})
 	}
 }
+
+func TestIsPackagePath(t *testing.T) {
+	cases := map[string]struct {
+		pkg  string
+		want bool
+	}{
+		"one segment":          {"app", true},
+		"nested":               {"team/app", true},
+		"empty":                {"", false},
+		"empty segment":        {"team//app", false},
+		"leading slash":        {"/app", false},
+		"trailing slash":       {"app/", false},
+		"dot segment":          {"team/./app", false},
+		"dot-dot segment":      {"../app", false},
+		"dots inside a name":   {"app..v2", true},
+		"dot-prefixed segment": {"team/.app", true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := IsPackagePath(tc.pkg); got != tc.want {
+				t.Errorf("IsPackagePath(%q) = %v, want %v", tc.pkg, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextRevision(t *testing.T) {
+	cases := map[string]struct {
+		revs []*porchv1alpha1.PackageRevision
+		want int
+	}{
+		"first publish": {nil, 1},
+		"drafts only":   {[]*porchv1alpha1.PackageRevision{upstreamRev("d1", 0, porchv1alpha1.PackageRevisionLifecycleDraft)}, 1},
+		"after the highest, gaps kept": {[]*porchv1alpha1.PackageRevision{
+			upstreamRev("v1", 1, porchv1alpha1.PackageRevisionLifecyclePublished),
+			upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecycleDeletionProposed),
+		}, 4},
+		"placeholder aside": {[]*porchv1alpha1.PackageRevision{placeholder()}, 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := NextRevision(tc.revs); got != tc.want {
+				t.Errorf("NextRevision = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTaskUpstream(t *testing.T) {
+	ref := func(name string) porchv1alpha1.PackageRevisionRef {
+		return porchv1alpha1.PackageRevisionRef{Name: name}
+	}
+	cases := map[string]struct {
+		task porchv1alpha1.Task
+		want string
+	}{
+		"clone names its upstreamRef": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{
+			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: "up.v1"}}}}, "up.v1"},
+		"clone from git names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{}}, ""},
+		"upgrade names its new upstream": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeUpgrade, Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
+			OldUpstream: ref("up.v1"), NewUpstream: ref("up.v2"), LocalPackageRevisionRef: ref("down.v1")}}, "up.v2"},
+		"edit names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeEdit, Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: "down.v1"}}}, ""},
+		"init names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit}, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := TaskUpstream(tc.task); got != tc.want {
+				t.Errorf("TaskUpstream = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

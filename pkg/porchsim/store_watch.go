@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
-
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
 // maxLogEvents bounds the event log of one resource; older events are
@@ -42,7 +40,7 @@ type eventLog struct {
 
 // emitLocked records a change in the resource's event log. Unless events are
 // held, watchers are woken to deliver it.
-func (s *Sim) emitLocked(resource string, typ watch.EventType, obj, old runtime.Object) {
+func (s *store) emitLocked(resource string, typ watch.EventType, obj, old runtime.Object) {
 	l := s.logs[resource]
 	if l == nil {
 		l = &eventLog{}
@@ -66,7 +64,7 @@ func (s *Sim) emitLocked(resource string, typ watch.EventType, obj, old runtime.
 	}
 }
 
-func (s *Sim) notifyLocked() {
+func (s *store) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
@@ -83,23 +81,28 @@ type Change struct {
 	Sequence int64
 }
 
-// Observe makes f hear of every change, in order, at the moment it is made
-// (whether or not watch events are held): a test checks invariants that
-// must hold at every moment this way. f runs under the Sim's lock: it must
-// be quick, must not modify the object and must not call the Sim.
-func (s *Sim) Observe(f func(Change)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// observeLocked makes f hear of every change, in order, at the moment it
+// is made (whether or not watch events are held).
+func (s *store) observeLocked(f func(Change)) {
 	s.observers = append(s.observers, f)
 }
 
-// BreakWatches ends every open watch, as an API server does when it
-// restarts or a connection drops: a client's reflector watches again from
-// the last resourceVersion it saw (PackageRevision watches start over with
-// every object ADDED, as Porch's do). It returns how many watches ended.
-func (s *Sim) BreakWatches() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// holdLocked makes watches stop delivering events (they queue) until
+// releaseLocked.
+func (s *store) holdLocked() {
+	s.held = true
+}
+
+// releaseLocked delivers the held events, in order, and lets later events
+// flow again.
+func (s *store) releaseLocked() {
+	s.held = false
+	s.watermark = s.rv
+	s.notifyLocked()
+}
+
+// breakWatchesLocked ends every open watch and returns how many ended.
+func (s *store) breakWatchesLocked() int {
 	n := 0
 	for w := range s.watchers {
 		w.breakOnce.Do(func() { close(w.broken) })
@@ -109,35 +112,23 @@ func (s *Sim) BreakWatches() int {
 	return n
 }
 
-// reactWatch serves watch requests of the fake clientset.
-func (s *Sim) reactWatch(user string, action clienttesting.Action) (bool, watch.Interface, error) {
+// watchLocked serves a watch request: the events of the resource from the
+// resourceVersion asked for (the current state as ADDED when none), and
+// every later change that matches the selectors.
+func (s *store) watchLocked(req *request) (watch.Interface, error) {
+	action := req.action
 	resource := action.GetResource().Resource
-	path := resource
-	if sub := action.GetSubresource(); sub != "" {
-		path += "/" + sub
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.requests["watch "+path]++
-	if f := s.faultLocked(Request{User: user, Verb: "watch", Resource: path}); f != nil {
-		return true, nil, f.Err
-	}
 	k, ok := kindsByResource[resource]
 	if !ok || action.GetSubresource() != "" {
 		// PackageRevisionResources are not watchable in Porch.
-		return true, nil, notServed(action)
+		return nil, notServed(action)
 	}
 	var r clienttesting.WatchRestrictions
 	if a, ok := action.(clienttesting.WatchAction); ok {
 		r = a.GetWatchRestrictions()
 	}
-	supported := metadataFieldLabels
-	if k == packageRevisionKind {
-		supported = packageRevisionFieldLabels
-	}
-	if err := checkFieldSelector(r.Fields, supported); err != nil {
-		return true, nil, err
+	if err := checkFieldSelector(r.Fields, k.fieldLabels); err != nil {
+		return nil, err
 	}
 	w := &watcher{
 		broken:   make(chan struct{}),
@@ -152,7 +143,7 @@ func (s *Sim) reactWatch(user string, action clienttesting.Action) (bool, watch.
 	}
 	var initial []watch.Event
 	rv := r.ResourceVersion
-	if k == packageRevisionKind {
+	if k.replaysWatches {
 		// Porch replays every object as ADDED on every watch, whatever
 		// resourceVersion the client asks to resume from.
 		rv = ""
@@ -166,44 +157,44 @@ func (s *Sim) reactWatch(user string, action clienttesting.Action) (bool, watch.
 			}
 		}
 		w.cursor = s.rv
-		if k == packageRevisionKind {
-			initial = append(initial, initialEventsEnd(initial))
+		if k.replaysWatches {
+			initial = append(initial, initialEventsEnd(k, initial))
 		}
 	default:
 		from, err := strconv.ParseInt(rv, 10, 64)
 		if err != nil {
-			return true, nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", rv))
 		}
 		if l := s.logs[resource]; l != nil && from < l.compacted {
-			return true, nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, l.compacted))
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", from, l.compacted))
 		}
 		w.cursor = from
 	}
 	s.watchers[w] = struct{}{}
 	go w.run(initial)
-	return true, w, nil
+	return w, nil
 }
 
 // initialEventsEnd is the BOOKMARK real Porch sends after the ADDED events
-// that start every watch of PackageRevisions: it carries the last replayed
+// that start every watch of PackageRevisions (kinds that replay watches): it carries the last replayed
 // resourceVersion ("0" when there was none) and the annotation
 // k8s.io/initial-events-end, which a watch-list client (sendInitialEvents)
 // waits for. Other clients take it as a plain bookmark.
-func initialEventsEnd(replayed []watch.Event) watch.Event {
+func initialEventsEnd(k *kind, replayed []watch.Event) watch.Event {
 	rv := "0"
 	if n := len(replayed); n > 0 {
 		rv = mustAccessor(replayed[n-1].Object).GetResourceVersion()
 	}
-	bookmark := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{
-		ResourceVersion: rv,
-		Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
-	}}
+	bookmark := k.newObj()
+	m := mustAccessor(bookmark)
+	m.SetResourceVersion(rv)
+	m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 	return watch.Event{Type: watch.Bookmark, Object: bookmark}
 }
 
 // watcher delivers the events of one watch request from the log, in order.
 type watcher struct {
-	s        *Sim
+	s        *store
 	kind     *kind
 	resource string
 	ns       string
@@ -269,7 +260,7 @@ func (w *watcher) run(initial []watch.Event) {
 
 // pending returns the deliverable events after the watcher's cursor, or a
 // channel that is closed when there may be more.
-func (s *Sim) pending(w *watcher) ([]event, <-chan struct{}, error) {
+func (s *store) pending(w *watcher) ([]event, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.logs[w.resource]
@@ -330,4 +321,39 @@ func (w *watcher) send(ev watch.Event) bool {
 	case <-w.broken:
 		return false
 	}
+}
+
+// deliveredLocked is the resourceVersion of the newest change of a
+// resource that watches may deliver now, passing over the newest
+// deletions of the objects unknown names (see DeliveredResourceVersion).
+func (s *store) deliveredLocked(resource string, unknown func(namespace, name string) bool) int64 {
+	l := s.logs[resource]
+	if l == nil {
+		return 0
+	}
+	// gone are the objects, deleted last, that the handler never knew:
+	// their older changes are passed over too.
+	var gone map[objectKey]bool
+	for i := len(l.events) - 1; i >= 0; i-- {
+		e := l.events[i]
+		if e.rv > s.watermark {
+			continue
+		}
+		if unknown != nil {
+			m := mustAccessor(e.obj)
+			key := objectKey{m.GetNamespace(), m.GetName()}
+			if gone[key] {
+				continue
+			}
+			if e.typ == watch.Deleted && unknown(key.namespace, key.name) {
+				if gone == nil {
+					gone = map[objectKey]bool{}
+				}
+				gone[key] = true
+				continue
+			}
+		}
+		return e.rv
+	}
+	return l.compacted
 }

@@ -1,6 +1,7 @@
 package porchsim
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -42,7 +43,7 @@ func packageKeyOf(obj runtime.Object) (key packageKey, ok bool) {
 }
 
 // indexLocked adds a stored object to the indexes.
-func (s *Sim) indexLocked(ref objectRef, obj runtime.Object) {
+func (s *store) indexLocked(ref objectRef, obj runtime.Object) {
 	if pk, ok := packageKeyOf(obj); ok {
 		addToSet(s.packages, pk, ref.key.name)
 	}
@@ -52,7 +53,7 @@ func (s *Sim) indexLocked(ref objectRef, obj runtime.Object) {
 }
 
 // unindexLocked removes a stored object from the indexes.
-func (s *Sim) unindexLocked(ref objectRef, obj runtime.Object) {
+func (s *store) unindexLocked(ref objectRef, obj runtime.Object) {
 	if pk, ok := packageKeyOf(obj); ok {
 		removeFromSet(s.packages, pk, ref.key.name)
 	}
@@ -64,7 +65,7 @@ func (s *Sim) unindexLocked(ref objectRef, obj runtime.Object) {
 // reindexLocked moves a stored object from its old state's index entries to
 // its new state's. Most replacements (status, labels, files) change neither
 // the package nor the owners, and then leave the indexes alone.
-func (s *Sim) reindexLocked(ref objectRef, old, obj runtime.Object) {
+func (s *store) reindexLocked(ref objectRef, old, obj runtime.Object) {
 	oldPK, _ := packageKeyOf(old)
 	newPK, _ := packageKeyOf(obj)
 	sameOwners := slices.EqualFunc(mustAccessor(old).GetOwnerReferences(), mustAccessor(obj).GetOwnerReferences(),
@@ -98,7 +99,7 @@ func removeFromSet[K comparable, V comparable](index map[K]map[V]struct{}, k K, 
 // dependentsLocked lists the objects of a namespace whose owner references
 // name owner, in the order the garbage collector visits them: by kind in
 // the order of kinds, then by name.
-func (s *Sim) dependentsLocked(namespace string, owner types.UID) []objectRef {
+func (s *store) dependentsLocked(namespace string, owner types.UID) []objectRef {
 	var out []objectRef
 	for ref := range s.dependents[owner] {
 		// Owner references resolve within the dependent's namespace, so
@@ -119,4 +120,15 @@ func (s *Sim) dependentsLocked(namespace string, owner types.UID) []objectRef {
 // kindOrder is the position of a resource in kinds.
 func kindOrder(resource string) int {
 	return slices.IndexFunc(kinds, func(k *kind) bool { return k.resource == resource })
+}
+
+// packageEntriesLocked lists the revisions of one package, by name, from
+// the package index (see index.go).
+func (s *store) packageEntriesLocked(ns, repo, pkg string) []*entry {
+	names := slices.Sorted(maps.Keys(s.packages[packageKey{ns, repo, pkg}]))
+	out := make([]*entry, 0, len(names))
+	for _, name := range names {
+		out = append(out, s.objects[resPackageRevisions][objectKey{ns, name}])
+	}
+	return out
 }

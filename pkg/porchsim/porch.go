@@ -1,0 +1,213 @@
+package porchsim
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
+)
+
+// porch is Porch's side of the Sim: the porch.kpt.dev/v1alpha1 resources
+// served with the rules the Porch server enforces (porch-wire-contract.md),
+// on top of the store, whose objects and lock it shares. Its rules live in
+// files named for them: tasks.go (what a new draft is made from),
+// lifecycle.go (updates, approval, publishing, the latest-revision label,
+// the placeholder), refusals.go (what Porch refuses and how it says so),
+// resources.go (PackageRevisionResources), files.go (lazy package files).
+// The rules themselves are read from pkg/apis/porch/helper.
+type porch struct {
+	*store
+	engine engine
+	// rendering, set by tests, runs while a request's engine work runs
+	// without the lock.
+	rendering func()
+	// fileSource fetches the files of revisions imported without them
+	// (see SetFileSource); fetched and fileErrors record what it did.
+	fileSource func(ctx context.Context, namespace, name string) (map[string]string, error)
+	fetched    map[objectKey]struct{}
+	fileErrors map[objectKey]error
+}
+
+func newPorch(st *store) *porch {
+	p := &porch{
+		store:      st,
+		engine:     engine{notBuiltin: kptengine.FailNotBuiltin, memo: newEngineMemo()},
+		fetched:    map[objectKey]struct{}{},
+		fileErrors: map[objectKey]error{},
+	}
+	st.rules = storeRules{
+		stamp: func(obj runtime.Object) {
+			if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok {
+				p.fillSelfLockLocked(pr)
+			}
+		},
+		removed: func(obj runtime.Object) {
+			if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && !helper.IsPlaceholder(pr) {
+				// The label is computed: deleting the latest revision
+				// moves it back to the previous one.
+				p.recomputeLatestLocked(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+			}
+		},
+		keep: func(obj runtime.Object) bool {
+			pr, ok := obj.(*porchv1alpha1.PackageRevision)
+			return ok && p.deleteRefusalLocked(pr) != nil
+		},
+	}
+	return p
+}
+
+// serveLocked serves a request of the Sim's clientsets: Porch's resources
+// by Porch's rules, the others as the API server does. The garbage
+// collector then looks at the object a write stored, as the Kubernetes
+// collector looks at every object it sees.
+func (p *porch) serveLocked(r *request) (runtime.Object, error) {
+	action := r.action
+	resource, sub, verb, ns := action.GetResource().Resource, action.GetSubresource(), action.GetVerb(), action.GetNamespace()
+	var obj runtime.Object
+	var err error
+	switch k, stored := kindsByResource[resource]; {
+	case resource == resPackageRevisions:
+		obj, err = p.serveRevisionsLocked(action, ns, sub, verb)
+	case resource == resPackageRevisionResources:
+		obj, err = p.serveResourcesLocked(action, ns, sub, verb)
+	case stored:
+		obj, err = p.serveObjectLocked(k, action, ns, sub, verb)
+	default:
+		return nil, notServed(action)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, stored := kindsByResource[resource]; stored && (verb == "create" || verb == "update" || verb == "patch") {
+		if m, err := meta.Accessor(obj); err == nil {
+			p.collectIfOwnersGoneLocked(resource, m.GetNamespace(), m.GetName())
+		}
+	}
+	return obj, nil
+}
+
+// serveRevisionsLocked serves PackageRevisions: reads as the store does,
+// writes by Porch's rules, and the approval subresource.
+func (p *porch) serveRevisionsLocked(action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
+	if sub == "approval" && verb == "update" {
+		// approval is for people and other automation (the controllers
+		// never call it); tests use the Publish helper.
+		pr, ok := action.(clienttesting.UpdateAction).GetObject().(*porchv1alpha1.PackageRevision)
+		if !ok {
+			return nil, apierrors.NewBadRequest("expected a PackageRevision")
+		}
+		return p.approveLocked(ns, pr)
+	}
+	if sub != "" {
+		return nil, notServed(action)
+	}
+	return p.serveKindLocked(packageRevisionKind, p, action, ns, sub, verb)
+}
+
+// createLocked, updateLocked and deleteLocked are porch's kindWriter for
+// PackageRevisions.
+func (p *porch) createLocked(ns string, obj runtime.Object) (runtime.Object, error) {
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return nil, apierrors.NewBadRequest("expected a PackageRevision")
+	}
+	return p.createPackageRevisionLocked(ns, pr)
+}
+
+func (p *porch) updateLocked(ns string, obj runtime.Object, _ string) (runtime.Object, error) {
+	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	if !ok {
+		return nil, apierrors.NewBadRequest("expected a PackageRevision")
+	}
+	return p.updatePackageRevisionLocked(ns, pr)
+}
+
+// deleteLocked ignores the delete options, as Porch does: preconditions
+// protect nothing.
+func (p *porch) deleteLocked(ns, name string, _ metav1.DeleteOptions) error {
+	e, err := p.lookupLocked(packageRevisionKind, ns, name)
+	if err != nil {
+		return err
+	}
+	if err := p.deleteRefusalLocked(e.obj.(*porchv1alpha1.PackageRevision)); err != nil {
+		return err
+	}
+	p.deleteEntryLocked(resPackageRevisions, e, false)
+	return nil
+}
+
+// unlockedLocked runs work with the Sim's lock released (the caller holds
+// it and has it again on return): for the engine work of a request, which
+// reads only what the caller took from the store. Tests' rendering hook runs
+// first, without the lock.
+func (p *porch) unlockedLocked(work func()) {
+	hook := p.rendering
+	p.mu.Unlock()
+	defer p.mu.Lock()
+	if hook != nil {
+		hook()
+	}
+	work()
+}
+
+// repositoryURLLocked is the git URL of a repository (its name when it has
+// none).
+func (p *porch) repositoryURLLocked(namespace, repo string) string {
+	if e, ok := p.entryLocked(resRepositories, namespace, repo); ok {
+		if g := e.obj.(*configv1alpha1.Repository).Spec.Git; g != nil && g.Repo != "" {
+			return g.Repo
+		}
+	}
+	return repo
+}
+
+// fillSelfLockLocked records in a PackageRevision about to be stored where
+// it lives in git: drafts/<package>/<workspace>,
+// proposed/<package>/<workspace>, <package>/v<revision>, or the branch
+// (main) for the placeholder, at its commit (its resourceVersion).
+func (p *porch) fillSelfLockLocked(pr *porchv1alpha1.PackageRevision) {
+	ref := ""
+	switch {
+	case helper.IsPlaceholder(pr):
+		ref = helper.PlaceholderWorkspace
+	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
+		ref = fmt.Sprintf("drafts/%s/%s", pr.Spec.PackageName, pr.Spec.WorkspaceName)
+	case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed:
+		ref = fmt.Sprintf("proposed/%s/%s", pr.Spec.PackageName, pr.Spec.WorkspaceName)
+	default:
+		ref = fmt.Sprintf("%s/v%d", pr.Spec.PackageName, pr.Spec.Revision)
+	}
+	pr.Status.SelfLock = gitLock{
+		repo:      p.repositoryURLLocked(pr.Namespace, pr.Spec.RepositoryName),
+		directory: pr.Spec.PackageName,
+		ref:       ref,
+		commit:    pr.ResourceVersion,
+	}.upstreamLock()
+}
+
+// packageRevisionLocked returns a stored revision and its entry, whose
+// files are read through filesLocked.
+func (p *porch) packageRevisionLocked(ns, name string) (*porchv1alpha1.PackageRevision, *entry, bool) {
+	e, ok := p.entryLocked(resPackageRevisions, ns, name)
+	if !ok {
+		return nil, nil, false
+	}
+	return e.obj.(*porchv1alpha1.PackageRevision), e, true
+}
+
+func (p *porch) packageRevisionsLocked(ns, repo, pkg string) []*porchv1alpha1.PackageRevision {
+	var out []*porchv1alpha1.PackageRevision
+	for _, e := range p.packageEntriesLocked(ns, repo, pkg) {
+		out = append(out, e.obj.(*porchv1alpha1.PackageRevision))
+	}
+	return out
+}
