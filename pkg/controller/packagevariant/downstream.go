@@ -2,56 +2,71 @@ package packagevariant
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/access"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
-// ensureDownstream decides, from the variant's revisions of the downstream
-// package, whether to create a clone, edit or upgrade draft, update a
-// draft, wait for approval, or do nothing.
-func (c *Controller) ensureDownstream(ctx context.Context, st *state) error {
-	pv := st.pv
+// act makes the writes the plan calls for and records their outcome in
+// o. A problem of the package or the variant (a mutation that cannot be
+// applied, another owner's open draft) is recorded, not returned: retrying
+// does not help, a change does. A failed render is recorded and retried on
+// its own backoff.
+func (c *Controller) act(ctx context.Context, st *state, p plan, o *outcome) error {
+	err := c.actOn(ctx, st, p, o)
 	switch {
-	case len(st.drafts) > 0:
-		return c.ensureDrafts(ctx, st)
-	case len(st.proposed) > 0:
-		return c.ensureProposed(ctx, st)
-	case st.published != nil:
-		return c.ensurePublished(ctx, st, st.published)
-	case st.deletionProposed != nil:
-		// Someone proposed deleting the downstream. Restoring it, or making
-		// a new draft, would overrule that person: wait for their decision.
-		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
-		setNotReady(pv, ReasonDeletionProposed, fmt.Sprintf(
-			"downstream %s is proposed for deletion, so the variant changes nothing; approve the deletion and delete or retarget this variant, or set the revision back to Published",
-			st.deletionProposed.Name))
+	case errors.As(err, &o.mutation), errors.As(err, &o.otherDraft):
+		err = nil
+	}
+	if err == nil {
+		err = c.checkInjections(ctx, st.pv, o)
+	}
+	var pending *renderPending
+	if rerr, ok := isRenderError(err); ok {
+		o.render = rerr
+		return workloop.RetryAfter(c.renderRetries.failed(st.pv.UID, rerr.retryKey()), err)
+	} else if errors.As(err, &pending) {
+		// Still failing as reported; the status says so already.
+		return workloop.RetryAfter(pending.after, nil)
+	}
+	return err
+}
+
+// actOn makes the writes of one plan.
+func (c *Controller) actOn(ctx context.Context, st *state, p plan, o *outcome) error {
+	switch p.kind {
+	case planDrafts:
+		return c.actOnDrafts(ctx, st, p.steps, o)
+	case planProposed:
+		return c.actOnProposed(ctx, st, p.steps[0], o)
+	case planUpgrade:
+		o.noteUpgrade(p.steps[0].hold)
+		return c.createUpgrade(ctx, st, p.steps[0].rev, o)
+	case planPublished:
+		return c.actOnPublished(ctx, st, p.steps[0], o)
+	case planDeletionProposed:
+		// Restoring the downstream, or making a new draft, would overrule
+		// the person who proposed the deletion: wait for their decision.
+		o.noteUpgrade("")
+		o.progress = progress{kind: progressDeletionProposed, revision: st.deletionProposed}
+		return nil
+	case planForeign:
+		o.noteUpgrade("")
+		o.progress = progress{kind: progressForeign, others: st.foreign}
 		return nil
 	}
-	meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
-	if len(st.foreign) > 0 {
-		names := make([]string, 0, len(st.foreign))
-		for _, pr := range st.foreign {
-			names = append(names, pr.Name)
-		}
-		hint := "set spec.adoptionPolicy: adoptExisting to take it over, or choose another spec.downstream"
-		if adoptionPolicy(pv) == configv1alpha1.AdoptionPolicyAdoptExisting {
-			hint = "its revisions are controlled by another owner and cannot be adopted; remove that owner reference or choose another spec.downstream"
-		}
-		setNotReady(pv, ReasonError, fmt.Sprintf("downstream package %s already exists (%s) and is not managed by this variant; %s",
-			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), conditions.List(names, 3), hint))
-		return nil
-	}
-	return c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name)
+	o.noteUpgrade("")
+	return c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name, o)
 }
 
 // newDraft makes the variant's next draft with task, applies the variant
-// to it on top of base, and reports the variant Ready.
-func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1.Task, base *porchv1alpha1.PackageRevision, why string) error {
+// to it on top of base, and records the downstream as up to date.
+func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1.Task, base *porchv1alpha1.PackageRevision, why string, o *outcome) error {
 	draft, err := c.createDraft(ctx, st.pv, st.dsRevs, task, why)
 	if err != nil {
 		return err
@@ -60,89 +75,96 @@ func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1
 	if _, err := c.applyTo(ctx, st.pv, draft, base, true, st.rendered); err != nil {
 		return err
 	}
-	setReady(st.pv, readyMessage)
+	o.progress = progress{kind: progressReady}
 	return nil
 }
 
-// ensureDrafts keeps the variant's open drafts current. A draft based on an
+// actOnDrafts keeps the variant's open drafts current. A draft based on an
 // old upstream is replaced only when nobody edited it since the controller
 // wrote it (Porch cannot upgrade a draft in place); an edited one is kept.
-func (c *Controller) ensureDrafts(ctx context.Context, st *state) error {
-	pv := st.pv
-	for _, d := range st.drafts {
-		base := st.upstream
-		if held := c.holdUpgrade(st, d); held != nil {
-			base = held
-		} else if needsUpgrade(d, st.upstream) {
-			replaced, err := c.replaceDraft(ctx, st, d)
+func (c *Controller) actOnDrafts(ctx context.Context, st *state, steps []step, o *outcome) error {
+	for _, s := range steps {
+		o.noteUpgrade(s.hold)
+		if s.stale {
+			replaced, err := c.replaceDraft(ctx, st, s.rev, o)
 			if err != nil || replaced {
 				return err
 			}
-			setNotReady(pv, ReasonDraftEdited, fmt.Sprintf(
-				"upstream moved to %s (revision %d) but draft %s was changed since the controller last wrote it, so it is kept as it is: publish it (an upgrade draft follows) or delete it (a new draft is made from the new upstream)",
-				st.upstream.Name, st.upstream.Spec.Revision, d.Name))
+			o.progress = progress{kind: progressDraftEdited, revision: s.rev, upstream: st.upstream}
 			return nil
 		}
-		if c.upToDate(ctx, pv, d, base) {
+		if c.upToDate(ctx, st.pv, s.rev, s.base) {
 			continue
 		}
-		if _, err := c.applyTo(ctx, pv, d, base, true, st.rendered); err != nil {
+		if _, err := c.applyTo(ctx, st.pv, s.rev, s.base, true, st.rendered); err != nil {
 			return err
 		}
 	}
-	setReady(pv, readyMessage)
+	o.progress = progress{kind: progressReady}
 	return nil
 }
 
-// ensurePublished handles a downstream whose latest revision is Published:
-// an upgrade draft when the upstream moved, an edit draft when the variant's
-// mutations would change the package, nothing otherwise.
-func (c *Controller) ensurePublished(ctx context.Context, st *state, pub *porchv1alpha1.PackageRevision) error {
-	pv := st.pv
-	base := st.upstream
-	if held := c.holdUpgrade(st, pub); held != nil {
-		base = held
-	} else if needsUpgrade(pub, st.upstream) {
-		return c.createUpgrade(ctx, st, pub)
-	}
-	if c.upToDate(ctx, pv, pub, base) {
-		setReady(pv, readyMessage)
+// actOnPublished handles a downstream whose latest revision is Published
+// on the selected upstream: an edit draft when the variant's mutations
+// would change the package, nothing otherwise.
+func (c *Controller) actOnPublished(ctx context.Context, st *state, s step, o *outcome) error {
+	o.noteUpgrade(s.hold)
+	if c.upToDate(ctx, st.pv, s.rev, s.base) {
+		o.progress = progress{kind: progressReady}
 		return nil
 	}
-	changed, err := c.applyTo(ctx, pv, pub, base, false, st.rendered)
+	changed, err := c.applyTo(ctx, st.pv, s.rev, s.base, false, st.rendered)
 	if err != nil {
 		return err
 	}
 	if changed {
-		return c.newDraft(ctx, st, editTask(pub), base, "edit of "+pub.Name+" to apply the variant's changes")
+		return c.newDraft(ctx, st, editTask(s.rev), s.base, "edit of "+s.rev.Name+" to apply the variant's changes", o)
 	}
-	setReady(pv, readyMessage)
+	o.progress = progress{kind: progressReady}
 	return nil
 }
 
-// ensureProposed: Porch refuses changes to a Proposed revision, so the
+// actOnProposed: Porch refuses changes to a Proposed revision, so the
 // variant reports that it waits for the approval instead of failing (the
 // reference errors for ever) or making another draft.
-func (c *Controller) ensureProposed(ctx context.Context, st *state) error {
-	pv := st.pv
-	p := st.proposed[0]
-	base := st.upstream
-	if held := c.holdUpgrade(st, p); held != nil {
-		base = held
-	} else if needsUpgrade(p, st.upstream) {
-		setNotReady(pv, ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the upgrade to %s follows in a new draft once it is published (or set back to Draft)", p.Name, st.upstream.Name))
+func (c *Controller) actOnProposed(ctx context.Context, st *state, s step, o *outcome) error {
+	o.noteUpgrade(s.hold)
+	if s.stale {
+		o.progress = progress{kind: progressApprovalBeforeUpgrade, revision: s.rev, upstream: st.upstream}
 		return nil
 	}
-	if !c.upToDate(ctx, pv, p, base) {
-		changed, err := c.applyTo(ctx, pv, p, base, false, st.rendered)
+	if !c.upToDate(ctx, st.pv, s.rev, s.base) {
+		changed, err := c.applyTo(ctx, st.pv, s.rev, s.base, false, st.rendered)
 		if err != nil {
 			return err
 		}
 		if changed {
-			setNotReady(pv, ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the variant's changes follow in a new draft once it is published (or set back to Draft)", p.Name))
+			o.progress = progress{kind: progressApprovalBeforeChanges, revision: s.rev}
 			return nil
 		}
 	}
-	setReady(pv, fmt.Sprintf("%s; %s is Proposed and waiting for approval", readyMessage, p.Name))
+	o.progress = progress{kind: progressReadyProposed, revision: s.rev}
+	return nil
+}
+
+// checkInjections records in o when the variant's last write looked up an
+// object to inject that its ServiceAccount may not get: the package holds
+// the refusal in place of the object. The variant is synced again when the
+// refusal expires, so a grant takes effect without another change.
+func (c *Controller) checkInjections(ctx context.Context, pv *configv1alpha1.PackageVariant, o *outcome) error {
+	if c.access == nil || pv.Status.Applied == nil {
+		return nil
+	}
+	for _, ref := range pv.Status.Applied.Injected {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			continue
+		}
+		var denied *access.DeniedError
+		if err := c.access.MayGet(ctx, pv.Namespace, pv.Spec.ServiceAccountName, gv.WithKind(ref.Kind), ref.Name); errors.As(err, &denied) {
+			o.denied = &deniedInjection{ref: ref, err: denied}
+			return workloop.RetryAfter(denied.RetryAfter, nil)
+		}
+	}
 	return nil
 }
