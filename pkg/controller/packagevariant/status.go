@@ -84,6 +84,9 @@ type outcome struct {
 	// retrying is an error the work loop retries (nil none).
 	refused  string
 	retrying error
+	// cleanup: the deletion policy failed for some of the revisions of a
+	// variant being deleted; nothing else is reported.
+	cleanup *cleanupFailure
 	// st is what the act phase worked on (nil: it did not run); its
 	// revisions are the variant's downstream targets.
 	st *state
@@ -150,12 +153,23 @@ type deniedInjection struct {
 	err *access.DeniedError
 }
 
+// cleanupFailure is which revisions the deletion policy failed for, and
+// the first error.
+type cleanupFailure struct {
+	revisions []string
+	err       error
+}
+
 // calculateStatus is the status of pv after one sync that went as o
 // records: the conditions and the downstream targets; status.applied is
 // pv's, as the act phase left it. pv is not changed.
 func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alpha1.PackageVariantStatus {
 	out := pv.DeepCopy()
 	switch {
+	case o.cleanup != nil:
+		setNotReady(out, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
+			conditions.List(o.cleanup.revisions, 3), o.cleanup.err))
+		return out.Status
 	case o.invalid != nil:
 		meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
 		setInvalid(out, o.invalid.stalled, o.invalid.ready)

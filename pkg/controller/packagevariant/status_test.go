@@ -323,6 +323,14 @@ func TestCalculateStatus(t *testing.T) {
 				return []metav1.Condition{cond(ConditionStalled, metav1.ConditionTrue, ReasonRefused, msg), notReady(ReasonRefused, msg)}
 			}(),
 		},
+		"CleanupFailed": {
+			reason:      "a variant being deleted says which revisions its deletion policy failed for, and nothing else",
+			before:      []metav1.Condition{stored(valid), stored(ready)},
+			targets:     []configv1alpha1.DownstreamTarget{{Name: "kept"}},
+			outcome:     outcome{cleanup: &cleanupFailure{revisions: []string{"deploy.app.d2", "deploy.app.d1"}, err: errors.New("timeout")}},
+			want:        []metav1.Condition{stored(valid), notReady(ReasonDeleting, "cleanup of downstream revisions deploy.app.d1; deploy.app.d2 failed; the controller keeps retrying and keeps the finalizer until it succeeds: timeout")},
+			wantTargets: []configv1alpha1.DownstreamTarget{{Name: "kept"}},
+		},
 		"Retrying": {
 			reason:  "an error that is retried is said while it lasts",
 			outcome: outcome{retrying: errors.New("get resources of deploy.app.d1: timeout")},
