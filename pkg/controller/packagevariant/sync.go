@@ -215,26 +215,6 @@ func (c *Controller) observe(ctx context.Context, pv *configv1alpha1.PackageVari
 	return st, nil
 }
 
-// settle records the sync's error in o and returns what the work loop is
-// to do with it: a draft just created waits for its event; an error the
-// server answers the same way every time stops the retries (Refused); any
-// other error but a conflict or a planned retry is retried and reported.
-func (o *outcome) settle(err error) error {
-	if errors.Is(err, errDraftPending) {
-		return nil
-	}
-	if msg, ok := refusedForGood(err); ok {
-		// Retrying cannot fix it: say so once and wait for a change of the
-		// variant (or of its packages) instead of retrying for ever.
-		o.refused = msg
-		return nil
-	}
-	if err != nil && !apierrors.IsConflict(err) && !workloop.IsRetryAfter(err) {
-		o.retrying = err
-	}
-	return err
-}
-
 // refusedForGood reports whether err is an answer of the API server that
 // the same request will get every time (a 4xx other than conflict, timeout
 // and throttling, or a missing downstream Repository), with the error's
