@@ -130,8 +130,7 @@ func (c *Controller) cleanup(ctx context.Context, pv *configv1alpha1.PackageVari
 	}
 	if firstErr != nil {
 		upd := pv.DeepCopy()
-		setNotReady(upd, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
-			conditions.List(failed, 3), firstErr))
+		upd.Status = calculateStatus(pv, &outcome{cleanup: &cleanupFailure{revisions: failed, err: firstErr}})
 		if err := c.writeStatus(ctx, pv, upd); err != nil {
 			klog.FromContext(ctx).V(2).Info("Could not report cleanup failure", "err", err)
 		}

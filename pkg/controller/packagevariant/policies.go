@@ -19,9 +19,3 @@ func deletionPolicy(pv *configv1alpha1.PackageVariant) configv1alpha1.DeletionPo
 	}
 	return pv.Spec.DeletionPolicy
 }
-
-// manualUpgrades reports whether the variant follows the latest upstream
-// revision without upgrading to it by itself.
-func manualUpgrades(pv *configv1alpha1.PackageVariant) bool {
-	return pv.Spec.UpgradePolicy == configv1alpha1.UpgradePolicyManual
-}

@@ -2,7 +2,6 @@ package packagevariant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,13 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
-	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // Condition types set on a PackageVariant.
@@ -63,6 +59,147 @@ const (
 
 const readyMessage = "successfully ensured downstream package variant"
 
+// calculateStatus is the status of pv after one sync that went as o
+// records: the conditions and the downstream targets; status.applied is
+// pv's, as the act phase left it. pv is not changed.
+func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alpha1.PackageVariantStatus {
+	out := pv.DeepCopy()
+	switch {
+	case o.cleanup != nil:
+		setNotReady(out, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
+			conditions.List(o.cleanup.revisions, 3), o.cleanup.err))
+		return out.Status
+	case o.invalid != nil:
+		meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
+		setInvalid(out, o.invalid.stalled, o.invalid.ready)
+		return out.Status
+	case o.conflictWith != nil:
+		msg := conflictMessage(pv, o.conflictWith)
+		setCondition(out, ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg)
+		setCondition(out, ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg)
+		setNotReady(out, ReasonConflict, msg)
+		return out.Status
+	}
+	meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
+	if o.refused != "" {
+		setCondition(out, ConditionStalled, metav1.ConditionTrue, ReasonRefused, refusedMessage(o.refused))
+	} else {
+		setValid(out)
+	}
+	if u := o.upgrade; u != nil {
+		if u.message == "" || u.removedFirst {
+			meta.RemoveStatusCondition(&out.Status.Conditions, ConditionUpgradeAvailable)
+		}
+		if u.message != "" {
+			setCondition(out, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision, u.message)
+		}
+	}
+	switch reason, msg := readiness(pv, o); reason {
+	case "":
+	case ReasonNoErrors:
+		setReady(out, msg)
+	default:
+		setNotReady(out, reason, msg)
+	}
+	if o.st != nil {
+		setTargets(out, o.st.targets(), o.st.rendered)
+	}
+	return out.Status
+}
+
+// readiness is the reason and message of the Ready condition a valid
+// variant's sync reports: the latest problem it met, else where it left
+// the downstream. Ready is True with ReasonNoErrors, False with any other
+// reason; no reason when the sync has nothing new to say (Ready stays as
+// it was).
+func readiness(pv *configv1alpha1.PackageVariant, o *outcome) (string, string) {
+	switch {
+	case o.retrying != nil:
+		// Say what fails while it is retried; the next success replaces it.
+		return ReasonError, fmt.Sprintf("%v; retrying", o.retrying)
+	case o.refused != "":
+		return ReasonRefused, refusedMessage(o.refused)
+	case o.render != nil:
+		return ReasonRenderFailed, renderFailureMessage(o.render)
+	case o.denied != nil:
+		return ReasonInjectionForbidden, fmt.Sprintf("%s %q is not injected: %v", o.denied.ref.Kind, o.denied.ref.Name, o.denied.err)
+	case o.otherDraft != nil:
+		return ReasonOtherDraftOpen, o.otherDraft.Error()
+	case o.mutation != nil:
+		return ReasonError, o.mutation.Error() + "; fix the upstream package or the variant"
+	}
+	p := o.progress
+	switch p.kind {
+	case progressReady:
+		return ReasonNoErrors, readyMessage
+	case progressReadyProposed:
+		return ReasonNoErrors, fmt.Sprintf("%s; %s is Proposed and waiting for approval", readyMessage, p.revision.Name)
+	case progressDraftEdited:
+		return ReasonDraftEdited, fmt.Sprintf(
+			"upstream moved to %s (revision %d) but draft %s was changed since the controller last wrote it, so it is kept as it is: publish it (an upgrade draft follows) or delete it (a new draft is made from the new upstream)",
+			p.upstream.Name, p.upstream.Spec.Revision, p.revision.Name)
+	case progressApprovalBeforeUpgrade:
+		return ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the upgrade to %s follows in a new draft once it is published (or set back to Draft)", p.revision.Name, p.upstream.Name)
+	case progressApprovalBeforeChanges:
+		return ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the variant's changes follow in a new draft once it is published (or set back to Draft)", p.revision.Name)
+	case progressDeletionProposed:
+		return ReasonDeletionProposed, fmt.Sprintf(
+			"downstream %s is proposed for deletion, so the variant changes nothing; approve the deletion and delete or retarget this variant, or set the revision back to Published",
+			p.revision.Name)
+	case progressForeign:
+		return ReasonError, foreignMessage(pv, p.others)
+	case progressCannotUpgrade:
+		return ReasonError, fmt.Sprintf("cannot upgrade %s to %s: the upstream revision it is based on (%s) is not a published revision of %s any more, so Porch cannot merge; make the change by hand",
+			p.revision.Name, p.upstream.Name, lockRef(p.revision), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package))
+	}
+	return "", ""
+}
+
+// conflictMessage says which variant manages pv's downstream instead.
+func conflictMessage(pv, winner *configv1alpha1.PackageVariant) string {
+	return fmt.Sprintf("downstream package %s is managed by PackageVariant %s/%s; this variant writes nothing until that one is deleted or this one targets another downstream",
+		describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), winner.Namespace, winner.Name)
+}
+
+// refusedMessage says that the server refuses a request on every try (msg
+// is its refusal) and what to do.
+func refusedMessage(msg string) string {
+	return fmt.Sprintf("%s; the server refuses this on every try: fix the variant (or what the message names), and it is tried again", msg)
+}
+
+// foreignMessage says that the downstream package exists and is not the
+// variant's, and what to do.
+func foreignMessage(pv *configv1alpha1.PackageVariant, foreign []*porchv1alpha1.PackageRevision) string {
+	names := make([]string, 0, len(foreign))
+	for _, pr := range foreign {
+		names = append(names, pr.Name)
+	}
+	hint := "set spec.adoptionPolicy: adoptExisting to take it over, or choose another spec.downstream"
+	if adoptionPolicy(pv) == configv1alpha1.AdoptionPolicyAdoptExisting {
+		hint = "its revisions are controlled by another owner and cannot be adopted; remove that owner reference or choose another spec.downstream"
+	}
+	return fmt.Sprintf("downstream package %s already exists (%s) and is not managed by this variant; %s",
+		describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), conditions.List(names, 3), hint)
+}
+
+// announce records the Warning events of a sync's problems when they
+// start or their message changes, not on every retry: pv carries the
+// conditions stored before the sync.
+func (c *Controller) announce(pv *configv1alpha1.PackageVariant, o *outcome) {
+	if o.render != nil {
+		msg := renderFailureMessage(o.render)
+		if prev := meta.FindStatusCondition(pv.Status.Conditions, ConditionReady); prev == nil || prev.Reason != ReasonRenderFailed || prev.Message != msg {
+			c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRenderFailed, "%s", msg)
+		}
+	}
+	if o.refused != "" {
+		msg := refusedMessage(o.refused)
+		if cur := meta.FindStatusCondition(pv.Status.Conditions, ConditionStalled); cur == nil || cur.Status != metav1.ConditionTrue || cur.Message != msg {
+			c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRefused, "%s", msg)
+		}
+	}
+}
+
 func setCondition(pv *configv1alpha1.PackageVariant, condType string, status metav1.ConditionStatus, reason, message string) {
 	conditions.Set(&pv.Status.Conditions, pv.Generation, condType, status, reason, message)
 }
@@ -83,19 +220,6 @@ func setNotReady(pv *configv1alpha1.PackageVariant, reason, message string) {
 
 func setReady(pv *configv1alpha1.PackageVariant, message string) {
 	conditions.SetReady(&pv.Status.Conditions, pv.Generation, metav1.ConditionTrue, ReasonNoErrors, message)
-}
-
-// reportRenderFailure says that Porch could not render a downstream
-// revision with the variant's changes, what the pipeline said and what to
-// do. A Warning event is recorded when the failure starts or its message
-// changes, not on every retry.
-func (c *Controller) reportRenderFailure(pv *configv1alpha1.PackageVariant, rerr *renderError) {
-	msg := renderFailureMessage(rerr)
-	prev := meta.FindStatusCondition(pv.Status.Conditions, ConditionReady)
-	if prev == nil || prev.Reason != ReasonRenderFailed || prev.Message != msg {
-		c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRenderFailed, "%s", msg)
-	}
-	setNotReady(pv, ReasonRenderFailed, msg)
 }
 
 // renderFailureMessage says which package's pipeline failed, which function
@@ -176,27 +300,4 @@ func (c *Controller) writeStatus(ctx context.Context, old, pv *configv1alpha1.Pa
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// reportDenied sets Ready=False when the variant's last write looked up an
-// object to inject that its ServiceAccount may not get: the package holds
-// the refusal in place of the object, and the condition names the object
-// and the permission. The variant is synced again when the refusal
-// expires, so a grant takes effect without another change.
-func (c *Controller) reportDenied(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	if c.access == nil || pv.Status.Applied == nil {
-		return nil
-	}
-	for _, ref := range pv.Status.Applied.Injected {
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil {
-			continue
-		}
-		var denied *access.DeniedError
-		if err := c.access.MayGet(ctx, pv.Namespace, pv.Spec.ServiceAccountName, gv.WithKind(ref.Kind), ref.Name); errors.As(err, &denied) {
-			setNotReady(pv, ReasonInjectionForbidden, fmt.Sprintf("%s %q is not injected: %v", ref.Kind, ref.Name, denied))
-			return workloop.RetryAfter(denied.RetryAfter, nil)
-		}
-	}
-	return nil
 }

@@ -49,24 +49,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	desired := c.unsaved.restore(pv).DeepCopy()
 	syncErr := c.reconcile(ctx, desired)
-	if errors.Is(syncErr, errDraftPending) {
-		syncErr = nil
-	}
-	if msg, ok := refusedForGood(syncErr); ok {
-		// Retrying cannot fix it: say so once and wait for a change of the
-		// variant (or of its packages) instead of retrying for ever.
-		msg = fmt.Sprintf("%s; the server refuses this on every try: fix the variant (or what the message names), and it is tried again", msg)
-		if cur := meta.FindStatusCondition(pv.Status.Conditions, ConditionStalled); cur == nil || cur.Status != metav1.ConditionTrue || cur.Message != msg {
-			c.recorder.Eventf(pv, corev1.EventTypeWarning, ReasonRefused, "%s", msg)
-		}
-		setCondition(desired, ConditionStalled, metav1.ConditionTrue, ReasonRefused, msg)
-		setNotReady(desired, ReasonRefused, msg)
-		syncErr = nil
-	}
-	if syncErr != nil && !apierrors.IsConflict(syncErr) && !workloop.IsRetryAfter(syncErr) {
-		// Say what fails while it is retried; the next success replaces it.
-		setNotReady(desired, ReasonError, fmt.Sprintf("%v; retrying", syncErr))
-	}
 	conditions.KeepTransitionTimes(pv.Status.Conditions, desired.Status.Conditions)
 	if err := c.writeStatus(ctx, pv, desired); err != nil {
 		// What the sync wrote into the draft must not be forgotten with
@@ -80,6 +62,157 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	c.unsaved.forget(pv.UID)
 	return syncErr
+}
+
+// reconcile brings the downstream up to date and records the outcome in
+// pv.Status (pv is the caller's copy), in the phases of the ReplicaSet
+// controller: manage (validate, resolve a conflict, wait for expected
+// drafts, plan from the caches, act on the plan) records what it found
+// and did in an outcome; settle decides what the work loop does with the
+// error; the events and the status are derived from the outcome alone.
+func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	o := &outcome{}
+	err := o.settle(c.manage(ctx, pv, o))
+	c.announce(pv, o)
+	pv.Status = calculateStatus(pv, o)
+	return err
+}
+
+// manage does the work of one sync, recording in o what it finds and does:
+// validate, resolve the conflict with variants of the same downstream,
+// check the expectations, observe the downstream, plan (pure, from the
+// caches) and act on the plan.
+func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVariant, o *outcome) error {
+	if o.invalid = invalidSpec(pv); o.invalid != nil {
+		return nil
+	}
+	if o.conflictWith = c.resolveConflict(pv); o.conflictWith != nil {
+		return nil
+	}
+	up := pv.Spec.Upstream
+	upRevs := c.packageRevisions(pv.Namespace, up.Repo, up.Package)
+	upstream, err := helper.ResolveUpstream(up, upRevs)
+	if err != nil {
+		o.invalid = &invalid{stalled: err.Error(), ready: err.Error()}
+		return nil
+	}
+	if err := c.releaseMoved(ctx, pv); err != nil {
+		return err
+	}
+	if err := c.expectationsSatisfied(ctx, pv); err != nil {
+		return err
+	}
+	st, err := c.observe(ctx, pv, upstream, upRevs)
+	if err != nil {
+		return err
+	}
+	o.st = st
+	return c.act(ctx, st, planDownstream(st), o)
+}
+
+// invalidSpec is what validation finds wrong with the variant (nil:
+// nothing).
+func invalidSpec(pv *configv1alpha1.PackageVariant) *invalid {
+	errs := validation.ValidatePackageVariant(pv)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &invalid{
+		stalled: strings.Join(validation.Messages(errs), "; "),
+		ready:   "invalid packagevariant object: fix the problems the Stalled condition lists",
+	}
+}
+
+// resolveConflict returns the variant that manages pv's downstream
+// instead of pv, or nil when pv does. A Warning event is recorded when the
+// conflict starts: neither the status (which survives a restart) nor this
+// process (whose status write may not be in the cache yet) has recorded
+// it.
+func (c *Controller) resolveConflict(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	winner := c.downstreamWinner(pv)
+	if winner == nil || winner.UID == pv.UID {
+		c.conflicts.Delete(pv.UID)
+		return nil
+	}
+	cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict)
+	if prev, seen := c.conflicts.Swap(pv.UID, winner.UID); (!seen || prev != winner.UID) && (cond == nil || cond.Status != metav1.ConditionTrue) {
+		c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", conflictMessage(pv, winner))
+	}
+	return winner
+}
+
+// releaseMoved applies the deletion policy to the revisions the variant
+// owns in another package than its downstream: left over from an earlier
+// spec.downstream.
+func (c *Controller) releaseMoved(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	for _, pr := range c.ownedRevisions(pv) {
+		if pr.Spec.RepositoryName != pv.Spec.Downstream.Repo || pr.Spec.PackageName != pv.Spec.Downstream.Package {
+			if err := c.release(ctx, pv, pr, "no longer the variant's downstream"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// expectationsSatisfied returns nil when no draft the variant created is
+// still on its way to the cache: a create whose answer was lost is checked
+// with Porch, and a draft the cache does not show yet is waited for
+// (workloop.RecheckAfter), so that a stale cache never causes a second
+// draft.
+func (c *Controller) expectationsSatisfied(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
+	if name, ok := c.expectations.Unconfirmed(pv.UID); ok {
+		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			// The create was made. What Porch made is not known (a
+			// person may have edited the draft since), so the draft is
+			// not recorded as the variant's own: it counts as edited.
+			c.expectDraft(pv.UID, name)
+		case apierrors.IsNotFound(err):
+			c.expectations.Observed(pv.UID, name)
+		default:
+			return fmt.Errorf("check whether draft %s was created: %w", name, err)
+		}
+	}
+	name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace))
+	if name == "" {
+		return nil
+	}
+	if d := expectations.CheckAfter - waited; d > 0 {
+		klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
+		return workloop.RecheckAfter(d)
+	}
+	_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Deleted before the cache showed it: nothing to wait for.
+		c.expectations.Observed(pv.UID, name)
+		return nil
+	case err != nil:
+		return fmt.Errorf("check whether draft %s still exists: %w", name, err)
+	}
+	return workloop.RecheckAfter(expectations.CheckAfter)
+}
+
+// observe reads what the variant's downstream package holds from the
+// cache, and first puts right what must be right before anything is
+// planned: the metadata Porch lost, the revisions to adopt, the
+// replacements an earlier sync left half-way.
+func (c *Controller) observe(ctx context.Context, pv *configv1alpha1.PackageVariant, upstream *porchv1alpha1.PackageRevision, upRevs []*porchv1alpha1.PackageRevision) (*state, error) {
+	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
+	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+	if err := c.repairLostMetadata(ctx, st); err != nil {
+		return nil, err
+	}
+	if err := c.adopt(ctx, st); err != nil {
+		return nil, err
+	}
+	st.classify()
+	if err := c.finishReplacing(ctx, st); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // refusedForGood reports whether err is an answer of the API server that
@@ -112,120 +245,4 @@ func refusedForGood(err error) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// reconcile brings the downstream up to date and records the outcome in
-// pv.Status (pv is the caller's copy).
-func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	if errs := validation.ValidatePackageVariant(pv); len(errs) > 0 {
-		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionConflict)
-		setInvalid(pv, strings.Join(validation.Messages(errs), "; "), "invalid packagevariant object: fix the problems the Stalled condition lists")
-		return nil
-	}
-
-	if winner := c.downstreamWinner(pv); winner != nil && winner.UID != pv.UID {
-		msg := fmt.Sprintf("downstream package %s is managed by PackageVariant %s/%s; this variant writes nothing until that one is deleted or this one targets another downstream",
-			describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package), winner.Namespace, winner.Name)
-		// An event only when the conflict starts: neither the status (which
-		// survives a restart) nor this process (whose status write may not
-		// be in the cache yet) has recorded it.
-		cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict)
-		if prev, seen := c.conflicts.Swap(pv.UID, winner.UID); (!seen || prev != winner.UID) && (cond == nil || cond.Status != metav1.ConditionTrue) {
-			c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", msg)
-		}
-		setCondition(pv, ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg)
-		setCondition(pv, ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg)
-		setNotReady(pv, ReasonConflict, msg)
-		return nil
-	}
-	meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionConflict)
-	c.conflicts.Delete(pv.UID)
-
-	up := pv.Spec.Upstream
-	upRevs := c.packageRevisions(pv.Namespace, up.Repo, up.Package)
-	upstream, err := helper.ResolveUpstream(up, upRevs)
-	if err != nil {
-		setInvalid(pv, err.Error(), err.Error())
-		return nil
-	}
-	setValid(pv)
-
-	// Revisions the variant owns in another package: left over from an
-	// earlier spec.downstream; the deletion policy applies to them.
-	for _, pr := range c.ownedRevisions(pv) {
-		if pr.Spec.RepositoryName != pv.Spec.Downstream.Repo || pr.Spec.PackageName != pv.Spec.Downstream.Package {
-			if err := c.release(ctx, pv, pr, "no longer the variant's downstream"); err != nil {
-				return err
-			}
-		}
-	}
-
-	if name, ok := c.expectations.Unconfirmed(pv.UID); ok {
-		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			// The create was made. What Porch made is not known (a
-			// person may have edited the draft since), so the draft is
-			// not recorded as the variant's own: it counts as edited.
-			c.expectDraft(pv.UID, name)
-		case apierrors.IsNotFound(err):
-			c.expectations.Observed(pv.UID, name)
-		default:
-			return fmt.Errorf("check whether draft %s was created: %w", name, err)
-		}
-	}
-	if name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace)); name != "" {
-		if d := expectations.CheckAfter - waited; d > 0 {
-			klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
-			return workloop.RecheckAfter(d)
-		}
-		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			// Deleted before the cache showed it: nothing to wait for.
-			c.expectations.Observed(pv.UID, name)
-		case err != nil:
-			return fmt.Errorf("check whether draft %s still exists: %w", name, err)
-		default:
-			return workloop.RecheckAfter(expectations.CheckAfter)
-		}
-	}
-
-	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
-	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
-	if err := c.repairLostMetadata(ctx, st); err != nil {
-		return err
-	}
-	if err := c.adopt(ctx, st); err != nil {
-		return err
-	}
-	st.classify()
-	if err := c.finishReplacing(ctx, st); err != nil {
-		return err
-	}
-
-	err = c.ensureDownstream(ctx, st)
-	var merr *mutationError
-	if errors.As(err, &merr) {
-		setNotReady(pv, ReasonError, merr.Error()+"; fix the upstream package or the variant")
-		err = nil
-	}
-	var other *otherDraftOpen
-	if errors.As(err, &other) {
-		setNotReady(pv, ReasonOtherDraftOpen, other.Error())
-		err = nil
-	}
-	if err == nil {
-		err = c.reportDenied(ctx, pv)
-	}
-	var pending *renderPending
-	if rerr, ok := isRenderError(err); ok {
-		c.reportRenderFailure(pv, rerr)
-		err = workloop.RetryAfter(c.renderRetries.failed(pv.UID, rerr.retryKey()), err)
-	} else if errors.As(err, &pending) {
-		// Still failing as reported; the status says so already.
-		err = workloop.RetryAfter(pending.after, nil)
-	}
-	setTargets(pv, st.targets(), st.rendered)
-	return err
 }

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -17,56 +16,21 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
-// needsUpgrade reports whether a downstream revision is based on another
-// upstream revision than the one selected. A revision whose lock does not
-// say (adopted, made by init) is taken as up to date, as the reference does.
-func needsUpgrade(pr, upstream *porchv1alpha1.PackageRevision) bool {
-	if helper.LockedToDraft(pr) {
-		return true
-	}
-	rev, ok := helper.LockedUpstreamRevision(pr)
-	return ok && rev != upstream.Spec.Revision
-}
-
-// holdUpgrade applies spec.upgradePolicy: Manual while the variant follows
-// the latest upstream revision. It reports UpgradeAvailable and returns the
-// upstream revision the downstream stays on; nil when there is nothing to
-// hold (an explicit revision or workspace is itself the manual decision).
-func (c *Controller) holdUpgrade(st *state, current *porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
-	pv := st.pv
-	floating := pv.Spec.Upstream.Revision == 0 && pv.Spec.Upstream.WorkspaceName == ""
-	if !manualUpgrades(pv) || !floating || current == nil || !needsUpgrade(current, st.upstream) {
-		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
-		return nil
-	}
-	rev, ok := helper.LockedUpstreamRevision(current)
-	if !ok {
-		meta.RemoveStatusCondition(&pv.Status.Conditions, ConditionUpgradeAvailable)
-		return nil
-	}
-	setCondition(pv, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision,
-		fmt.Sprintf("upstream %s revision %d (%s) is available; %s is based on revision %d. spec.upgradePolicy is Manual: set spec.upstream.revision to %d (or the policy to Automatic) to get an upgrade draft",
-			describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), st.upstream.Spec.Revision, st.upstream.Name, current.Name, rev, st.upstream.Spec.Revision))
-	return helper.PublishedRevision(st.upRevs, rev)
-}
-
 // createUpgrade makes an upgrade draft of a published downstream revision
 // to the selected upstream (three-way resource-merge in Porch), then
 // applies the variant to it.
-func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv1alpha1.PackageRevision) error {
-	pv := st.pv
+func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv1alpha1.PackageRevision, o *outcome) error {
 	oldRev, ok := helper.LockedUpstreamRevision(local)
 	var oldUpstream *porchv1alpha1.PackageRevision
 	if ok {
 		oldUpstream = helper.PublishedRevision(st.upRevs, oldRev)
 	}
 	if oldUpstream == nil {
-		setNotReady(pv, ReasonError, fmt.Sprintf("cannot upgrade %s to %s: the upstream revision it is based on (%s) is not a published revision of %s any more, so Porch cannot merge; make the change by hand",
-			local.Name, st.upstream.Name, lockRef(local), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)))
+		o.progress = progress{kind: progressCannotUpgrade, revision: local, upstream: st.upstream}
 		return nil
 	}
 	return c.newDraft(ctx, st, upgradeTask(oldUpstream, st.upstream, local), st.upstream,
-		fmt.Sprintf("upgrade of %s from upstream revision %d to %d", local.Name, oldUpstream.Spec.Revision, st.upstream.Spec.Revision))
+		fmt.Sprintf("upgrade of %s from upstream revision %d to %d", local.Name, oldUpstream.Spec.Revision, st.upstream.Spec.Revision), o)
 }
 
 func lockRef(pr *porchv1alpha1.PackageRevision) string {
@@ -84,7 +48,7 @@ func lockRef(pr *porchv1alpha1.PackageRevision) string {
 // proposed at the resourceVersion checked before it is deleted (see
 // porchWriter.retire): Porch ignores delete preconditions, so a plain
 // check-then-delete would lose an edit saved in between.
-func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) (bool, error) {
+func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision, o *outcome) (bool, error) {
 	pv := st.pv
 	a := pv.Status.Applied
 	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
@@ -108,13 +72,13 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	st.drafts = remaining
 	// Workspace numbers keep counting past the deleted draft.
 	if st.published != nil {
-		return true, c.createUpgrade(ctx, st, st.published)
+		return true, c.createUpgrade(ctx, st, st.published, o)
 	}
 	if len(st.proposed) > 0 || len(st.foreign) > 0 || len(st.drafts) > 0 {
 		// Porch clones only a package that does not exist yet.
 		return true, nil
 	}
-	return true, c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name+", replacing "+d.Name)
+	return true, c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name+", replacing "+d.Name, o)
 }
 
 // proposedToReplace keeps the variant's record of a draft it proposed on
