@@ -4,8 +4,7 @@
 # ServiceAccount and the example fleet applied, for a person to try with
 # kubectl. Processes run in the background; logs and PIDs are in the
 # cluster's state directory.
-source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
-source "${ROOT}/hack/lib/process.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 cd "${ROOT}"
 
 export CLUSTER_DIR="${CLUSTER_DIR:-/tmp/variant-controller-cluster}"

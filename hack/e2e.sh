@@ -30,8 +30,7 @@
 # A Porch server binds :8080 (its FunctionConfig manager's metrics; not
 # configurable), so with PORCH_BIN the port must be free; everything the
 # tests start stays off :8080 and :8081.
-source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
-source "${ROOT}/hack/lib/process.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 cd "${ROOT}"
 
 export CLUSTER_DIR="${E2E_CLUSTER_DIR:-/tmp/variant-controller-e2e}"

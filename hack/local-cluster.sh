@@ -72,8 +72,7 @@
 #                          KUBE_AUDIT_LOG). Unset: no auditing. See "Auditing".
 #   STOP_TIMEOUT           seconds `down` waits after SIGTERM before SIGKILL
 #                          (default 15)
-source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
-source "${ROOT}/hack/lib/process.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
 K8S_MODULE_DIR="${ROOT}/hack/k8s"
 K8S_VERSION="$(awk '$1 == "k8s.io/kubernetes" { print $2 } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "${K8S_MODULE_DIR}/go.mod")"

@@ -4,9 +4,11 @@
 # ${PROC_LOG_DIR}/NAME.log. Tests supervise the processes they start
 # themselves, in Go (test/e2eutil's Process), tied to the test's lifetime.
 #
-# Needs lib/init.sh (log, die). The caller sets PROC_DIR and PROC_LOG_DIR
+# Sources lib/init.sh (strict mode, ROOT, log, die). The caller sets PROC_DIR and PROC_LOG_DIR
 # (default: PROC_DIR). NAME must be part of the command line (the binary's
 # name), which is how a PID is told from a reused one.
+
+source "$(dirname "${BASH_SOURCE[0]}")/init.sh"
 
 # proc_start NAME COMMAND... runs COMMAND detached (its own session, so a
 # Ctrl-C or the end of the calling shell does not reach it).
