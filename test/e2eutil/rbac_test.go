@@ -10,91 +10,10 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-const rbacManifests = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: ctrl
-rules:
-- apiGroups: ["example.dev"]
-  resources: ["widgets", "widgets/status"]
-  verbs: ["get", "update"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: ctrl-injection
-aggregationRule:
-  clusterRoleSelectors:
-  - matchLabels:
-      example.dev/aggregate: "true"
-rules: []
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: ctrl-injection-configmaps
-  labels:
-    example.dev/aggregate: "true"
-rules:
-- apiGroups: [""]
-  resources: ["configmaps"]
-  verbs: ["list"]
----
-# Not bound to the controller: a non-resource URL is fine here.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: reader
-rules:
-- nonResourceURLs: ["/metrics"]
-  verbs: ["get"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: ctrl
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl}
-subjects:
-- {kind: ServiceAccount, name: controller, namespace: system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: ctrl-injection
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl-injection}
-subjects:
-- {kind: ServiceAccount, name: controller, namespace: system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: someone-else
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}
-subjects:
-- {kind: ServiceAccount, name: prometheus, namespace: monitoring}
-`
-
-const leaderElectionManifest = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: lease
-  namespace: system
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["create"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: lease
-  namespace: system
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lease}
-subjects:
-- {kind: ServiceAccount, name: controller}
-`
+// The manifests of TestServiceAccountGrants, in testdata/rbac: roles.yaml
+// binds a ClusterRole, an aggregated ClusterRole and another account's role;
+// lease.yml a namespaced Role.
+const rbacTestdata = "testdata/rbac"
 
 func writeManifests(t *testing.T, files map[string]string) string {
 	t.Helper()
@@ -112,8 +31,7 @@ func writeManifests(t *testing.T, files map[string]string) string {
 // rules of the roles its selector matches) and a namespaced Role; bindings
 // of other accounts are left out.
 func TestServiceAccountGrants(t *testing.T) {
-	dir := writeManifests(t, map[string]string{"roles.yaml": rbacManifests, "lease.yml": leaderElectionManifest})
-	grants, err := ServiceAccountGrants(dir, "system", "controller")
+	grants, err := ServiceAccountGrants(rbacTestdata, "system", "controller")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +53,10 @@ func TestServiceAccountGrants(t *testing.T) {
 }
 
 func TestServiceAccountGrantsRefuses(t *testing.T) {
+	roles, err := os.ReadFile(filepath.Join(rbacTestdata, "roles.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		manifest string
 		want     string
@@ -174,7 +96,7 @@ rules: [{apiGroup: [""], resources: ["configmaps"], verbs: ["get"]}]
 			want: `unknown field "apiGroup"`,
 		},
 		"nothing for the account": {
-			manifest: rbacManifests,
+			manifest: string(roles),
 			want:     "grants ServiceAccount system/nobody anything",
 		},
 	}
