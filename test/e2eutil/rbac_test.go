@@ -1,7 +1,6 @@
 package e2eutil
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,19 +11,9 @@ import (
 
 // The manifests of TestServiceAccountGrants, in testdata/rbac: roles.yaml
 // binds a ClusterRole, an aggregated ClusterRole and another account's role;
-// lease.yml a namespaced Role.
+// lease.yml a namespaced Role. testdata/rbac-refused holds one directory of
+// manifests for each refusal of TestServiceAccountGrantsRefuses.
 const rbacTestdata = "testdata/rbac"
-
-func writeManifests(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
 
 // TestServiceAccountGrants: every verb on every resource the account's
 // bindings give it, through a ClusterRole, an aggregated ClusterRole (the
@@ -53,61 +42,34 @@ func TestServiceAccountGrants(t *testing.T) {
 }
 
 func TestServiceAccountGrantsRefuses(t *testing.T) {
-	roles, err := os.ReadFile(filepath.Join(rbacTestdata, "roles.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := map[string]struct {
-		manifest string
-		want     string
+		dir  string // manifests
+		want string
 	}{
 		"a binding to a role the manifests lack": {
-			manifest: `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: ctrl}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: missing}
-subjects: [{kind: ServiceAccount, name: controller, namespace: system}]
-`,
+			dir:  "testdata/rbac-refused/missing-role",
 			want: `ClusterRoleBinding "ctrl" names ClusterRole "missing", which the manifests do not define`,
 		},
 		"a wildcard": {
-			manifest: `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: ctrl}
-rules: [{apiGroups: [""], resources: ["configmaps"], verbs: ["*"]}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: ctrl}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl}
-subjects: [{kind: ServiceAccount, name: controller, namespace: system}]
-`,
+			dir:  "testdata/rbac-refused/wildcard",
 			want: "a rule has a wildcard",
 		},
 		"a misspelt field": {
-			manifest: `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: ctrl}
-rules: [{apiGroup: [""], resources: ["configmaps"], verbs: ["get"]}]
-`,
+			dir:  "testdata/rbac-refused/misspelt-field",
 			want: `unknown field "apiGroup"`,
 		},
 		"nothing for the account": {
-			manifest: string(roles),
-			want:     "grants ServiceAccount system/nobody anything",
+			dir:  rbacTestdata,
+			want: "grants ServiceAccount system/nobody anything",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := writeManifests(t, map[string]string{"rbac.yaml": tc.manifest})
 			account := "controller"
 			if strings.Contains(tc.want, "nobody") {
 				account = "nobody"
 			}
-			_, err := ServiceAccountGrants(dir, "system", account)
+			_, err := ServiceAccountGrants(tc.dir, "system", account)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.want)
 			}
