@@ -157,10 +157,8 @@ func TestApplyConfigInjection(t *testing.T) {
 				{Kind: ptr("ConfigMap"), Name: "c"}, {Kind: ptr("ConfigMap"), Name: "d"},
 				{Kind: ptr("ConfigMap"), Name: "e"},
 			},
-			cluster: cluster{},
-			want: map[string]string{
-				"Kptfile": testdata("injection/nothing-found.Kptfile"),
-			},
+			cluster:     cluster{},
+			want:        map[string]string{"Kptfile": testdata("injection/nothing-found.Kptfile")},
 			wantSources: []string{"", ""},
 			wantCands: []Candidate{
 				{GVK: configMapGVK, Name: "a"}, {GVK: configMapGVK, Name: "b"}, {GVK: configMapGVK, Name: "c"},
@@ -168,10 +166,8 @@ func TestApplyConfigInjection(t *testing.T) {
 			},
 		},
 		"no injectors": {
-			files: map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
-			want: map[string]string{
-				"Kptfile": testdata("injection/no-injectors.Kptfile"),
-			},
+			files:       map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			want:        map[string]string{"Kptfile": testdata("injection/no-injectors.Kptfile")},
 			wantSources: []string{""},
 		},
 		"getter error recorded in the condition and stops the search": {
@@ -183,19 +179,15 @@ func TestApplyConfigInjection(t *testing.T) {
 				}
 				return usWestEndpoints, true, nil
 			},
-			want: map[string]string{
-				"Kptfile": testdata("injection/getter-error.Kptfile"),
-			},
+			want:        map[string]string{"Kptfile": testdata("injection/getter-error.Kptfile")},
 			wantSources: []string{""},
 			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "broken"}},
 		},
 		"in-cluster object without spec": {
-			files:     map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
-			injectors: []configv1alpha1.InjectionSelector{{Name: "bare"}},
-			cluster:   cluster{clusterKey(endpointsGVK, "bare"): {"metadata": map[string]interface{}{"name": "bare"}}},
-			want: map[string]string{
-				"Kptfile": testdata("injection/no-spec.Kptfile"),
-			},
+			files:       map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			injectors:   []configv1alpha1.InjectionSelector{{Name: "bare"}},
+			cluster:     cluster{clusterKey(endpointsGVK, "bare"): {"metadata": map[string]interface{}{"name": "bare"}}},
+			want:        map[string]string{"Kptfile": testdata("injection/no-spec.Kptfile")},
 			wantSources: []string{""},
 			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "bare"}},
 		},
@@ -219,10 +211,8 @@ func TestApplyConfigInjection(t *testing.T) {
 				"Kptfile":     kptfileWith("info:\n  readinessGates:\n  - conditionType: b\n  - conditionType: config.injection.ConfigMap.region\n"),
 				"region.yaml": testRegionConfigMap,
 			},
-			cluster: cluster{},
-			want: map[string]string{
-				"Kptfile": testdata("injection/required-gate.Kptfile"),
-			},
+			cluster:     cluster{},
+			want:        map[string]string{"Kptfile": testdata("injection/required-gate.Kptfile")},
 			wantSources: []string{""},
 		},
 		"no Kptfile": {
