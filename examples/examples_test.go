@@ -140,27 +140,13 @@ func TestStrictDecodingCatchesTypos(t *testing.T) {
 		file     string
 		old, new string
 	}{
-		"misspelt field in a set template": {
-			file: "fleet/edge-set.yaml", old: "nameExpr:", new: "nameExp:",
-		},
-		"wrongly cased field in a set template": {
-			file: "fleet/edge-set.yaml", old: "valueExpr:", new: "valueexpr:",
-		},
-		"misspelt field in a variant": {
-			file: "fleet/staging-variant.yaml", old: "injectors:", new: "injector:",
-		},
-		"misspelt field in a repository": {
-			file: "fleet/repositories.yaml", old: "deployment: true", new: "deploy: true",
-		},
-		"misspelt field in the Kptfile": {
-			file: "packages/app/Kptfile", old: "mutators:", new: "mutator:",
-		},
-		"misspelt field in a package resource": {
-			file: "packages/app/deployment.yaml", old: "containerPort:", new: "containerport:",
-		},
-		"number where a ConfigMap wants a string": {
-			file: "fleet/region-configs.yaml", old: "region: us-east", new: "region: 1",
-		},
+		"misspelt field in a set template":        {file: "fleet/edge-set.yaml", old: "nameExpr:", new: "nameExp:"},
+		"wrongly cased field in a set template":   {file: "fleet/edge-set.yaml", old: "valueExpr:", new: "valueexpr:"},
+		"misspelt field in a variant":             {file: "fleet/staging-variant.yaml", old: "injectors:", new: "injector:"},
+		"misspelt field in a repository":          {file: "fleet/repositories.yaml", old: "deployment: true", new: "deploy: true"},
+		"misspelt field in the Kptfile":           {file: "packages/app/Kptfile", old: "mutators:", new: "mutator:"},
+		"misspelt field in a package resource":    {file: "packages/app/deployment.yaml", old: "containerPort:", new: "containerport:"},
+		"number where a ConfigMap wants a string": {file: "fleet/region-configs.yaml", old: "region: us-east", new: "region: 1"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -4,35 +4,14 @@
 # ServiceAccount and the example fleet applied, for a person to try with
 # kubectl. Processes run in the background; logs and PIDs are in the
 # cluster's state directory.
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
+cd "${ROOT}"
 
 export CLUSTER_DIR="${CLUSTER_DIR:-/tmp/variant-controller-cluster}"
 DEV_DIR="${CLUSTER_DIR}/dev"
-
-die() { echo "dev: $*" >&2; exit 1; }
-
-stop_pid() {
-    local f="$1"
-    [[ -f "$f" ]] || return 0
-    local pid
-    pid="$(cat "$f")"
-    if kill -0 "${pid}" 2>/dev/null; then
-        kill "${pid}" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "${pid}" 2>/dev/null || break; sleep 0.2; done
-        kill -9 "${pid}" 2>/dev/null || true
-    fi
-    rm -f "$f"
-}
-
-wait_for() { # description, timeout seconds, command...
-    local what="$1" limit="$2"; shift 2
-    local deadline=$((SECONDS + limit))
-    until "$@" >/dev/null 2>&1; do
-        (( SECONDS < deadline )) || die "timed out after ${limit}s waiting for ${what}"
-        sleep 0.5
-    done
-}
+# hack/lib/process.sh: our processes' PIDs and logs.
+PROC_DIR="${DEV_DIR}"
+DEV_STOP_TIMEOUT=10
 
 up() {
     hack/local-cluster.sh up
@@ -48,20 +27,19 @@ up() {
     kubectl wait --for=condition=Established --timeout=60s crd/repositories.config.porch.kpt.dev >/dev/null
     kubectl create namespace platform --dry-run=client -o yaml | kubectl apply -f - >/dev/null
     kubectl apply -f examples/fleet/repositories.yaml >/dev/null
-    stop_pid "${DEV_DIR}/porchsim-apiserver.pid"
-    bin/porchsim-apiserver --kubeconfig "${KUBECONFIG}" --secure-port 9443 --bind-address 127.0.0.1 \
-        --package-namespace platform --package blueprints/app=examples/packages/app \
-        >"${DEV_DIR}/porchsim-apiserver.log" 2>&1 &
-    echo $! >"${DEV_DIR}/porchsim-apiserver.pid"
+    proc_stop porchsim-apiserver "${DEV_STOP_TIMEOUT}"
+    proc_start porchsim-apiserver bin/porchsim-apiserver --kubeconfig "${KUBECONFIG}" --secure-port 9443 --bind-address 127.0.0.1 \
+        --package-namespace platform --package blueprints/app=examples/packages/app
     kubectl apply -f hack/e2e/porch-apiservice.yaml >/dev/null
-    wait_for "the porch.kpt.dev APIService (log: ${DEV_DIR}/porchsim-apiserver.log)" 90 \
-        kubectl wait --for=condition=Available --timeout=5s apiservice/v1alpha1.porch.kpt.dev
+    proc_wait_for porchsim-apiserver $(($(date +%s) + 90)) "the porch.kpt.dev APIService (at most 90s)" \
+        kubectl wait --for=condition=Available --timeout=5s apiservice/v1alpha1.porch.kpt.dev ||
+        die "porchsim did not serve Porch's API; its log is ${DEV_DIR}/porchsim-apiserver.log"
 
     # Ours, as a user installs it; the binary runs as a process with the
     # ServiceAccount's token (no kubelet here to run the Deployment's pods).
     kubectl apply -k deploy/ >/dev/null
-    wait_for "the CRDs" 60 kubectl wait --for=condition=Established --timeout=5s \
-        crd/packagevariants.config.porch.kpt.dev crd/packagevariantsets.config.porch.kpt.dev
+    kubectl wait --for=condition=Established --timeout=60s \
+        crd/packagevariants.config.porch.kpt.dev crd/packagevariantsets.config.porch.kpt.dev >/dev/null
     local token server
     token="$(kubectl -n variant-controller-system create token variant-controller --duration=24h)"
     server="$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')"
@@ -71,12 +49,10 @@ up() {
     KUBECONFIG="${DEV_DIR}/controller.kubeconfig" kubectl config set-credentials controller --token="${token}" >/dev/null
     KUBECONFIG="${DEV_DIR}/controller.kubeconfig" kubectl config set-context dev --cluster=dev --user=controller >/dev/null
     KUBECONFIG="${DEV_DIR}/controller.kubeconfig" kubectl config use-context dev >/dev/null
-    stop_pid "${DEV_DIR}/variant-controller.pid"
-    bin/variant-controller --kubeconfig "${DEV_DIR}/controller.kubeconfig" --reconcilers='*' \
+    proc_stop variant-controller "${DEV_STOP_TIMEOUT}"
+    proc_start variant-controller bin/variant-controller --kubeconfig "${DEV_DIR}/controller.kubeconfig" --reconcilers='*' \
         --leader-election-namespace variant-controller-system \
-        --health-probe-bind-address 127.0.0.1:18081 --metrics-bind-address 127.0.0.1:18080 --metrics-secure=false \
-        >"${DEV_DIR}/variant-controller.log" 2>&1 &
-    echo $! >"${DEV_DIR}/variant-controller.pid"
+        --health-probe-bind-address 127.0.0.1:18081 --metrics-bind-address 127.0.0.1:18080 --metrics-secure=false
 
     kubectl apply -f examples/fleet/ >/dev/null
     cat <<MSG
@@ -95,8 +71,8 @@ MSG
 }
 
 down() {
-    stop_pid "${DEV_DIR}/variant-controller.pid"
-    stop_pid "${DEV_DIR}/porchsim-apiserver.pid"
+    proc_stop variant-controller "${DEV_STOP_TIMEOUT}"
+    proc_stop porchsim-apiserver "${DEV_STOP_TIMEOUT}"
     hack/local-cluster.sh down
 }
 

@@ -30,8 +30,8 @@
 # A Porch server binds :8080 (its FunctionConfig manager's metrics; not
 # configurable), so with PORCH_BIN the port must be free; everything the
 # tests start stays off :8080 and :8081.
-set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
+cd "${ROOT}"
 
 export CLUSTER_DIR="${E2E_CLUSTER_DIR:-/tmp/variant-controller-e2e}"
 REPORT="${E2E_REPORT:-${CLUSTER_DIR}/report.txt}"
@@ -41,7 +41,8 @@ TEST_TIMEOUT="${E2E_TIMEOUT:-40m}"
 # aggregator, and the kube-apiserver sometimes took 13 s to exit after them.
 export STOP_TIMEOUT="${STOP_TIMEOUT:-5}"
 
-log() { echo "e2e: $*" >&2; }
+# die exits 2 here, not 1 as lib/init.sh's: a run that could not start,
+# told apart from failed tests (go test exits 1).
 die() {
     log "$*"
     exit 2
@@ -57,7 +58,7 @@ if [[ -n "${PORCH_BIN}${PORCH_MANIFESTS}" ]]; then
     [[ -d "${PORCH_MANIFESTS}" ]] || die "PORCH_MANIFESTS=${PORCH_MANIFESTS} is not a directory"
     PORCH_BIN="$(cd "$(dirname "${PORCH_BIN}")" && pwd -P)/$(basename "${PORCH_BIN}")"
     PORCH_MANIFESTS="$(cd "${PORCH_MANIFESTS}" && pwd -P)"
-    if (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null; then
+    if port_in_use 8080; then
         die "port 8080 is in use on this machine; the Porch server binds its FunctionConfig manager's metrics to :8080 (not configurable); free the port (another Porch, or a process serving metrics there?)"
     fi
 fi

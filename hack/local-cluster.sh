@@ -72,11 +72,8 @@
 #                          KUBE_AUDIT_LOG). Unset: no auditing. See "Auditing".
 #   STOP_TIMEOUT           seconds `down` waits after SIGTERM before SIGKILL
 #                          (default 15)
-set -o errexit
-set -o nounset
-set -o pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/process.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 K8S_MODULE_DIR="${ROOT}/hack/k8s"
 K8S_VERSION="$(awk '$1 == "k8s.io/kubernetes" { print $2 } $1 == "require" && $2 == "k8s.io/kubernetes" { print $3 }' "${K8S_MODULE_DIR}/go.mod")"
 if [ -z "${K8S_VERSION}" ]; then
@@ -85,6 +82,9 @@ if [ -z "${K8S_VERSION}" ]; then
 fi
 
 CLUSTER_DIR="${CLUSTER_DIR:-/tmp/variant-controller-cluster}"
+# hack/lib/process.sh: the components' PIDs and logs.
+PROC_DIR="${CLUSTER_DIR}"
+PROC_LOG_DIR="${CLUSTER_DIR}/logs"
 KUBE_CACHE_DIR="${KUBE_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME}/.cache}/variant-controller/k8s-${K8S_VERSION}}"
 BIN_DIR="${KUBE_CACHE_DIR}/bin"
 SERVICE_CLUSTER_IP_RANGE="${SERVICE_CLUSTER_IP_RANGE:-10.0.0.0/24}"
@@ -116,15 +116,6 @@ MARKER=".variant-controller-cluster"
 # know whether the cluster audits.
 AUDIT_POLICY_COPY="audit-policy.yaml"
 AUDIT_LOG_NAME="logs/audit.log"
-
-log() {
-    echo "local-cluster: $*" >&2
-}
-
-die() {
-    log "$*"
-    exit 1
-}
 
 # source_hash prints the hash of what the binaries are built from.
 source_hash() {
@@ -203,10 +194,6 @@ ensure_etcd() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends etcd-server >&2 ||
         die "apt-get install etcd-server failed"
     ETCD="$(command -v etcd)" || die "etcd-server is installed but there is still no etcd on PATH"
-}
-
-port_in_use() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 # pick_port NAME DEFAULT sets the variable NAME: its value from the
@@ -311,61 +298,12 @@ EOF
     chmod 600 "${file}"
 }
 
-# start NAME COMMAND... runs COMMAND detached (its own session, so a Ctrl-C
-# or the end of the calling shell does not reach it), logging to logs/NAME.log.
-start() {
-    local name="$1"
-    shift
-    setsid "$@" </dev/null >"${CLUSTER_DIR}/logs/${name}.log" 2>&1 &
-    local pid=$! i
-    echo "${pid}" >"${CLUSTER_DIR}/${name}.pid"
-    # Until the forked shell has exec'd the command, /proc shows this
-    # script's command line, and pid_of would take the component for gone
-    # (seen under load). Wait for the exec (or the exit), at most 10 s.
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "${pid}" 2>/dev/null || break
-        [[ "$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" == *"$1"* ]] && break
-        sleep 0.1
-    done
-}
-
-# pid_of NAME prints the PID of component NAME when it is running, and fails
-# otherwise. The command line is checked so a reused PID is never taken for
-# the component.
-pid_of() {
-    local pid cmdline
-    pid="$(cat "${CLUSTER_DIR}/$1.pid" 2>/dev/null)" || return 1
-    [ -n "${pid}" ] && kill -0 "${pid}" 2>/dev/null || return 1
-    # Read whole, not piped into `grep -q`: under pipefail an early exit of
-    # grep can fail the pipeline with SIGPIPE.
-    cmdline="$(tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null)" || return 1
-    [[ "${cmdline}" == *"$1"* ]] || return 1
-    echo "${pid}"
-}
-
-# fail_with NAME MESSAGE prints the end of NAME's log and exits (the EXIT trap
+# wait_for NAME DESCRIPTION COMMAND... retries COMMAND until it succeeds;
+# when NAME dies or the deadline passes first, the script ends (the EXIT trap
 # stops what was started).
-fail_with() {
-    local name="$1"
-    shift
-    log "$*"
-    if [ -f "${CLUSTER_DIR}/logs/${name}.log" ]; then
-        log "last lines of ${CLUSTER_DIR}/logs/${name}.log:"
-        tail -n 30 "${CLUSTER_DIR}/logs/${name}.log" | sed 's/^/    /' >&2
-    fi
-    die "the cluster did not come up; logs are in ${CLUSTER_DIR}/logs (${SELF} down removes them)"
-}
-
-# wait_for NAME DESCRIPTION COMMAND... retries COMMAND until it succeeds,
-# NAME dies or the deadline passes.
 wait_for() {
-    local name="$1" what="$2"
-    shift 2
-    until "$@" >/dev/null 2>&1; do
-        pid_of "${name}" >/dev/null || fail_with "${name}" "${name} exited while waiting for ${what}"
-        [ "$(date +%s)" -lt "${DEADLINE}" ] || fail_with "${name}" "timed out after ${CLUSTER_WAIT_TIMEOUT}s waiting for ${what}"
-        sleep 0.5
-    done
+    proc_wait_for "$1" "${DEADLINE}" "$2 (at most ${CLUSTER_WAIT_TIMEOUT}s)" "${@:3}" ||
+        die "the cluster did not come up; logs are in ${CLUSTER_DIR}/logs (${SELF} down removes them)"
 }
 
 kubectl_admin() {
@@ -385,7 +323,7 @@ kcm_healthy() {
 all_running() {
     local name
     for name in "${COMPONENTS[@]}"; do
-        pid_of "${name}" >/dev/null || return 1
+        proc_pid "${name}" >/dev/null || return 1
     done
     [ -f "${CLUSTER_DIR}/ports.env" ] || return 1
     # shellcheck source=/dev/null
@@ -393,25 +331,9 @@ all_running() {
 }
 
 stop_components() {
-    local name pid start deadline
+    local name
     for name in "${COMPONENTS[@]}"; do
-        pid="$(pid_of "${name}")" || {
-            rm -f "${CLUSTER_DIR}/${name}.pid"
-            continue
-        }
-        kill -TERM "${pid}" 2>/dev/null || true
-        start="$(date +%s)"
-        deadline=$((start + STOP_TIMEOUT))
-        while kill -0 "${pid}" 2>/dev/null && [ "$(date +%s)" -lt "${deadline}" ]; do
-            sleep 0.2
-        done
-        if kill -0 "${pid}" 2>/dev/null; then
-            log "${name} (pid ${pid}) still running ${STOP_TIMEOUT}s after SIGTERM; sending SIGKILL"
-            kill -KILL "${pid}" 2>/dev/null || true
-        else
-            log "stopped ${name} (pid ${pid}) in $(($(date +%s) - start))s"
-        fi
-        rm -f "${CLUSTER_DIR}/${name}.pid"
+        proc_stop "${name}" "${STOP_TIMEOUT}"
     done
 }
 
@@ -515,7 +437,7 @@ EOF
     DEADLINE=$(($(date +%s) + CLUSTER_WAIT_TIMEOUT))
 
     log "starting etcd ($("${ETCD}" --version | awk 'NR == 1 { print $3 }')) on 127.0.0.1:${ETCD_PORT}"
-    start etcd "${ETCD}" \
+    proc_start etcd "${ETCD}" \
         --name=variant-controller-local \
         --data-dir="${CLUSTER_DIR}/etcd" \
         --listen-client-urls="http://127.0.0.1:${ETCD_PORT}" \
@@ -533,7 +455,7 @@ EOF
     # an Endpoints object may not hold, and nothing without pods needs the
     # `kubernetes` Service's endpoints.
     log "starting kube-apiserver on https://127.0.0.1:${APISERVER_PORT}${APISERVER_AUDIT_POLICY:+, audit log ${CLUSTER_DIR}/${AUDIT_LOG_NAME}}"
-    start kube-apiserver "${BIN_DIR}/kube-apiserver" \
+    proc_start kube-apiserver "${BIN_DIR}/kube-apiserver" \
         --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
         --bind-address=127.0.0.1 \
         --advertise-address=127.0.0.1 \
@@ -559,7 +481,7 @@ EOF
     wait_for kube-apiserver "kube-apiserver's /readyz" readyz_ok
 
     log "starting kube-controller-manager (${KCM_CONTROLLERS})"
-    start kube-controller-manager "${BIN_DIR}/kube-controller-manager" \
+    proc_start kube-controller-manager "${BIN_DIR}/kube-controller-manager" \
         --kubeconfig="${CLUSTER_DIR}/controller-manager.kubeconfig" \
         --authentication-kubeconfig="${CLUSTER_DIR}/controller-manager.kubeconfig" \
         --authorization-kubeconfig="${CLUSTER_DIR}/controller-manager.kubeconfig" \
@@ -609,7 +531,7 @@ cmd_env() {
 }
 
 usage() {
-    sed -n '2,/^set -o errexit/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+    sed -n '2,/^[^#]/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
 }
 
 case "${1:-}" in

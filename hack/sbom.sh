@@ -9,11 +9,7 @@
 # below into the project's tool cache, beside the Kubernetes binaries of
 # hack/local-cluster.sh (${XDG_CACHE_HOME:-$HOME/.cache}/variant-controller),
 # once; afterwards this works offline.
-set -o errexit
-set -o nounset
-set -o pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${ROOT}"
 
 CYCLONEDX_GOMOD_VERSION="v1.10.0"

@@ -9,11 +9,7 @@
 #     local clusters and tests; Porch installs the real one).
 # Downloads what it needs (the code generators and controller-gen at the
 # versions pinned here and in go.mod); works offline once they are cached.
-set -o errexit
-set -o nounset
-set -o pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${ROOT}"
 
 MODULE="$(go list -m)"

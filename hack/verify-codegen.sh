@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Fails when the generated code or CRDs differ from what the API types in
 # pkg/apis produce. Leaves the working tree as it found it.
-set -o errexit
-set -o nounset
-set -o pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${ROOT}"
 
 GENERATED=(pkg/apis pkg/generated deploy/crd hack/crd)

@@ -6,11 +6,7 @@
 # porchsim's API server links a controller (it serves Porch, it does not
 # reconcile), or when pkg/offline reaches a cluster itself (variantctl
 # does, and hands the runner what it read).
-set -o errexit
-set -o nounset
-set -o pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${ROOT}"
 
 forbidden='^(github\.com/kptdev/|github\.com/bytecodealliance/|github\.com/porch-variants/variant-controller/pkg/(porchsim|offline))'

@@ -2,11 +2,7 @@
 # Fails when a make target that the README (or another Markdown file of the
 # project) tells people to run is missing from `make help`: a newcomer finds
 # targets through the README and `make help`, and the two must agree.
-set -o errexit
-set -o nounset
-set -o pipefail
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${ROOT}"
 
 listed="$(make --no-print-directory help | awk '{ print $1 }')"

@@ -12,8 +12,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/porch-variants/variant-controller/cmd/internal/cliflags"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -46,27 +45,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := newOptions()
 	fs := pflag.NewFlagSet("porchsim-apiserver", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o.addFlags(fs)
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(klogFlags.Lookup(name))
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "porchsim-apiserver serves an in-memory Porch as the porch.kpt.dev aggregated API.\n\n"+
-			"Usage:\n  porchsim-apiserver [flags]\n\nFlags:\n%s", fs.FlagUsages())
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "porchsim-apiserver: %v\nRun 'porchsim-apiserver --help' for the flags.\n", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "porchsim-apiserver: unexpected arguments %q; it takes flags only\n", fs.Args())
-		return exitUsage
+	if code, stop := cliflags.Parse(fs, "porchsim-apiserver serves an in-memory Porch as the porch.kpt.dev aggregated API.", args, stdout, stderr); stop {
+		return code
 	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(stderr, "porchsim-apiserver: %v\n", err)

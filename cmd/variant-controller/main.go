@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/porch-variants/variant-controller/cmd/internal/cliflags"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/controllers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
@@ -59,27 +58,9 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	var o options
 	fs := pflag.NewFlagSet("variant-controller", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
 	o.addFlags(fs)
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	// Only the verbosity flags: the log-file flags make no sense in a pod.
-	for _, name := range []string{"v", "vmodule"} {
-		fs.AddGoFlag(klogFlags.Lookup(name))
-	}
-	fs.Usage = func() {
-		fmt.Fprintf(stdout, "variant-controller runs the PackageVariant and PackageVariantSet controllers for Porch.\n\nUsage:\n  variant-controller [flags]\n\nFlags:\n%s", fs.FlagUsages())
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "variant-controller: %v\nRun 'variant-controller --help' for the flags.\n", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "variant-controller: unexpected arguments %q; it takes flags only\n", fs.Args())
-		return exitUsage
+	if code, stop := cliflags.Parse(fs, "variant-controller runs the PackageVariant and PackageVariantSet controllers for Porch.", args, stdout, stderr); stop {
+		return code
 	}
 	enabled, err := enabledReconcilers(o.reconcilers, fs.Changed("reconcilers"), getenv)
 	if err != nil {

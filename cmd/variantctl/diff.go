@@ -25,9 +25,8 @@ import (
 const exitDifferent = 1
 
 func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	var c common
-	c.register(fs, true)
+	fs := newCommand("diff", &c, true)
 	var from stringList
 	fs.Var(&from, "from", "read the fleet from a saved snapshot (kubectl get ... -o yaml; a file or directory, repeatable) instead of a cluster")
 	cluster := clusterFlags(fs)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -11,15 +10,11 @@ import (
 )
 
 func expand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("expand", flag.ContinueOnError)
 	var c common
-	c.register(fs, true)
-	if code, ok := parse(fs, &c, args, stderr); !ok {
-		return code
-	}
-	in, ok := readInput("expand", c.files, stderr)
+	fs := newCommand("expand", &c, true)
+	in, code, ok := parseInput(fs, &c, args, stderr)
 	if !ok {
-		return exitBadInput
+		return code
 	}
 	if len(in.Sets) == 0 {
 		fmt.Fprintln(stderr, "variantctl expand: the input holds no PackageVariantSet; nothing to expand")

@@ -133,6 +133,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // parse parses a command's flags; ok false means exit with the status.
+// newCommand is the flag set of command name, with the common flags
+// registered into c (withRun: also those of the commands that run the
+// controllers).
+func newCommand(name string, c *common, withRun bool) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	c.register(fs, withRun)
+	return fs
+}
+
+// parseInput parses the command line and reads the input it names; when the
+// command is to stop, it returns the exit code and false.
+func parseInput(fs *flag.FlagSet, c *common, args []string, stderr io.Writer) (*input.Input, int, bool) {
+	if code, ok := parse(fs, c, args, stderr); !ok {
+		return nil, code, false
+	}
+	in, ok := readInput(fs.Name(), c.files, stderr)
+	if !ok {
+		return nil, exitBadInput, false
+	}
+	return in, 0, true
+}
+
 func parse(fs *flag.FlagSet, c *common, args []string, stderr io.Writer) (int, bool) {
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -196,18 +218,14 @@ func printInputError(cmd string, err error, stderr io.Writer) {
 }
 
 func render(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	var c common
-	c.register(fs, true)
+	fs := newCommand("render", &c, true)
 	var packages stringList
 	fs.Var(&packages, "package", "load a kpt package directory as a Published revision: REPO/PACKAGE[@REVISION]=DIR (revision 1 by default; repeatable)")
 	outDir := fs.String("out", "", "write each draft's files to DIR/<repository>/<package>/<workspace>/ and print a summary table instead of YAML")
-	if code, ok := parse(fs, &c, args, stderr); !ok {
-		return code
-	}
-	in, ok := readInput("render", c.files, stderr)
+	in, code, ok := parseInput(fs, &c, args, stderr)
 	if !ok {
-		return exitBadInput
+		return code
 	}
 	var flags []input.PackageFlag
 	for _, p := range packages {

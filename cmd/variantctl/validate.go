@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -13,15 +12,11 @@ import (
 )
 
 func validate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	var c common
-	c.register(fs, false)
-	if code, ok := parse(fs, &c, args, stderr); !ok {
-		return code
-	}
-	in, ok := readInput("validate", c.files, stderr)
+	fs := newCommand("validate", &c, false)
+	in, code, ok := parseInput(fs, &c, args, stderr)
 	if !ok {
-		return exitBadInput
+		return code
 	}
 	if len(in.Variants) == 0 && len(in.Sets) == 0 {
 		fmt.Fprintln(stderr, "variantctl validate: the input holds no PackageVariant or PackageVariantSet")

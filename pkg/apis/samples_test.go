@@ -34,26 +34,11 @@ var sampleKinds = map[string]struct {
 	gv     schema.GroupVersion
 	newObj func() runtime.Object
 }{
-	"PackageVariant": {
-		gv:     configv1alpha1.SchemeGroupVersion,
-		newObj: func() runtime.Object { return &configv1alpha1.PackageVariant{} },
-	},
-	"Repository": {
-		gv:     configv1alpha1.SchemeGroupVersion,
-		newObj: func() runtime.Object { return &configv1alpha1.Repository{} },
-	},
-	"PackageVariantSet": {
-		gv:     configv1alpha2.SchemeGroupVersion,
-		newObj: func() runtime.Object { return &configv1alpha2.PackageVariantSet{} },
-	},
-	"PackageRevision": {
-		gv:     porchv1alpha1.SchemeGroupVersion,
-		newObj: func() runtime.Object { return &porchv1alpha1.PackageRevision{} },
-	},
-	"PackageRevisionResources": {
-		gv:     porchv1alpha1.SchemeGroupVersion,
-		newObj: func() runtime.Object { return &porchv1alpha1.PackageRevisionResources{} },
-	},
+	"PackageVariant":           {configv1alpha1.SchemeGroupVersion, func() runtime.Object { return &configv1alpha1.PackageVariant{} }},
+	"Repository":               {configv1alpha1.SchemeGroupVersion, func() runtime.Object { return &configv1alpha1.Repository{} }},
+	"PackageVariantSet":        {configv1alpha2.SchemeGroupVersion, func() runtime.Object { return &configv1alpha2.PackageVariantSet{} }},
+	"PackageRevision":          {porchv1alpha1.SchemeGroupVersion, func() runtime.Object { return &porchv1alpha1.PackageRevision{} }},
+	"PackageRevisionResources": {porchv1alpha1.SchemeGroupVersion, func() runtime.Object { return &porchv1alpha1.PackageRevisionResources{} }},
 }
 
 // TestSamplesRoundTrip proves that every sample decodes strictly into its Go

@@ -107,14 +107,12 @@ func TestEvaluate(t *testing.T) {
 		"SerialisedObjectsHidden": {
 			reason: "annotations that hold a whole object (kubectl's last-applied-configuration, any JSON object with apiVersion and kind) are not seen; the others are",
 			expr:   "string(size(target.annotations)) + '-' + string('kubectl.kubernetes.io/last-applied-configuration' in target.annotations) + '-' + string('copy' in target.annotations) + '-' + target.annotations.note + '-' + target.annotations.json",
-			vars: func(v *Vars) {
-				v.Target = ObjectTarget(Object{Name: "settings", Annotations: map[string]string{
-					"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Secret","data":{"password":"c2VjcmV0"}}`,
-					"copy": ` {"kind": "ConfigMap", "apiVersion": "v1", "data": {"k": "v"}}`,
-					"note": "kept",
-					"json": `{"a": 1}`,
-				}})
-			},
+			vars: withTarget(Object{Name: "settings", Annotations: map[string]string{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Secret","data":{"password":"c2VjcmV0"}}`,
+				"copy": ` {"kind": "ConfigMap", "apiVersion": "v1", "data": {"k": "v"}}`,
+				"note": "kept",
+				"json": `{"a": 1}`,
+			}}),
 			want: `2-false-false-kept-{"a": 1}`,
 		},
 		"ObjectsAsMaps": {
@@ -250,10 +248,8 @@ func TestEvaluateErrors(t *testing.T) {
 			// the cost limit would notice before it is built. The
 			// estimate assumes a label value of at most 63 characters,
 			// so only the evaluation sees this one.
-			expr: "target.labels['region'].replace('e', '" + strings.Repeat("b", 1000) + "')",
-			vars: func(v *Vars) {
-				v.Target = ObjectTarget(Object{Labels: map[string]string{"region": strings.Repeat("e", 2000)}})
-			},
+			expr:        "target.labels['region'].replace('e', '" + strings.Repeat("b", 1000) + "')",
+			vars:        withTarget(Object{Labels: map[string]string{"region": strings.Repeat("e", 2000)}}),
 			wantMessage: []string{"replace would build a string of more than 1048576 bytes"},
 		},
 		"ReplaceEstimated": {
@@ -262,22 +258,18 @@ func TestEvaluateErrors(t *testing.T) {
 			wantMessage: []string{"estimated cost", "exceeds the cost limit of 1000000"},
 		},
 		"ReplaceStillCharged": {
-			reason: "the guarded replace keeps the cost model of the extension library when evaluated",
-			opts:   Options{CostLimit: 20_000},
-			expr:   "target.annotations['note'].replace('a', 'bbbbbbbbbbbbbbbbbbbb')",
-			vars: func(v *Vars) {
-				v.Target = ObjectTarget(Object{Annotations: map[string]string{"note": strings.Repeat("a", 50_000)}})
-			},
+			reason:      "the guarded replace keeps the cost model of the extension library when evaluated",
+			opts:        Options{CostLimit: 20_000},
+			expr:        "target.annotations['note'].replace('a', 'bbbbbbbbbbbbbbbbbbbb')",
+			vars:        withTarget(Object{Annotations: map[string]string{"note": strings.Repeat("a", 50_000)}}),
 			wantMessage: []string{"evaluation exceeded the cost limit of 20000"},
 		},
 		"JoinTooLong": {
 			reason: "join refuses to build a string that could exhaust memory",
 			// 251 references to one 5000-byte literal cost little, yet
 			// join would build 1.25 MB from them.
-			expr: "target.labels['region'].split(',').map(a, '" + strings.Repeat("x", 5000) + "').join()",
-			vars: func(v *Vars) {
-				v.Target = ObjectTarget(Object{Labels: map[string]string{"region": strings.Repeat(",", 250)}})
-			},
+			expr:        "target.labels['region'].split(',').map(a, '" + strings.Repeat("x", 5000) + "').join()",
+			vars:        withTarget(Object{Labels: map[string]string{"region": strings.Repeat(",", 250)}}),
 			wantMessage: []string{"join would build a string of more than 1048576 bytes"},
 		},
 	}
@@ -642,3 +634,8 @@ func BenchmarkEvaluateCached(b *testing.B) {
 
 // testBudget is a budget no test reaches, on a context that does not end.
 func testBudget() *Budget { return NewBudget(context.Background(), 0) }
+
+// withTarget makes o the target the expression sees.
+func withTarget(o Object) func(*Vars) {
+	return func(v *Vars) { v.Target = ObjectTarget(o) }
+}

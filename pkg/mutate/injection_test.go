@@ -83,40 +83,13 @@ func TestApplyConfigInjection(t *testing.T) {
 	}{
 		"ConfigMap data replaced, comments elsewhere kept, stale annotation left": {
 			files: map[string]string{
-				"Kptfile": kptfileWith(""),
-				"region.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region # the in-package name
-  annotations:
-    kpt.dev/config-injection: optional
-    kpt.dev/injected-resource-name: old
-data:
-  region: default
-  extra: dropped
-`,
+				"Kptfile":     kptfileWith(""),
+				"region.yaml": testdata("injection/configmap-replaced.in.region.yaml"),
 			},
 			injectors: []configv1alpha1.InjectionSelector{{Name: "us-east"}},
 			want: map[string]string{
-				"Kptfile": kptfileWith(`status:
-  conditions:
-  - type: config.injection.ConfigMap.region
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-east" from cluster
-`),
-				"region.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region # the in-package name
-  annotations:
-    kpt.dev/config-injection: optional
-    kpt.dev/injected-resource-name: old
-    kpt.dev/injected-resource: us-east
-data:
-  region: us-east-1
-  zone: b
-`,
+				"Kptfile":     testdata("injection/configmap-replaced.Kptfile"),
+				"region.yaml": testdata("injection/configmap-replaced.region.yaml"),
 			},
 			wantSources: []string{"us-east"},
 			wantCands:   []Candidate{{GVK: configMapGVK, Name: "us-east"}},
@@ -126,26 +99,8 @@ data:
 			injectors: []configv1alpha1.InjectionSelector{{Name: "empty"}},
 			cluster:   cluster{clusterKey(configMapGVK, "empty"): {"metadata": map[string]interface{}{"name": "empty"}}},
 			want: map[string]string{
-				"Kptfile": kptfileWith(`info:
-  readinessGates:
-  - conditionType: config.injection.ConfigMap.region
-status:
-  conditions:
-  - type: config.injection.ConfigMap.region
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "empty" from cluster
-`),
-				"region.yaml": `# region settings, injected per cluster
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region
-  annotations:
-    kpt.dev/config-injection: required
-    kpt.dev/injected-resource: empty
-data: {}
-`,
+				"Kptfile":     testdata("injection/empty-data.Kptfile"),
+				"region.yaml": testdata("injection/empty-data.region.yaml"),
 			},
 			wantSources: []string{"empty"},
 			wantCands:   []Candidate{{GVK: configMapGVK, Name: "empty"}},
@@ -155,23 +110,8 @@ data: {}
 			injectors: []configv1alpha1.InjectionSelector{{Name: "us-west"}},
 			cluster:   cluster{clusterKey(endpointsGVK, "us-west"): usWestEndpoints},
 			want: map[string]string{
-				"Kptfile": kptfileWith(`status:
-  conditions:
-  - type: config.injection.Endpoints.endpoints
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-west" from cluster
-`),
-				"endpoints.yaml": `apiVersion: example.com/v1
-kind: Endpoints
-metadata:
-  name: endpoints
-  annotations:
-    kpt.dev/config-injection: optional
-    kpt.dev/injected-resource: us-west
-spec:
-  url: https://us-west.example.com
-`,
+				"Kptfile":        testdata("injection/custom-kind.Kptfile"),
+				"endpoints.yaml": injectedEndpointsUSWest,
 			},
 			wantSources: []string{"us-west"},
 			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "us-west"}},
@@ -195,42 +135,9 @@ spec:
 				clusterKey(configMapGVK, "us-east"): testCluster()[clusterKey(configMapGVK, "us-east")],
 			},
 			want: map[string]string{
-				"Kptfile": kptfileWith(`info:
-  readinessGates:
-  - conditionType: config.injection.ConfigMap.region
-status:
-  conditions:
-  - type: config.injection.ConfigMap.region
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-east" from cluster
-  - type: config.injection.Endpoints.endpoints
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-west" from cluster
-`),
-				"region.yaml": `# region settings, injected per cluster
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region
-  annotations:
-    kpt.dev/config-injection: required
-    kpt.dev/injected-resource: us-east
-data:
-  region: us-east-1
-  zone: b
-`,
-				"endpoints.yaml": `apiVersion: example.com/v1
-kind: Endpoints
-metadata:
-  name: endpoints
-  annotations:
-    kpt.dev/config-injection: optional
-    kpt.dev/injected-resource: us-west
-spec:
-  url: https://us-west.example.com
-`,
+				"Kptfile":        testdata("injection/gvk-fields.Kptfile"),
+				"region.yaml":    injectedRegionUSEast,
+				"endpoints.yaml": injectedEndpointsUSWest,
 			},
 			wantSources: []string{"us-east", "us-west"},
 			wantCands: []Candidate{
@@ -250,23 +157,8 @@ spec:
 				{Kind: ptr("ConfigMap"), Name: "c"}, {Kind: ptr("ConfigMap"), Name: "d"},
 				{Kind: ptr("ConfigMap"), Name: "e"},
 			},
-			cluster: cluster{},
-			want: map[string]string{
-				"Kptfile": kptfileWith(`info:
-  readinessGates:
-  - conditionType: config.injection.ConfigMap.region
-status:
-  conditions:
-  - type: config.injection.ConfigMap.region
-    status: "False"
-    reason: NoResourceSelected
-    message: 'no resource matched any injection selector for this injection point: no v1 ConfigMap named "a", "b", "c" and 2 more in the variant''s namespace'
-  - type: config.injection.Endpoints.endpoints
-    status: "False"
-    reason: NoResourceSelected
-    message: 'no resource matched any injection selector for this injection point: no injector selects example.com/v1 Endpoints'
-`),
-			},
+			cluster:     cluster{},
+			want:        map[string]string{"Kptfile": testdata("injection/nothing-found.Kptfile")},
 			wantSources: []string{"", ""},
 			wantCands: []Candidate{
 				{GVK: configMapGVK, Name: "a"}, {GVK: configMapGVK, Name: "b"}, {GVK: configMapGVK, Name: "c"},
@@ -274,16 +166,8 @@ status:
 			},
 		},
 		"no injectors": {
-			files: map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
-			want: map[string]string{
-				"Kptfile": kptfileWith(`status:
-  conditions:
-  - type: config.injection.Endpoints.endpoints
-    status: "False"
-    reason: NoResourceSelected
-    message: no injectors defined
-`),
-			},
+			files:       map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			want:        map[string]string{"Kptfile": testdata("injection/no-injectors.Kptfile")},
 			wantSources: []string{""},
 		},
 		"getter error recorded in the condition and stops the search": {
@@ -295,108 +179,29 @@ status:
 				}
 				return usWestEndpoints, true, nil
 			},
-			want: map[string]string{
-				"Kptfile": kptfileWith(`status:
-  conditions:
-  - type: config.injection.Endpoints.endpoints
-    status: "False"
-    reason: NoResourceSelected
-    message: 'could not look up Endpoints "broken": no matches for kind "Endpoints" in version "example.com/v1"'
-`),
-			},
+			want:        map[string]string{"Kptfile": testdata("injection/getter-error.Kptfile")},
 			wantSources: []string{""},
 			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "broken"}},
 		},
 		"in-cluster object without spec": {
-			files:     map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
-			injectors: []configv1alpha1.InjectionSelector{{Name: "bare"}},
-			cluster:   cluster{clusterKey(endpointsGVK, "bare"): {"metadata": map[string]interface{}{"name": "bare"}}},
-			want: map[string]string{
-				"Kptfile": kptfileWith(`status:
-  conditions:
-  - type: config.injection.Endpoints.endpoints
-    status: "False"
-    reason: NoResourceSelected
-    message: field "spec" not found in resource "bare"
-`),
-			},
+			files:       map[string]string{"Kptfile": kptfileWith(""), "endpoints.yaml": testEndpoints},
+			injectors:   []configv1alpha1.InjectionSelector{{Name: "bare"}},
+			cluster:     cluster{clusterKey(endpointsGVK, "bare"): {"metadata": map[string]interface{}{"name": "bare"}}},
+			want:        map[string]string{"Kptfile": testdata("injection/no-spec.Kptfile")},
 			wantSources: []string{""},
 			wantCands:   []Candidate{{GVK: endpointsGVK, Name: "bare"}},
 		},
 		"existing conditions and gates kept; ours updated in place; gates sorted, never removed": {
 			files: map[string]string{
-				"Kptfile": kptfileWith(`info:
-  readinessGates:
-  - conditionType: zz.manual # added by a person
-  - conditionType: config.injection.Endpoints.endpoints
-  - conditionType: config.injection.ConfigMap.removed
-  - conditionType: zz.manual
-status:
-  conditions:
-  - type: Rendered # from the last render
-    status: "True"
-  - type: config.injection.ConfigMap.region
-    status: "False"
-    reason: NoResourceSelected
-    message: old
-  - type: config.injection.ConfigMap.removed
-    status: "True"
-    reason: ConfigInjected
-  - type: config.injection.ConfigMap.region
-    status: "False"
-`),
+				"Kptfile":        testdata("injection/existing-conditions.in.Kptfile"),
 				"region.yaml":    testRegionConfigMap,
 				"endpoints.yaml": testEndpoints,
 			},
 			injectors: []configv1alpha1.InjectionSelector{{Name: "us-east"}},
 			want: map[string]string{
-				"Kptfile": kptfileWith(`info:
-  readinessGates:
-  - conditionType: config.injection.ConfigMap.region
-  - conditionType: config.injection.ConfigMap.removed
-  - conditionType: config.injection.Endpoints.endpoints
-  - conditionType: zz.manual # added by a person
-status:
-  conditions:
-  - type: Rendered # from the last render
-    status: "True"
-  - type: config.injection.ConfigMap.region
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-east" from cluster
-  - type: config.injection.ConfigMap.removed
-    status: "True"
-    reason: ConfigInjected
-  - type: config.injection.Endpoints.endpoints
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-east" from cluster
-`),
-				"region.yaml": `# region settings, injected per cluster
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region
-  annotations:
-    kpt.dev/config-injection: required
-    kpt.dev/injected-resource: us-east
-data:
-  region: us-east-1
-  zone: b
-`,
-				"endpoints.yaml": `apiVersion: example.com/v1
-kind: Endpoints
-metadata:
-  name: endpoints
-  annotations:
-    kpt.dev/config-injection: optional
-    kpt.dev/injected-resource: us-east
-spec:
-  ports:
-  - 80
-  - 443
-  url: https://us-east.example.com
-`,
+				"Kptfile":        testdata("injection/existing-conditions.Kptfile"),
+				"region.yaml":    injectedRegionUSEast,
+				"endpoints.yaml": injectedEndpointsUSEast,
 			},
 			wantSources: []string{"us-east", "us-east"},
 			wantCands:   []Candidate{{GVK: configMapGVK, Name: "us-east"}, {GVK: endpointsGVK, Name: "us-east"}},
@@ -406,20 +211,8 @@ spec:
 				"Kptfile":     kptfileWith("info:\n  readinessGates:\n  - conditionType: b\n  - conditionType: config.injection.ConfigMap.region\n"),
 				"region.yaml": testRegionConfigMap,
 			},
-			cluster: cluster{},
-			want: map[string]string{
-				"Kptfile": kptfileWith(`info:
-  readinessGates:
-  - conditionType: b
-  - conditionType: config.injection.ConfigMap.region
-status:
-  conditions:
-  - type: config.injection.ConfigMap.region
-    status: "False"
-    reason: NoResourceSelected
-    message: no injectors defined
-`),
-			},
+			cluster:     cluster{},
+			want:        map[string]string{"Kptfile": testdata("injection/required-gate.Kptfile")},
 			wantSources: []string{""},
 		},
 		"no Kptfile": {
@@ -447,20 +240,10 @@ status:
 				get = c.get
 			}
 			res, err := Apply(tc.files, Input{VariantName: "pv", Injectors: tc.injectors}, get)
-			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
-				t.Fatalf("error (-want +got):\n%s", diff)
-			}
-			if err != nil {
+			if !wantError(t, err, tc.wantErr) {
 				return
 			}
-			want := map[string]string{}
-			for k, v := range tc.files {
-				want[k] = v
-			}
-			for k, v := range tc.want {
-				want[k] = v
-			}
-			if diff := cmp.Diff(want, res.Files); diff != "" {
+			if diff := cmp.Diff(withChanges(tc.files, tc.want), res.Files); diff != "" {
 				t.Errorf("files (-want +got):\n%s", diff)
 			}
 			var sources []string

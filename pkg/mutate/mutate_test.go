@@ -2,6 +2,8 @@ package mutate
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,77 +14,34 @@ import (
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 )
 
-// A Kptfile with comments, a field this package does not know, its own
-// pipeline function and an existing condition: everything a mutation must
-// keep.
-const testKptfile = `# Kptfile of the package
-apiVersion: kpt.dev/v1
-kind: Kptfile
-metadata:
-  name: app # package name
-  annotations:
-    config.kubernetes.io/local-config: "true"
-upstream:
-  type: git
-  git:
-    repo: https://example.com/blueprints
-    directory: app
-    ref: app/v3
-info:
-  description: an app
-pipeline:
-  mutators:
-  # the package's own function
-  - image: gcr.io/kpt-fn/apply-setters:v0.2
-    configPath: setters.yaml
-somethingNew:
-  kept: true
-status:
-  conditions:
-  - type: Rendered
-    status: "True"
-`
+// The test package lives in testdata/package: a Kptfile with comments, a
+// field this package does not know, its own pipeline function and an existing
+// condition (everything a mutation must keep); the package context; an
+// injection point of each kind; a Deployment no mutation touches; and a
+// README that is not YAML. testdata/injected holds the injection points as
+// they are after injection from testCluster, testdata/all-mutations the
+// other files fullInput changes.
+var (
+	testKptfile         = testdata("package/Kptfile")
+	testPackageContext  = testdata("package/package-context.yaml")
+	testRegionConfigMap = testdata("package/region.yaml")
+	testEndpoints       = testdata("package/endpoints.yaml")
+	testDeployment      = testdata("package/deployment.yaml")
+	testReadme          = testdata("package/README.md")
 
-const testPackageContext = `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: kptfile.kpt.dev
-  annotations:
-    config.kubernetes.io/local-config: "true"
-data:
-  name: app # set by Porch
-`
+	injectedRegionUSEast    = testdata("injected/region-us-east.yaml")
+	injectedEndpointsUSEast = testdata("injected/endpoints-us-east.yaml")
+	injectedEndpointsUSWest = testdata("injected/endpoints-us-west.yaml")
+)
 
-const testRegionConfigMap = `# region settings, injected per cluster
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region
-  annotations:
-    kpt.dev/config-injection: required
-data:
-  region: default # overwritten by injection
-`
-
-const testEndpoints = `apiVersion: example.com/v1
-kind: Endpoints
-metadata:
-  name: endpoints
-  annotations:
-    kpt.dev/config-injection: optional
-spec:
-  url: http://localhost
-`
-
-const testReadme = "# app\n\nNot YAML: --- and key: value stay as they are.\n"
-
-const testDeployment = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app
-spec:
-  replicas: 1 # scaled by setters
-`
+// testdata is the file testdata/name, byte for byte.
+func testdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", filepath.FromSlash(name)))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func testFiles() map[string]string {
 	return map[string]string{
@@ -154,88 +113,12 @@ func TestApplyAllMutations(t *testing.T) {
 		t.Fatalf("Apply: %v", err)
 	}
 	want := map[string]string{
-		"Kptfile": `# Kptfile of the package
-apiVersion: kpt.dev/v1
-kind: Kptfile
-metadata:
-  name: app # package name
-  annotations:
-    config.kubernetes.io/local-config: "true"
-upstream:
-  type: git
-  git:
-    repo: https://example.com/blueprints
-    directory: app
-    ref: app/v3
-info:
-  description: an app
-  readinessGates:
-  - conditionType: config.injection.ConfigMap.region
-pipeline:
-  mutators:
-  - image: gcr.io/kpt-fn/set-namespace:v0.4
-    configMap:
-      namespace: prod
-    name: PackageVariant.my-pv.set.namespace.0
-  # the package's own function
-  - image: gcr.io/kpt-fn/apply-setters:v0.2
-    configPath: setters.yaml
-  validators:
-  - image: gcr.io/kpt-fn/kubeval:v0.3
-    name: PackageVariant.my-pv..0
-somethingNew:
-  kept: true
-status:
-  conditions:
-  - type: Rendered
-    status: "True"
-  - type: config.injection.ConfigMap.region
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-east" from cluster
-  - type: config.injection.Endpoints.endpoints
-    status: "True"
-    reason: ConfigInjected
-    message: injected resource "us-east" from cluster
-`,
-		"package-context.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: kptfile.kpt.dev
-  annotations:
-    config.kubernetes.io/local-config: "true"
-data:
-  name: app # set by Porch
-  env: prod
-  region: us-east-1
-`,
-		"region.yaml": `# region settings, injected per cluster
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: region
-  annotations:
-    kpt.dev/config-injection: required
-    kpt.dev/injected-resource: us-east
-data:
-  region: us-east-1
-  zone: b
-`,
-		"endpoints.yaml": `apiVersion: example.com/v1
-kind: Endpoints
-metadata:
-  name: endpoints
-  annotations:
-    kpt.dev/config-injection: optional
-    kpt.dev/injected-resource: us-east
-spec:
-  ports:
-  - 80
-  - 443
-  url: https://us-east.example.com
-`,
-		"deployment.yaml": testDeployment,
-		"README.md":       testReadme,
+		"Kptfile":              testdata("all-mutations/Kptfile"),
+		"package-context.yaml": testdata("all-mutations/package-context.yaml"),
+		"region.yaml":          injectedRegionUSEast,
+		"endpoints.yaml":       injectedEndpointsUSEast,
+		"deployment.yaml":      testDeployment,
+		"README.md":            testReadme,
 	}
 	if diff := cmp.Diff(want, res.Files); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
@@ -438,6 +321,16 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// wantError fails the test unless err is wantErr ("" for none), and reports
+// whether there is a result to check.
+func wantError(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if diff := cmp.Diff(wantErr, errString(err)); diff != "" {
+		t.Fatalf("error (-want +got):\n%s", diff)
+	}
+	return err == nil
+}
+
 // apply runs Apply and fails the test on error; for tests about one file.
 func apply(t *testing.T, files map[string]string, in Input, get ObjectGetter) Result {
 	t.Helper()
@@ -452,6 +345,19 @@ func apply(t *testing.T, files map[string]string, in Input, get ObjectGetter) Re
 		t.Fatalf("Apply: %v", err)
 	}
 	return res
+}
+
+// withChanges is files with the changed ones replaced: what Apply returns
+// when it changes exactly those.
+func withChanges(files, changed map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		out[k] = v
+	}
+	for k, v := range changed {
+		out[k] = v
+	}
+	return out
 }
 
 func kptfileWith(extra string) string {

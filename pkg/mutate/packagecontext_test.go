@@ -16,29 +16,9 @@ func TestApplyPackageContext(t *testing.T) {
 		wantErr string
 	}{
 		"existing keys updated in place, new keys appended sorted, comments kept": {
-			files: map[string]string{"package-context.yaml": `# package context
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: kptfile.kpt.dev
-data:
-  name: app # set by Porch
-  env: dev # the environment
-  zone: a
-`},
-			pc: &configv1alpha1.PackageContext{Data: map[string]string{"zone": "b", "env": "prod", "count": "3", "beta": "true"}},
-			want: map[string]string{"package-context.yaml": `# package context
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: kptfile.kpt.dev
-data:
-  name: app # set by Porch
-  env: prod # the environment
-  zone: b
-  beta: "true"
-  count: "3"
-`},
+			files: map[string]string{"package-context.yaml": testdata("packagecontext/update.in.yaml")},
+			pc:    &configv1alpha1.PackageContext{Data: map[string]string{"zone": "b", "env": "prod", "count": "3", "beta": "true"}},
+			want:  map[string]string{"package-context.yaml": testdata("packagecontext/update.yaml")},
 		},
 		"removeKeys removed, absent ones ignored": {
 			files: map[string]string{"package-context.yaml": testPackageContext + "  old: x\n  older: y\n"},
@@ -98,20 +78,10 @@ data:
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res, err := Apply(tc.files, Input{VariantName: "pv", PackageContext: tc.pc}, nil)
-			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
-				t.Fatalf("error (-want +got):\n%s", diff)
-			}
-			if err != nil {
+			if !wantError(t, err, tc.wantErr) {
 				return
 			}
-			want := map[string]string{}
-			for k, v := range tc.files {
-				want[k] = v
-			}
-			for k, v := range tc.want {
-				want[k] = v
-			}
-			if diff := cmp.Diff(want, res.Files); diff != "" {
+			if diff := cmp.Diff(withChanges(tc.files, tc.want), res.Files); diff != "" {
 				t.Errorf("files (-want +got):\n%s", diff)
 			}
 			if res.Changed != (len(tc.want) > 0) {

@@ -190,10 +190,7 @@ inventory:
 				files["Kptfile"] = tc.kptfile
 			}
 			res, err := Apply(files, Input{VariantName: tc.variant, Pipeline: tc.pipeline}, nil)
-			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
-				t.Fatalf("error (-want +got):\n%s", diff)
-			}
-			if err != nil {
+			if !wantError(t, err, tc.wantErr) {
 				return
 			}
 			want := tc.want

@@ -262,18 +262,38 @@ func TestReportedFailureIsNotWorkInHand(t *testing.T) {
 	}
 }
 
-// TestProcessNextAfterCancelDoesNotSync: a worker that gets a key after ctx
-// is cancelled returns it unsynced and marks it done.
-func TestProcessNextAfterCancelDoesNotSync(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
+// syncUntilSucceeded runs l with one worker, queues keyA, waits until the
+// sync closes succeeded (what says for what) and then until the queue has
+// forgotten keyA's failures.
+func syncUntilSucceeded(t *testing.T, ctx context.Context, l *Loop, q *recordingQueue, succeeded chan struct{}, what string) {
+	t.Helper()
+	runLoop(t, ctx, l, 1)
+	q.Add(keyA)
+	waitFor(t, succeeded, what)
+	poll(t, ctx, "key forgotten after success", func() bool { return q.NumRequeues(keyA) == 0 })
+}
+
+// cancelledLoop is a loop with keyA queued whose Sync fails the test (when
+// says when it was called), and a context derived from ctx, already
+// cancelled.
+func cancelledLoop(t *testing.T, ctx context.Context, when string) (context.Context, *recordingQueue, *Loop) {
+	t.Helper()
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	q, _ := newTestQueue(t, nil)
 	q.Add(keyA)
 	l := &Loop{Name: testLoop, Queue: q, Sync: func(context.Context, cache.ObjectName) error {
-		t.Error("Sync called after the context was cancelled")
+		t.Error("Sync called " + when)
 		return nil
 	}}
+	return cancelled, q, l
+}
+
+// TestProcessNextAfterCancelDoesNotSync: a worker that gets a key after ctx
+// is cancelled returns it unsynced and marks it done.
+func TestProcessNextAfterCancelDoesNotSync(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cancelled, q, l := cancelledLoop(t, ctx, "after the context was cancelled")
 	if l.processNext(cancelled, ctx) {
 		t.Error("processNext returned true after the context was cancelled")
 	}
@@ -407,10 +427,7 @@ func TestRunRetriesErrorsWithBackoffThenForgets(t *testing.T) {
 		close(succeeded)
 		return nil
 	}}
-	runLoop(t, ctx, l, 1)
-	q.Add(keyA)
-	waitFor(t, succeeded, "the sync to succeed after retries")
-	poll(t, ctx, "key forgotten after success", func() bool { return q.NumRequeues(keyA) == 0 })
+	syncUntilSucceeded(t, ctx, l, q, succeeded, "the sync to succeed after retries")
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -482,10 +499,7 @@ func TestRunRequeuesConflicts(t *testing.T) {
 		close(succeeded)
 		return nil
 	}}
-	runLoop(t, ctx, l, 1)
-	q.Add(keyA)
-	waitFor(t, succeeded, "the sync to succeed after a conflict")
-	poll(t, ctx, "key forgotten after success", func() bool { return q.NumRequeues(keyA) == 0 })
+	syncUntilSucceeded(t, ctx, l, q, succeeded, "the sync to succeed after a conflict")
 	if n := limiter.whens.Load(); n != 1 {
 		t.Errorf("rate limiter consulted %d times, want 1", n)
 	}
@@ -559,14 +573,7 @@ func TestRunShutdown(t *testing.T) {
 
 func TestRunWithCancelledContextReturns(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	cancel()
-	q, _ := newTestQueue(t, nil)
-	q.Add(keyA)
-	l := &Loop{Name: testLoop, Queue: q, Sync: func(context.Context, cache.ObjectName) error {
-		t.Error("Sync called although the context was cancelled before Run")
-		return nil
-	}}
+	ctx, q, l := cancelledLoop(t, ctx, "although the context was cancelled before Run")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -90,14 +90,8 @@ func TestParseEntries(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			entries, end, err := parseEntries([]byte(tc.data), tc.base)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if !succeeded(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			ids := []string{}
 			for _, e := range entries {
@@ -164,14 +158,8 @@ func TestAuditLogRead(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			events, err := l.Read(tc.from, tc.to)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if !succeeded(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.wantIDs, auditIDs(events)); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
@@ -289,14 +277,8 @@ func TestAuditLogFlush(t *testing.T) {
 			l := NewAuditLog(path, fakeAuditedCluster(t, path, tc.delay))
 			l.FlushTimeout = tc.timeout
 			before, err := l.Flush(ctx)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if !succeeded(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			// A step: two requests.
 			appendLines(t, path, lineStatusUpdate, lineConflict)
@@ -478,4 +460,20 @@ func TestSummarize(t *testing.T) {
 	if diff := cmp.Diff(want, s.String()); diff != "" {
 		t.Errorf("String() (-want +got):\n%s", diff)
 	}
+}
+
+// succeeded fails the test unless err contains wantErr, or is nil when
+// wantErr is "", and reports whether there is a result to check.
+func succeeded(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("error %v, want one containing %q", err, wantErr)
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package e2eutil
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,110 +9,18 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
-const rbacManifests = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: ctrl
-rules:
-- apiGroups: ["example.dev"]
-  resources: ["widgets", "widgets/status"]
-  verbs: ["get", "update"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: ctrl-injection
-aggregationRule:
-  clusterRoleSelectors:
-  - matchLabels:
-      example.dev/aggregate: "true"
-rules: []
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: ctrl-injection-configmaps
-  labels:
-    example.dev/aggregate: "true"
-rules:
-- apiGroups: [""]
-  resources: ["configmaps"]
-  verbs: ["list"]
----
-# Not bound to the controller: a non-resource URL is fine here.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: reader
-rules:
-- nonResourceURLs: ["/metrics"]
-  verbs: ["get"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: ctrl
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl}
-subjects:
-- {kind: ServiceAccount, name: controller, namespace: system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: ctrl-injection
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl-injection}
-subjects:
-- {kind: ServiceAccount, name: controller, namespace: system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: someone-else
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}
-subjects:
-- {kind: ServiceAccount, name: prometheus, namespace: monitoring}
-`
-
-const leaderElectionManifest = `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: lease
-  namespace: system
-rules:
-- apiGroups: ["coordination.k8s.io"]
-  resources: ["leases"]
-  verbs: ["create"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: lease
-  namespace: system
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lease}
-subjects:
-- {kind: ServiceAccount, name: controller}
-`
-
-func writeManifests(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+// The manifests of TestServiceAccountGrants, in testdata/rbac: roles.yaml
+// binds a ClusterRole, an aggregated ClusterRole and another account's role;
+// lease.yml a namespaced Role. testdata/rbac-refused holds one directory of
+// manifests for each refusal of TestServiceAccountGrantsRefuses.
+const rbacTestdata = "testdata/rbac"
 
 // TestServiceAccountGrants: every verb on every resource the account's
 // bindings give it, through a ClusterRole, an aggregated ClusterRole (the
 // rules of the roles its selector matches) and a namespaced Role; bindings
 // of other accounts are left out.
 func TestServiceAccountGrants(t *testing.T) {
-	dir := writeManifests(t, map[string]string{"roles.yaml": rbacManifests, "lease.yml": leaderElectionManifest})
-	grants, err := ServiceAccountGrants(dir, "system", "controller")
+	grants, err := ServiceAccountGrants(rbacTestdata, "system", "controller")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,56 +43,33 @@ func TestServiceAccountGrants(t *testing.T) {
 
 func TestServiceAccountGrantsRefuses(t *testing.T) {
 	cases := map[string]struct {
-		manifest string
-		want     string
+		dir  string // manifests
+		want string
 	}{
 		"a binding to a role the manifests lack": {
-			manifest: `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: ctrl}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: missing}
-subjects: [{kind: ServiceAccount, name: controller, namespace: system}]
-`,
+			dir:  "testdata/rbac-refused/missing-role",
 			want: `ClusterRoleBinding "ctrl" names ClusterRole "missing", which the manifests do not define`,
 		},
 		"a wildcard": {
-			manifest: `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: ctrl}
-rules: [{apiGroups: [""], resources: ["configmaps"], verbs: ["*"]}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: ctrl}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ctrl}
-subjects: [{kind: ServiceAccount, name: controller, namespace: system}]
-`,
+			dir:  "testdata/rbac-refused/wildcard",
 			want: "a rule has a wildcard",
 		},
 		"a misspelt field": {
-			manifest: `
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: ctrl}
-rules: [{apiGroup: [""], resources: ["configmaps"], verbs: ["get"]}]
-`,
+			dir:  "testdata/rbac-refused/misspelt-field",
 			want: `unknown field "apiGroup"`,
 		},
 		"nothing for the account": {
-			manifest: rbacManifests,
-			want:     "grants ServiceAccount system/nobody anything",
+			dir:  rbacTestdata,
+			want: "grants ServiceAccount system/nobody anything",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := writeManifests(t, map[string]string{"rbac.yaml": tc.manifest})
 			account := "controller"
 			if strings.Contains(tc.want, "nobody") {
 				account = "nobody"
 			}
-			_, err := ServiceAccountGrants(dir, "system", account)
+			_, err := ServiceAccountGrants(tc.dir, "system", account)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v, want one containing %q", err, tc.want)
 			}

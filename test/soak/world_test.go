@@ -526,6 +526,18 @@ func (w *world) actOnce() {
 			return pr.Spec.Lifecycle == l && pr.Spec.WorkspaceName != "main"
 		}
 	}
+	// deleteOne deletes a revision in lifecycle l, if there is one, as a
+	// person; format logs its name and the answer.
+	deleteOne := func(l porchv1alpha1.PackageRevisionLifecycle, action, format string) {
+		pr := pick(lifecycle(l))
+		if pr == nil {
+			return
+		}
+		w.mon.personDeletes(pr.Name)
+		err := w.person.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{})
+		w.count("person", action)
+		w.logf(format, pr.Name, err)
+	}
 	switch n := w.rng.IntN(100); {
 	case n < 22: // edit a draft
 		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
@@ -618,23 +630,9 @@ func (w *world) actOnce() {
 		}
 		w.logf("person creates the PackageVariantSet: %v", err)
 	case n < 96: // approve a proposed deletion
-		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDeletionProposed))
-		if pr == nil {
-			return
-		}
-		w.mon.personDeletes(pr.Name)
-		err := w.person.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{})
-		w.count("person", "approve a proposed deletion")
-		w.logf("person deletes %s (DeletionProposed): %v", pr.Name, err)
+		deleteOne(porchv1alpha1.PackageRevisionLifecycleDeletionProposed, "approve a proposed deletion", "person deletes %s (DeletionProposed): %v")
 	default: // delete a draft
-		pr := pick(lifecycle(porchv1alpha1.PackageRevisionLifecycleDraft))
-		if pr == nil {
-			return
-		}
-		w.mon.personDeletes(pr.Name)
-		err := w.person.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{})
-		w.count("person", "delete a draft")
-		w.logf("person deletes draft %s: %v", pr.Name, err)
+		deleteOne(porchv1alpha1.PackageRevisionLifecycleDraft, "delete a draft", "person deletes draft %s: %v")
 	}
 }
 

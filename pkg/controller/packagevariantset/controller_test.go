@@ -35,7 +35,9 @@ type fixture struct {
 	sets     []*configv1alpha2.PackageVariantSet
 	variants []*configv1alpha1.PackageVariant
 	repos    []*configv1alpha1.Repository
-	objects  []runtime.Object
+	// revisions go into the PackageRevision indexer only.
+	revisions []*porchv1alpha1.PackageRevision
+	objects   []runtime.Object
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -64,22 +66,21 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
 	c, factory := f.newInformerController(ctx)
 	c.loop.Synced = []cache.InformerSynced{alwaysReady}
-	for _, s := range f.sets {
-		if err := factory.Config().V1alpha2().PackageVariantSets().Informer().GetIndexer().Add(s); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	for _, pv := range f.variants {
-		if err := factory.Config().V1alpha1().PackageVariants().Informer().GetIndexer().Add(pv); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	for _, r := range f.repos {
-		if err := factory.Config().V1alpha1().Repositories().Informer().GetIndexer().Add(r); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	index(f.t, factory.Config().V1alpha2().PackageVariantSets().Informer(), f.sets)
+	index(f.t, factory.Config().V1alpha1().PackageVariants().Informer(), f.variants)
+	index(f.t, factory.Config().V1alpha1().Repositories().Informer(), f.repos)
+	index(f.t, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revisions)
 	return c, factory
+}
+
+// index adds objs to the informer's indexer.
+func index[T any](t *testing.T, informer cache.SharedIndexInformer, objs []T) {
+	t.Helper()
+	for _, o := range objs {
+		if err := informer.GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // writeActions drops the list and watch calls the informers make.
@@ -160,6 +161,14 @@ func revision(ns, repo, pkg, ws string) *porchv1alpha1.PackageRevision {
 			Lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished,
 		},
 	}
+}
+
+// publishedUpstream is revision 1 of blueprints/app, the upstream of the
+// tests' sets.
+func publishedUpstream() *porchv1alpha1.PackageRevision {
+	upstream := revision("ns", "blueprints", "app", "v1")
+	upstream.Spec.Revision = 1
+	return upstream
 }
 
 func tombstone(t *testing.T, obj interface{}) cache.DeletedFinalStateUnknown {

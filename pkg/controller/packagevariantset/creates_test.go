@@ -40,12 +40,8 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	f.sets = append(f.sets, s)
 	f.repos = append(f.repos, repository("ns", "edge-1", nil), repository("ns", "edge-2", nil))
 	f.objects = append(f.objects, s)
-	c, factory := f.newController(ctx)
-	upstream := revision("ns", "blueprints", "app", "v1")
-	upstream.Spec.Revision = 1
-	if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
-		t.Fatal(err)
-	}
+	f.revisions = append(f.revisions, publishedUpstream())
+	c, _ := f.newController(ctx)
 	failOnce := true
 	f.client.PrependReactor("create", "packagevariants", func(a core.Action) (bool, runtime.Object, error) {
 		if a.(core.CreateAction).GetObject().(*configv1alpha1.PackageVariant).Name == "s-edge-2-app" && failOnce {
@@ -166,12 +162,8 @@ func TestSetGoingCreatesNothing(t *testing.T) {
 			if l := live(s); l != nil {
 				f.objects = append(f.objects, l)
 			}
-			c, factory := f.newController(ctx)
-			upstream := revision("ns", "blueprints", "app", "v1")
-			upstream.Spec.Revision = 1
-			if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
-				t.Fatal(err)
-			}
+			f.revisions = append(f.revisions, publishedUpstream())
+			c, _ := f.newController(ctx)
 			f.client.ClearActions()
 			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
@@ -210,14 +202,10 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	f.repos = append(f.repos, repository("ns", "edge-1", nil))
 	stranger := variantOf("ns", "s-edge-1-app", "s", "uid-old")
 	f.objects = append(f.objects, s, stranger)
-	c, factory := f.newController(ctx)
+	f.revisions = append(f.revisions, publishedUpstream())
+	c, _ := f.newController(ctx)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	c.expectations.Now = func() time.Time { return now }
-	upstream := revision("ns", "blueprints", "app", "v1")
-	upstream.Spec.Revision = 1
-	if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
-		t.Fatal(err)
-	}
 	key := cache.ObjectName{Namespace: "ns", Name: "s"}
 	sync := func() ([]string, error) {
 		t.Helper()

@@ -57,6 +57,14 @@ func TestManageVariants(t *testing.T) {
 			client.PrependReactor(verb, resource, func(core.Action) (bool, runtime.Object, error) { return true, nil, unavailable })
 		}
 	}
+	// The writes of a sync that updates edge-1's variant, creates edge-2's
+	// (after reading the set live) and deletes the stale one.
+	everyWrite := []string{
+		"update packagevariants s-edge-1-app",
+		"get packagevariantsets s",
+		"create packagevariants s-edge-2-app",
+		"delete packagevariants s-old-app",
+	}
 	type result struct {
 		Created, Updated, Deleted int
 		WriteErrs                 []string
@@ -79,14 +87,9 @@ func TestManageVariants(t *testing.T) {
 		wantExpecting bool
 	}{
 		"CreatesUpdatesAndDeletes": {
-			reason: "updates and creates in target order, the set read live before the first create, then the stale variant deleted",
-			wantCalls: []string{
-				"update packagevariants s-edge-1-app",
-				"get packagevariantsets s",
-				"create packagevariants s-edge-2-app",
-				"delete packagevariants s-old-app",
-			},
-			want: result{Created: 1, Updated: 1, Deleted: 1},
+			reason:    "updates and creates in target order, the set read live before the first create, then the stale variant deleted",
+			wantCalls: everyWrite,
+			want:      result{Created: 1, Updated: 1, Deleted: 1},
 			wantEvents: []string{
 				"Normal Deleted Deleted PackageVariant s-old-app: no target renders downstream edge-9/app any more",
 				"Normal Created Created 1 PackageVariant(s)",
@@ -123,14 +126,9 @@ func TestManageVariants(t *testing.T) {
 			wantExpecting: true,
 		},
 		"FailedWritesDoNotStopTheOthers": {
-			reason:  "each failed write is reported and the others go ahead",
-			failing: []func(*fake.Clientset){failOn("update", "packagevariants"), failOn("delete", "packagevariants")},
-			wantCalls: []string{
-				"update packagevariants s-edge-1-app",
-				"get packagevariantsets s",
-				"create packagevariants s-edge-2-app",
-				"delete packagevariants s-old-app",
-			},
+			reason:    "each failed write is reported and the others go ahead",
+			failing:   []func(*fake.Clientset){failOn("update", "packagevariants"), failOn("delete", "packagevariants")},
+			wantCalls: everyWrite,
 			want: result{Created: 1, WriteErrs: []string{
 				"update PackageVariant s-edge-1-app: try later",
 				"delete stale PackageVariant s-old-app: try later",
@@ -139,14 +137,9 @@ func TestManageVariants(t *testing.T) {
 			wantExpecting: true,
 		},
 		"FailedCreateIsNotExpected": {
-			reason:  "a create the API server refused is reported and left for the next sync to send again",
-			failing: []func(*fake.Clientset){failOn("create", "packagevariants")},
-			wantCalls: []string{
-				"update packagevariants s-edge-1-app",
-				"get packagevariantsets s",
-				"create packagevariants s-edge-2-app",
-				"delete packagevariants s-old-app",
-			},
+			reason:     "a create the API server refused is reported and left for the next sync to send again",
+			failing:    []func(*fake.Clientset){failOn("create", "packagevariants")},
+			wantCalls:  everyWrite,
 			want:       result{Updated: 1, Deleted: 1, WriteErrs: []string{"create PackageVariant s-edge-2-app: try later"}},
 			wantEvents: []string{"Normal Deleted Deleted PackageVariant s-old-app: no target renders downstream edge-9/app any more"},
 		},
@@ -159,14 +152,9 @@ func TestManageVariants(t *testing.T) {
 			wantExpecting: true,
 		},
 		"AlreadyExistsIsNotCounted": {
-			reason: "a create answered AlreadyExists made nothing new and is no error",
-			taken:  true,
-			wantCalls: []string{
-				"update packagevariants s-edge-1-app",
-				"get packagevariantsets s",
-				"create packagevariants s-edge-2-app",
-				"delete packagevariants s-old-app",
-			},
+			reason:        "a create answered AlreadyExists made nothing new and is no error",
+			taken:         true,
+			wantCalls:     everyWrite,
 			want:          result{Updated: 1, Deleted: 1},
 			wantEvents:    []string{"Normal Deleted Deleted PackageVariant s-old-app: no target renders downstream edge-9/app any more"},
 			wantExpecting: true,

@@ -101,12 +101,8 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 				f.variants = append(f.variants, pv)
 				f.objects = append(f.objects, pv)
 			}
-			c, factory := f.newController(ctx)
-			upstream := revision("ns", "blueprints", "app", "v1")
-			upstream.Spec.Revision = 1
-			if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
-				t.Fatal(err)
-			}
+			f.revisions = append(f.revisions, publishedUpstream())
+			c, _ := f.newController(ctx)
 
 			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
@@ -154,13 +150,9 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 			for _, r := range []string{"edge-1", "edge-2", "edge-3"} {
 				f.repos = append(f.repos, repository("ns", r, map[string]string{"region": "eu", "tier": "gold"}))
 			}
-			c, factory := f.newController(ctx)
+			f.revisions = append(f.revisions, publishedUpstream())
+			c, _ := f.newController(ctx)
 			c.celBudget = tc.budget
-			upstream := revision("ns", "blueprints", "app", "v1")
-			upstream.Spec.Revision = 1
-			if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(upstream); err != nil {
-				t.Fatal(err)
-			}
 			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}

@@ -211,34 +211,20 @@ func TestLockedUpstreamRevision(t *testing.T) {
 		Rev int
 		OK  bool
 	}
+	// locked is a draft whose upstream lock has the git ref ref.
+	locked := func(ref string) *porchv1alpha1.PackageRevision {
+		return withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), ref)
+	}
 	cases := map[string]struct {
 		reason string
 		pr     *porchv1alpha1.PackageRevision
 		want   result
 	}{
-		"PlainTag": {
-			reason: "a ref v<N> is revision N",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "v3"),
-			want:   result{Rev: 3, OK: true},
-		},
-		"PackageTag": {
-			reason: "Porch writes <package>/v<N>",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "app/v3"),
-			want:   result{Rev: 3, OK: true},
-		},
-		"NestedPackageTag": {
-			reason: "only the last path segment counts",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "team/app/v12"),
-			want:   result{Rev: 12, OK: true},
-		},
-		"DraftUpstream": {
-			reason: "a drafts/... ref says nothing about a published revision",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "drafts/app/v3"),
-		},
-		"NoLock": {
-			reason: "no upstream lock, no revision",
-			pr:     upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft),
-		},
+		"PlainTag":         {reason: "a ref v<N> is revision N", pr: locked("v3"), want: result{Rev: 3, OK: true}},
+		"PackageTag":       {reason: "Porch writes <package>/v<N>", pr: locked("app/v3"), want: result{Rev: 3, OK: true}},
+		"NestedPackageTag": {reason: "only the last path segment counts", pr: locked("team/app/v12"), want: result{Rev: 12, OK: true}},
+		"DraftUpstream":    {reason: "a drafts/... ref says nothing about a published revision", pr: locked("drafts/app/v3")},
+		"NoLock":           {reason: "no upstream lock, no revision", pr: upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft)},
 		"LockWithoutGit": {
 			reason: "a lock without git says nothing",
 			pr: func() *porchv1alpha1.PackageRevision {
@@ -247,22 +233,10 @@ func TestLockedUpstreamRevision(t *testing.T) {
 				return pr
 			}(),
 		},
-		"EmptyRef": {
-			reason: "an empty ref says nothing",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), ""),
-		},
-		"Branch": {
-			reason: "a branch name is not a revision",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "main"),
-		},
-		"Garbage": {
-			reason: "a ref that is not v<number> is not a revision",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "app/vthree"),
-		},
-		"RevisionZero": {
-			reason: "revisions start at 1",
-			pr:     withLock(upstreamRev("d", 1, porchv1alpha1.PackageRevisionLifecycleDraft), "app/v0"),
-		},
+		"EmptyRef":     {reason: "an empty ref says nothing", pr: locked("")},
+		"Branch":       {reason: "a branch name is not a revision", pr: locked("main")},
+		"Garbage":      {reason: "a ref that is not v<number> is not a revision", pr: locked("app/vthree")},
+		"RevisionZero": {reason: "revisions start at 1", pr: locked("app/v0")},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
