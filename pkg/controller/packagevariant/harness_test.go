@@ -1,7 +1,6 @@
 package packagevariant_test
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,12 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clienttesting "k8s.io/client-go/testing"
 
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
-	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
-	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/test/kit"
 )
@@ -73,12 +69,7 @@ data:
 // harness is the kit's, with the variant controller.
 type harness struct {
 	*kit.Harness
-	t      *testing.T
-	ctx    context.Context
-	sim    *porchsim.Sim
-	client versioned.Interface
-	run    *offline.Runner
-	ctrl   *packagevariant.Controller
+	ctrl *packagevariant.Controller
 }
 
 type harnessOption func(*kit.Options)
@@ -119,71 +110,37 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		opt(&o)
 	}
 	k := kit.Start(t, o)
-	return &harness{
-		Harness: k, t: t, ctx: k.Ctx, sim: k.Sim, client: k.Client, run: k.Run,
-		ctrl: k.Run.Controller(packagevariant.ControllerName).(*packagevariant.Controller),
-	}
+	return &harness{Harness: k, ctrl: k.Run.Controller(packagevariant.ControllerName).(*packagevariant.Controller)}
 }
 
-func (h *harness) eventually(what string, cond func() bool) { h.t.Helper(); h.Eventually(what, cond) }
-func (h *harness) settle()                                  { h.t.Helper(); h.Settle() }
-func (h *harness) failures() string                         { return h.Failures() }
-func (h *harness) syncCount(name string) int                { return h.SyncCount(packagevariant.ControllerName, name) }
-func (h *harness) eventsMatching(substr string) []string    { return h.EventsMatching(substr) }
-func (h *harness) variant(name string) *configv1alpha1.PackageVariant {
-	return h.Variant(name)
-}
-func (h *harness) files(prName string) map[string]string { h.t.Helper(); return h.Files(prName) }
-func (h *harness) revision(name string) *porchv1alpha1.PackageRevision {
-	h.t.Helper()
-	return h.Revision(name)
-}
+func (h *harness) syncCount(name string) int { return h.SyncCount(packagevariant.ControllerName, name) }
 
 // resync queues a variant, as a periodic resync would, and waits until it
 // was synced.
 func (h *harness) resync(name string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.Resync(packagevariant.ControllerName, name, h.ctrl.Enqueue)
 }
 
-func (h *harness) create(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
-	h.t.Helper()
-	return h.CreateVariant(pv)
-}
-
-// updateSpec changes a variant's spec, retrying on conflicts with the
-// controller's own writes.
-func (h *harness) updateSpec(name string, change func(*configv1alpha1.PackageVariantSpec)) {
-	h.t.Helper()
-	h.UpdateVariantSpec(name, change)
-}
-
 func (h *harness) deleteVariant(name string) {
-	h.t.Helper()
-	if err := h.client.ConfigV1alpha1().PackageVariants(testNS).Delete(h.ctx, name, metav1.DeleteOptions{}); err != nil {
-		h.t.Fatalf("delete PackageVariant %s: %v", name, err)
+	h.T.Helper()
+	if err := h.Client.ConfigV1alpha1().PackageVariants(testNS).Delete(h.Ctx, name, metav1.DeleteOptions{}); err != nil {
+		h.T.Fatalf("delete PackageVariant %s: %v", name, err)
 	}
 }
 
 // condition returns a variant's condition of a type, or nil.
 func (h *harness) condition(name, condType string) *metav1.Condition {
-	pv := h.variant(name)
+	pv := h.Variant(name)
 	if pv == nil {
 		return nil
 	}
 	return meta.FindStatusCondition(pv.Status.Conditions, condType)
 }
 
-// waitCondition waits for a condition with the given status and reason,
-// reached for the variant's current generation.
-func (h *harness) waitCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
-	h.t.Helper()
-	return h.WaitVariantCondition(name, condType, status, reason)
-}
-
 func (h *harness) waitReady(name string) {
-	h.t.Helper()
-	h.waitCondition(name, packagevariant.ConditionReady, metav1.ConditionTrue, packagevariant.ReasonNoErrors)
+	h.T.Helper()
+	h.WaitVariantCondition(name, packagevariant.ConditionReady, metav1.ConditionTrue, packagevariant.ReasonNoErrors)
 }
 
 // revisions are the revisions of deploy/<pkg>, without the placeholder
@@ -196,7 +153,7 @@ func (h *harness) revisions(pkg string) []porchv1alpha1.PackageRevision {
 var summary = kit.Summary
 
 func (h *harness) waitRevisions(pkg string, want ...string) []porchv1alpha1.PackageRevision {
-	h.t.Helper()
+	h.T.Helper()
 	var revs []porchv1alpha1.PackageRevision
 	h.WaitList("deploy/"+pkg+" revisions", func() []string { revs = h.revisions(pkg); return summary(revs) }, want...)
 	return revs
@@ -204,17 +161,17 @@ func (h *harness) waitRevisions(pkg string, want ...string) []porchv1alpha1.Pack
 
 // expectRevisions checks the revisions of deploy/<pkg> right now.
 func (h *harness) expectRevisions(pkg string, want ...string) {
-	h.t.Helper()
+	h.T.Helper()
 	sort.Strings(want)
 	if got := summary(h.revisions(pkg)); strings.Join(got, ",") != strings.Join(want, ",") {
-		h.t.Fatalf("deploy/%s revisions: got %v, want %v", pkg, got, want)
+		h.T.Fatalf("deploy/%s revisions: got %v, want %v", pkg, got, want)
 	}
 }
 
 // updateConfigMap changes an in-cluster ConfigMap once the controllers
 // watch ConfigMaps.
 func (h *harness) updateConfigMap(name string, data map[string]string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.UpdateObject(configMap(name, data))
 }
 
