@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clienttesting "k8s.io/client-go/testing"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
@@ -183,4 +184,39 @@ func controllerOwners(pr *porchv1alpha1.PackageRevision) int {
 		}
 	}
 	return n
+}
+
+// createReady creates a variant and waits until it is Ready and the
+// controllers are idle; it returns the variant as created.
+func (h *harness) createReady(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	h.T.Helper()
+	created := h.CreateVariant(pv)
+	h.waitReady(pv.Name)
+	h.Settle()
+	return created
+}
+
+// publishV2 publishes revision 2 of blueprints/app: three replicas and the
+// README "v2".
+func publishV2(t testing.TB, s *porchsim.Sim) {
+	t.Helper()
+	if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publish publishes a revision as a person approving it would.
+func (h *harness) publish(name string) {
+	h.T.Helper()
+	if err := h.Sim.Publish(testNS, name); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+// goldVariant is variant "app" of blueprints/app with the package context
+// tier: gold.
+func goldVariant() *configv1alpha1.PackageVariant {
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	return pv
 }

@@ -48,12 +48,8 @@ func expectCloneOf(t *testing.T, pr *porchv1alpha1.PackageRevision, upstream str
 // cannot upgrade a draft in place).
 func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	h.createReady(newVariant("app", "app"))
+	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
 	h.waitReady("app")
 	h.Settle()
@@ -70,24 +66,18 @@ func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 // publishes it the upgrade follows with their edits merged.
 func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	h.personEdits(draft)
 	h.Settle()
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	mustContain(t, "DraftEdited message", cond.Message, draft, "blueprints.app.v2", "publish it", "delete it")
 	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.Files(draft))
 
-	if err := h.Sim.Publish(testNS, draft); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(draft)
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
 	h.Settle()
@@ -103,8 +93,7 @@ func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 // on top of a person's edits to the draft, never instead of them.
 func TestLoopPersonsEditSurvivesSpecChange(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	h.Settle()
@@ -140,8 +129,7 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 			return false, nil, nil // on to the Sim, which sees a stale resourceVersion
 		})
 	}))
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	h.Settle()
@@ -163,9 +151,7 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 // when a newer revision exists, and moving the pin moves the downstream.
 func TestLoopUpstreamRevisionPin(t *testing.T) {
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-			t.Fatal(err)
-		}
+		publishV2(t, s)
 	}))
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.Revision = 1
@@ -176,9 +162,7 @@ func TestLoopUpstreamRevisionPin(t *testing.T) {
 	if up := revs[0].Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name; up != "blueprints.app.v1" {
 		t.Errorf("cloned from %s, want the pinned blueprints.app.v1", up)
 	}
-	if err := h.Sim.Publish(testNS, revs[0].Name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(revs[0].Name)
 	h.waitRevisions("app", "packagevariant-1:Published")
 	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Published")
@@ -195,9 +179,7 @@ func TestLoopUpstreamRevisionPin(t *testing.T) {
 // revision; with revision it must agree.
 func TestLoopUpstreamWorkspacePin(t *testing.T) {
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-			t.Fatal(err)
-		}
+		publishV2(t, s)
 	}))
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.WorkspaceName = "v1"
@@ -247,8 +229,7 @@ func TestLoopNeverClonesPlaceholder(t *testing.T) {
 // making another draft, and continues once the revision is published.
 func TestLoopProposedMeansWaitingForApproval(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	h.Settle()
@@ -267,9 +248,7 @@ func TestLoopProposedMeansWaitingForApproval(t *testing.T) {
 	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Proposed")
 
-	if err := h.Sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
 	mustContain(t, "package-context.yaml", h.Files(revs[1].Name)["package-context.yaml"], "tier: silver")
@@ -284,15 +263,11 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	name := h.revisions("app")[0].Name
-	if err := h.Sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	h.waitRevisions("app", "packagevariant-1:Published")
 	h.Settle()
 
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionUpgradeAvailable, metav1.ConditionTrue, packagevariant.ReasonNewRevision)
 	mustContain(t, "UpgradeAvailable message", cond.Message, "revision 2", "blueprints.app.v2", "spec.upstream.revision")
 	h.Settle()
@@ -318,9 +293,7 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 // draft is updated, and once published a new draft carries the new data.
 func TestLoopInjectedConfigMapChange(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	h.CreateVariant(customised("app-eu", "app-eu"))
-	h.waitReady("app-eu")
-	h.Settle()
+	h.createReady(customised("app-eu", "app-eu"))
 	draft := h.revisions("app-eu")[0].Name
 
 	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-2"})
@@ -330,9 +303,7 @@ func TestLoopInjectedConfigMapChange(t *testing.T) {
 	h.Settle()
 	h.expectRevisions("app-eu", "packagevariant-1:Draft")
 
-	if err := h.Sim.Publish(testNS, draft); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(draft)
 	h.waitRevisions("app-eu", "packagevariant-1:Published")
 	h.Settle()
 	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-3"})
@@ -363,9 +334,7 @@ func TestLoopWatchesInjectedKindsOnDemand(t *testing.T) {
 	for req := range h.Run.ObjectRequests() {
 		t.Errorf("no injection point, but the controller called %s", req)
 	}
-	h.CreateVariant(customised("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(customised("app", "app"))
 	if reqs := h.Run.ObjectRequests(); reqs["list configmaps"] == 0 || reqs["watch configmaps"] == 0 {
 		t.Errorf("dynamic client calls %v, want a list and a watch of configmaps", reqs)
 	}
@@ -379,9 +348,7 @@ func TestLoopNoDuplicateDraftWhileCacheLags(t *testing.T) {
 	h.CreateVariant(customised("app-eu", "app-eu"))
 	h.waitReady("app-eu")
 	name := h.revisions("app-eu")[0].Name
-	if err := h.Sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	h.waitRevisions("app-eu", "packagevariant-1:Published")
 	h.Settle()
 

@@ -40,9 +40,7 @@ func (h *harness) publishV2AndWait() {
 // deleted the draft as unedited.
 func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	h.personEdits(draft)
 	h.Settle()
@@ -69,9 +67,7 @@ func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 // deleted draft and did not show the new one yet, and made a second draft.
 func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	h.Sim.ResetRequests()
 	replacement := helper.PackageRevisionName("deploy", "app", "packagevariant-2")
@@ -110,9 +106,7 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 // draft of v2, not reported as edited by a person.
 func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string)) {
 	h.T.Helper()
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	var once sync.Once
 	h.Sim.OnWrite(func(_, _, what string) {
@@ -158,9 +152,7 @@ func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
 // unedited three seconds later.
 func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	var lost, edited atomic.Bool
 	h.Sim.OnWrite(func(_, _, what string) {

@@ -112,9 +112,7 @@ func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
 func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 	isController := true
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	h.moveTo("deploy.app.packagevariant-1", porchv1alpha1.PackageRevisionLifecyclePublished)
 	h.waitReady("app")
 	h.Settle()
@@ -134,9 +132,7 @@ func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Settle()
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonOtherDraftOpen)
 	mustContain(t, "Ready message", cond.Message, "deploy.app.by-hand (Draft)", "controlled by PackageVariant old-app", "no second draft")
 	h.Settle()
@@ -293,9 +289,7 @@ func (h *harness) moveTo(name string, lc porchv1alpha1.PackageRevisionLifecycle)
 // condition saying why; it goes once cleanup succeeds.
 func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Err: porchsim.ServerError("porch is down")})
 	h.deleteVariant("app")
 	var msg string
@@ -325,9 +319,7 @@ func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 // applies the deletion policy to the old package and makes the new one.
 func TestLoopChangedDownstreamReleasesOldPackage(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "old"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "old"))
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Downstream.Package = "new" })
 	h.waitRevisions("new", "packagevariant-1:Draft")
 	h.waitRevisions("old")

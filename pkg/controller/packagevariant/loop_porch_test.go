@@ -71,8 +71,7 @@ func TestLoopRenderFailure(t *testing.T) {
 	// No retry falls due during the test: any second write would come from
 	// the events of the first.
 	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
 	h.CreateVariant(pv)
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
@@ -122,17 +121,13 @@ func TestLoopRenderFailure(t *testing.T) {
 // would delete it, sees the edit, and keeps it (DraftEdited).
 func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	// The variant's next sync is woken by the new upstream revision only;
 	// the person's edit reaches Porch but not the controller's cache.
 	h.Sim.HoldWatchEvents()
 	h.personEdits(draft)
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	h.Sim.ReleaseWatchEvents()
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.Settle()
@@ -206,14 +201,10 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	armed.Store(&draft)
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
 	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Proposed")
@@ -294,16 +285,12 @@ func TestLoopCloneRenderFailure(t *testing.T) {
 // create; the variant says so, naming both sides' functions.
 func TestLoopUpgradeRenderFailure(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	if err := h.Sim.Propose(testNS, draft); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Sim.Publish(testNS, draft); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(draft)
 	h.waitReady("app")
 	h.Settle()
 	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)

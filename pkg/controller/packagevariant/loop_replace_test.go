@@ -106,14 +106,10 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	armed.Store(&draft)
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.Settle()
 	if !checked.Load() {
@@ -135,14 +131,10 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 // stays Proposed waiting for an approval nobody asked for.
 func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
 	h.waitReady("app")
 	h.Settle()
@@ -163,9 +155,7 @@ func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
 // later, that proposal stands.
 func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	h := newHarness(t)
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.stuckProposedForReplacement()
 	// The person rejects the proposal (keeping the annotations, as kubectl
 	// edit would) and edits the draft; the controller's reads of the files
@@ -243,9 +233,7 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
 	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
 	if ev := h.EventsMatching("Replaced"); len(ev) != 1 {
@@ -313,15 +301,11 @@ func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.CreateVariant(newVariant("app", "app"))
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.revisions("app")[0].Name
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
 	armed.Store(&draft)
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	h.Settle()
 	if !checked.Load() {

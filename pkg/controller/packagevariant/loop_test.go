@@ -17,9 +17,7 @@ import (
 // says Ready and names the draft.
 func TestLoopClonesCustomisedDraft(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	pv := h.CreateVariant(customised("app-eu", "app-eu"))
-	h.waitReady("app-eu")
-	h.Settle()
+	pv := h.createReady(customised("app-eu", "app-eu"))
 
 	revs := h.waitRevisions("app-eu", "packagevariant-1:Draft")
 	draft := &revs[0]
@@ -65,9 +63,7 @@ func TestLoopClonesCustomisedDraft(t *testing.T) {
 // sync (a resync, an unrelated event) reads only the caches.
 func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	h.CreateVariant(customised("app-eu", "app-eu"))
-	h.waitReady("app-eu")
-	h.Settle()
+	h.createReady(customised("app-eu", "app-eu"))
 
 	h.Sim.ResetRequests()
 	for range 3 {
@@ -80,9 +76,7 @@ func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 
 	// The same once its draft is published.
 	name := h.revisions("app-eu")[0].Name
-	if err := h.Sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	h.waitRevisions("app-eu", "packagevariant-1:Published")
 	h.Settle()
 	h.Sim.ResetRequests()
@@ -98,8 +92,7 @@ func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 // open draft, no second draft is made.
 func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
@@ -115,14 +108,11 @@ func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
 // published, a changed spec gives an edit draft of it.
 func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	published := h.revisions("app")[0].Name
-	if err := h.Sim.Publish(testNS, published); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(published)
 	h.waitRevisions("app", "packagevariant-1:Published")
 	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Published")
@@ -151,20 +141,15 @@ func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 // three-way merge keeps the variant's changes and brings the upstream's.
 func TestLoopUpstreamMoveMakesUpgradeDraft(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	h.CreateVariant(pv)
 	h.waitReady("app")
 	published := h.revisions("app")[0].Name
-	if err := h.Sim.Publish(testNS, published); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(published)
 	h.waitRevisions("app", "packagevariant-1:Published")
 	h.Settle()
 
-	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
 	h.Settle()
