@@ -220,3 +220,31 @@ func goldVariant() *configv1alpha1.PackageVariant {
 	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	return pv
 }
+
+// settleRevisions waits until the revisions of deploy/<name> are want and
+// variant name is Ready, lets the controllers go idle and checks that the
+// revisions are still want.
+func (h *harness) settleRevisions(name string, want ...string) []porchv1alpha1.PackageRevision {
+	h.T.Helper()
+	revs := h.waitRevisions(name, want...)
+	h.waitReady(name)
+	h.Settle()
+	h.expectRevisions(name, want...)
+	return revs
+}
+
+// readyAppDraft creates variant "app" of blueprints/app, waits until it is
+// Ready and returns the name of its draft.
+func (h *harness) readyAppDraft() string {
+	h.T.Helper()
+	h.createReady(newVariant("app", "app"))
+	return h.revisions("app")[0].Name
+}
+
+// expectEvents checks that n events carry reason.
+func (h *harness) expectEvents(reason string, n int) {
+	h.T.Helper()
+	if ev := h.EventsMatching(reason); len(ev) != n {
+		h.T.Errorf("%s events %v, want %d", reason, ev, n)
+	}
+}

@@ -50,15 +50,10 @@ func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 	h := newHarness(t)
 	h.createReady(newVariant("app", "app"))
 	publishV2(t, h.Sim)
-	revs := h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.Settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
+	revs := h.settleRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
 	mustContain(t, "deployment.yaml", h.Files(revs[0].Name)["deployment.yaml"], "replicas: 3")
-	if ev := h.EventsMatching("Replaced"); len(ev) != 1 {
-		t.Errorf("Replaced events %v, want one", ev)
-	}
+	h.expectEvents("Replaced", 1)
 }
 
 // TestLoopEditedStaleDraftIsKept: a draft a person edited is never
@@ -66,8 +61,7 @@ func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 // publishes it the upgrade follows with their edits merged.
 func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	h.personEdits(draft)
 	h.Settle()
 	publishV2(t, h.Sim)

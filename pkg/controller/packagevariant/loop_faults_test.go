@@ -40,8 +40,7 @@ func (h *harness) publishV2AndWait() {
 // deleted the draft as unedited.
 func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 	h := newHarness(t)
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	h.personEdits(draft)
 	h.Settle()
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
@@ -106,8 +105,7 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 // draft of v2, not reported as edited by a person.
 func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string)) {
 	h.T.Helper()
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	var once sync.Once
 	h.Sim.OnWrite(func(_, _, what string) {
 		if what == "update packagerevisionresources "+draft {
@@ -120,10 +118,7 @@ func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string))
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	})
-	h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.Settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
+	h.settleRevisions("app", "packagevariant-2:Draft")
 	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
 		h.T.Errorf("the controller's own write was taken for a person's edit: %v", ev)
 	}
@@ -152,8 +147,7 @@ func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
 // unedited three seconds later.
 func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	var lost, edited atomic.Bool
 	h.Sim.OnWrite(func(_, _, what string) {
 		if what == "update packagerevisionresources "+draft && !lost.Swap(true) {

@@ -77,9 +77,7 @@ func TestLoopAdoptExisting(t *testing.T) {
 		t.Errorf("task %+v, want an edit of the adopted revision", task)
 	}
 	mustContain(t, "package-context.yaml", h.Files(draft.Name)["package-context.yaml"], "tier: gold")
-	if ev := h.EventsMatching("Adopted"); len(ev) != 1 {
-		t.Errorf("Adopted events %v, want one", ev)
-	}
+	h.expectEvents("Adopted", 1)
 }
 
 func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
@@ -363,10 +361,7 @@ func TestLoopConvergesThroughFaults(t *testing.T) {
 			pv := tiered("app", "app", "gold")
 			pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
 			h.CreateVariant(pv)
-			revs := h.waitRevisions("app", "v1:Published", "packagevariant-1:Draft")
-			h.waitReady("app")
-			h.Settle()
-			h.expectRevisions("app", "v1:Published", "packagevariant-1:Draft")
+			revs := h.settleRevisions("app", "v1:Published", "packagevariant-1:Draft")
 			mustContain(t, "package-context.yaml", h.Files(byWorkspace(t, revs, "packagevariant-1").Name)["package-context.yaml"], "tier: gold")
 
 			if f.Verb == "delete" {

@@ -121,8 +121,7 @@ func TestLoopRenderFailure(t *testing.T) {
 // would delete it, sees the edit, and keeps it (DraftEdited).
 func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 	h := newHarness(t)
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	// The variant's next sync is woken by the new upstream revision only;
 	// the person's edit reaches Porch but not the controller's cache.
 	h.Sim.HoldWatchEvents()
@@ -169,9 +168,7 @@ func TestLoopRestoresLostMetadata(t *testing.T) {
 	if draft.Labels["team"] != "a" || draft.Annotations["note"] != "n" || draft.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
 		t.Errorf("draft labels %v annotations %v, want the variant's restored", draft.Labels, draft.Annotations)
 	}
-	if ev := h.EventsMatching("MetadataRestored"); len(ev) != 1 {
-		t.Errorf("MetadataRestored events %v, want one", ev)
-	}
+	h.expectEvents("MetadataRestored", 1)
 }
 
 // TestLoopLiveCheckSeesProposal: a person proposes the controller's
@@ -201,8 +198,7 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	armed.Store(&draft)
 	publishV2(t, h.Sim)
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
@@ -285,8 +281,7 @@ func TestLoopCloneRenderFailure(t *testing.T) {
 // create; the variant says so, naming both sides' functions.
 func TestLoopUpgradeRenderFailure(t *testing.T) {
 	h := newHarness(t)
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	if err := h.Sim.Propose(testNS, draft); err != nil {
 		t.Fatal(err)
 	}

@@ -106,8 +106,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	armed.Store(&draft)
 	publishV2(t, h.Sim)
 	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
@@ -120,9 +119,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 	if pr := h.Revision(draft); marked(pr) {
 		t.Errorf("the kept draft carries the replacement mark: %v", pr.Annotations)
 	}
-	if ev := h.EventsMatching("Replaced"); len(ev) != 0 {
-		t.Errorf("Replaced events %v, want none", ev)
-	}
+	h.expectEvents("Replaced", 0)
 }
 
 // TestLoopReplacementFinishesAfterAFailedDelete: the delete of a stale
@@ -131,21 +128,15 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 // stays Proposed waiting for an approval nobody asked for.
 func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
 	h := newHarness(t)
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
 	publishV2(t, h.Sim)
-	revs := h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.Settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
+	revs := h.settleRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
 	if n := h.Sim.Requests()["delete packagerevisions"]; n != 2 {
 		t.Errorf("%d deletes of package revisions, want 2 (the failed one and its retry)", n)
 	}
-	if ev := h.EventsMatching("Replaced"); len(ev) != 1 {
-		t.Errorf("Replaced events %v, want one", ev)
-	}
+	h.expectEvents("Replaced", 1)
 }
 
 // TestLoopRejectedReplacementIsThePersons: while the controller's delete
@@ -236,9 +227,7 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
-	if ev := h.EventsMatching("Replaced"); len(ev) != 1 {
-		t.Errorf("Replaced events %v, want one", ev)
-	}
+	h.expectEvents("Replaced", 1)
 }
 
 // TestLoopRejectionWhileFinishingIsKept: the controller's delete of its
@@ -301,8 +290,7 @@ func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.createReady(newVariant("app", "app"))
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
 	armed.Store(&draft)
 	publishV2(t, h.Sim)

@@ -120,10 +120,7 @@ func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext.Data["tier"] = "silver"
 	})
-	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.Settle()
-	h.expectRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	revs := h.settleRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	draft := revs[1]
 	if task := draft.Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeEdit || task.Edit.Source.Name != published {
 		t.Errorf("task %+v, want an edit of %s", task, published)
@@ -150,10 +147,7 @@ func TestLoopUpstreamMoveMakesUpgradeDraft(t *testing.T) {
 	h.Settle()
 
 	publishV2(t, h.Sim)
-	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.Settle()
-	h.expectRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	revs := h.settleRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	draft := revs[1]
 	task := draft.Spec.Tasks[0]
 	if task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.OldUpstream.Name != "blueprints.app.v1" ||
