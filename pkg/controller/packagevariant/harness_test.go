@@ -248,3 +248,25 @@ func (h *harness) expectEvents(reason string, n int) {
 		h.T.Errorf("%s events %v, want %d", reason, ev, n)
 	}
 }
+
+// waitNotReady waits until variant name is not Ready for reason, then lets
+// the controllers go idle.
+func (h *harness) waitNotReady(name, reason string) {
+	h.T.Helper()
+	h.WaitVariantCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, reason)
+	h.Settle()
+}
+
+// publishedGold creates goldVariant, publishes its first draft as a person
+// approving it would, waits until the controllers are idle and returns the
+// published revision's name.
+func (h *harness) publishedGold() string {
+	h.T.Helper()
+	h.CreateVariant(goldVariant())
+	h.waitReady("app")
+	published := h.revisions("app")[0].Name
+	h.publish(published)
+	h.waitRevisions("app", "packagevariant-1:Published")
+	h.Settle()
+	return published
+}

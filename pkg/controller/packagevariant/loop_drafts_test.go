@@ -87,10 +87,7 @@ func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 // on top of a person's edits to the draft, never instead of them.
 func TestLoopPersonsEditSurvivesSpecChange(t *testing.T) {
 	h := newHarness(t)
-	pv := goldVariant()
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(goldVariant())
 	draft := h.revisions("app")[0].Name
 	h.personEdits(draft)
 	h.Settle()
@@ -123,10 +120,7 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 			return false, nil, nil // on to the Sim, which sees a stale resourceVersion
 		})
 	}))
-	pv := goldVariant()
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(goldVariant())
 	draft := h.revisions("app")[0].Name
 	armed.Store(&draft)
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
@@ -223,10 +217,7 @@ func TestLoopNeverClonesPlaceholder(t *testing.T) {
 // making another draft, and continues once the revision is published.
 func TestLoopProposedMeansWaitingForApproval(t *testing.T) {
 	h := newHarness(t)
-	pv := goldVariant()
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(goldVariant())
 	name := h.revisions("app")[0].Name
 	if err := h.Sim.Propose(testNS, name); err != nil {
 		t.Fatal(err)

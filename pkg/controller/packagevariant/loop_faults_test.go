@@ -53,8 +53,7 @@ func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 	expectPersonEdits(t, h.Files(draft))
 
 	h.publishV2AndWait()
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.Files(draft))
 }
@@ -169,8 +168,7 @@ func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h.Eventually("the lost write read back", edited.Load)
 	h.Settle()
 	h.publishV2AndWait()
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.Files(draft))
 	mustContain(t, "package-context.yaml", h.Files(draft)["package-context.yaml"], "tier: gold")

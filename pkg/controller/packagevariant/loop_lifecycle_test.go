@@ -431,7 +431,6 @@ func TestLoopRespectsProposedDeletion(t *testing.T) {
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
 	mustContain(t, "Ready message", cond.Message, name, "proposed for deletion", "set the revision back to Published")
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDeletionProposed)
 	h.expectRevisions("app", "packagevariant-1:DeletionProposed")
 }

@@ -128,8 +128,7 @@ func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 	h.personEdits(draft)
 	publishV2(t, h.Sim)
 	h.Sim.ReleaseWatchEvents()
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.Files(draft))
 	if n := h.Sim.Requests()["delete packagerevisions"]; n != 0 {
@@ -201,8 +200,7 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 	draft := h.readyAppDraft()
 	armed.Store(&draft)
 	publishV2(t, h.Sim)
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonWaitingForApproval)
 	h.expectRevisions("app", "packagevariant-1:Proposed")
 	if n := h.Sim.Requests()["delete packagerevisions"]; n != 0 {
 		t.Errorf("%d deletes of package revisions, want none: the Proposed revision is a person's decision", n)

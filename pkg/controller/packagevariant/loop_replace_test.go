@@ -109,8 +109,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 	draft := h.readyAppDraft()
 	armed.Store(&draft)
 	publishV2(t, h.Sim)
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	if !checked.Load() {
 		t.Fatal("the controller never read the draft live before replacing it")
 	}
@@ -173,8 +172,7 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	}
 	h.personEdits(draft)
 	h.Sim.ClearFaults()
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	expectPersonEdits(t, h.Files(draft))
 	if pr := h.Revision(draft); marked(pr) {
@@ -182,8 +180,7 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	}
 
 	h.moveTo(draft, porchv1alpha1.PackageRevisionLifecycleProposed)
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonWaitingForApproval)
 	h.expectRevisions("app", "packagevariant-1:Proposed")
 	expectPersonEdits(t, h.Files(draft))
 }
@@ -221,8 +218,7 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 	pv := newVariant("app", "app")
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
 	h.CreateVariant(pv)
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonRenderFailed)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
@@ -294,8 +290,7 @@ func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
 	armed.Store(&draft)
 	publishV2(t, h.Sim)
-	h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.Settle()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	if !checked.Load() {
 		t.Fatal("the controller never checked its proposal live after the failed delete")
 	}

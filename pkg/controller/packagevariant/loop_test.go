@@ -92,8 +92,7 @@ func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 // open draft, no second draft is made.
 func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
 	h := newHarness(t)
-	pv := goldVariant()
-	h.CreateVariant(pv)
+	h.CreateVariant(goldVariant())
 	h.waitReady("app")
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext.Data["tier"] = "silver"
@@ -108,13 +107,7 @@ func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
 // published, a changed spec gives an edit draft of it.
 func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 	h := newHarness(t)
-	pv := goldVariant()
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	published := h.revisions("app")[0].Name
-	h.publish(published)
-	h.waitRevisions("app", "packagevariant-1:Published")
-	h.Settle()
+	published := h.publishedGold()
 	h.expectRevisions("app", "packagevariant-1:Published")
 
 	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
@@ -138,13 +131,7 @@ func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 // three-way merge keeps the variant's changes and brings the upstream's.
 func TestLoopUpstreamMoveMakesUpgradeDraft(t *testing.T) {
 	h := newHarness(t)
-	pv := goldVariant()
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	published := h.revisions("app")[0].Name
-	h.publish(published)
-	h.waitRevisions("app", "packagevariant-1:Published")
-	h.Settle()
+	published := h.publishedGold()
 
 	publishV2(t, h.Sim)
 	revs := h.settleRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
