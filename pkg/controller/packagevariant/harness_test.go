@@ -270,3 +270,11 @@ func (h *harness) publishedGold() string {
 	h.Settle()
 	return published
 }
+
+// expectEditedDraftKept checks that the person's draft of variant "app" is
+// still its only revision, with the person's edits.
+func (h *harness) expectEditedDraftKept(draft string) {
+	h.T.Helper()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(h.T, h.Files(draft))
+}

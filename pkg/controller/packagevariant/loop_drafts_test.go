@@ -68,8 +68,7 @@ func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	mustContain(t, "DraftEdited message", cond.Message, draft, "blueprints.app.v2", "publish it", "delete it")
 	h.Settle()
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 
 	h.publish(draft)
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
@@ -143,9 +142,7 @@ func TestLoopUpstreamRevisionPin(t *testing.T) {
 	}))
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.Revision = 1
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(pv)
 	revs := h.waitRevisions("app", "packagevariant-1:Draft")
 	if up := revs[0].Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name; up != "blueprints.app.v1" {
 		t.Errorf("cloned from %s, want the pinned blueprints.app.v1", up)
@@ -313,9 +310,7 @@ func TestLoopWatchesInjectedKindsOnDemand(t *testing.T) {
 	}))
 	pv := customised("plain", "plain")
 	pv.Spec.Upstream.Package = "plain"
-	h.CreateVariant(pv)
-	h.waitReady("plain")
-	h.Settle()
+	h.createReady(pv)
 	for req := range h.Run.ObjectRequests() {
 		t.Errorf("no injection point, but the controller called %s", req)
 	}

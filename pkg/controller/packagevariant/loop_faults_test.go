@@ -54,8 +54,7 @@ func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 
 	h.publishV2AndWait()
 	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 }
 
 // TestLoopLostCreateAnswerMakesNoSecondDraft: the answer to the create of
@@ -169,8 +168,7 @@ func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h.Settle()
 	h.publishV2AndWait()
 	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 	mustContain(t, "package-context.yaml", h.Files(draft)["package-context.yaml"], "tier: gold")
 }
 

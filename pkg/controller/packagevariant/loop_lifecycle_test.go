@@ -226,9 +226,7 @@ func TestLoopDeletionPolicies(t *testing.T) {
 			h := newHarness(t)
 			pv := newVariant("app", "app")
 			pv.Spec.DeletionPolicy = tc.policy
-			h.CreateVariant(pv)
-			h.waitReady("app")
-			h.Settle()
+			h.createReady(pv)
 			name := h.revisions("app")[0].Name
 			h.moveTo(name, tc.lifecycle)
 			h.waitRevisions("app", "packagevariant-1:"+string(tc.lifecycle))

@@ -129,8 +129,7 @@ func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 	publishV2(t, h.Sim)
 	h.Sim.ReleaseWatchEvents()
 	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 	if n := h.Sim.Requests()["delete packagerevisions"]; n != 0 {
 		t.Errorf("%d deletes of package revisions, want none", n)
 	}
@@ -156,9 +155,7 @@ func TestLoopRestoresLostMetadata(t *testing.T) {
 	pv := newVariant("app", "app")
 	pv.Spec.Labels = map[string]string{"team": "a"}
 	pv.Spec.Annotations = map[string]string{"note": "n"}
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(pv)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	draft := h.revisions("app")[0]
 	if ref := metav1.GetControllerOf(&draft); ref == nil || ref.Name != "app" {

@@ -113,8 +113,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 	if !checked.Load() {
 		t.Fatal("the controller never read the draft live before replacing it")
 	}
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 	if pr := h.Revision(draft); marked(pr) {
 		t.Errorf("the kept draft carries the replacement mark: %v", pr.Annotations)
 	}
@@ -173,8 +172,7 @@ func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	h.personEdits(draft)
 	h.Sim.ClearFaults()
 	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 	if pr := h.Revision(draft); marked(pr) {
 		t.Errorf("the person's draft still carries the replacement mark: %v", pr.Annotations)
 	}
@@ -193,9 +191,7 @@ func TestLoopOrphanedReplacementGoesBackToDraft(t *testing.T) {
 	h := newHarness(t)
 	pv := newVariant("app", "app")
 	pv.Spec.DeletionPolicy = configv1alpha1.DeletionPolicyOrphan
-	h.CreateVariant(pv)
-	h.waitReady("app")
-	h.Settle()
+	h.createReady(pv)
 	draft := h.stuckProposedForReplacement()
 	h.deleteVariant("app")
 	h.Eventually("the variant gone", func() bool { return h.Variant("app") == nil })
@@ -294,6 +290,5 @@ func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
 	if !checked.Load() {
 		t.Fatal("the controller never checked its proposal live after the failed delete")
 	}
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.Files(draft))
+	h.expectEditedDraftKept(draft)
 }
