@@ -4,9 +4,9 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/porch-variants/variant-controller/pkg/controller/handlers"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -40,11 +40,8 @@ func (p *progress) register(resource string) *handlerProgress {
 }
 
 func (p *progress) handled(h *handlerProgress, obj interface{}, deleted bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	m := handlers.Meta(obj)
+	if m == nil {
 		return
 	}
 	rv := p.sim.Sequence(m.GetResourceVersion())

@@ -1,34 +1,23 @@
 package kit
 
 import (
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
-// ConfigMap is an in-cluster ConfigMap, as injectors read them.
+// ConfigMap is an in-cluster ConfigMap, as injectors read them
+// (ctrlfixture.ConfigMap, which the controllers' in-package tests use).
 func ConfigMap(namespace, name string, data map[string]string) *unstructured.Unstructured {
-	d := map[string]interface{}{}
-	for k, v := range data {
-		d[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata":   map[string]interface{}{"name": name, "namespace": namespace},
-		"data":       d,
-	}}
+	return ctrlfixture.ConfigMap(namespace, name, data)
 }
 
 // MustContain fails the test for each of want that text lacks.
 func MustContain(t testing.TB, what, text string, want ...string) {
 	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("%s does not contain %q:\n%s", what, w, text)
-		}
-	}
+	ctrlfixture.MustContain(t, what, text, want...)
 }
 
 // Ptr is a pointer to v.

@@ -204,21 +204,24 @@ func (h *Harness) EventsMatching(substr string) []string {
 // kind.
 func (h *Harness) CreateObject(obj *unstructured.Unstructured) {
 	h.T.Helper()
-	ctx, cancel := context.WithTimeout(h.Ctx, WaitTimeout)
-	defer cancel()
-	if err := h.Run.CreateObject(ctx, obj); err != nil {
-		h.T.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
-	}
+	h.writeObject("create", h.Run.CreateObject, obj)
 }
 
 // UpdateObject changes an in-cluster object once the controllers watch
 // its kind.
 func (h *Harness) UpdateObject(obj *unstructured.Unstructured) {
 	h.T.Helper()
+	h.writeObject("update", h.Run.UpdateObject, obj)
+}
+
+// writeObject writes an in-cluster object, waiting at most WaitTimeout for
+// the controllers to watch its kind.
+func (h *Harness) writeObject(verb string, write func(context.Context, *unstructured.Unstructured) error, obj *unstructured.Unstructured) {
+	h.T.Helper()
 	ctx, cancel := context.WithTimeout(h.Ctx, WaitTimeout)
 	defer cancel()
-	if err := h.Run.UpdateObject(ctx, obj); err != nil {
-		h.T.Fatalf("update %s %s: %v", obj.GetKind(), obj.GetName(), err)
+	if err := write(ctx, obj); err != nil {
+		h.T.Fatalf("%s %s %s: %v", verb, obj.GetKind(), obj.GetName(), err)
 	}
 }
 
@@ -297,24 +300,31 @@ func (h *Harness) Set(name string) *configv1alpha2.PackageVariantSet {
 	return pvs
 }
 
+// creator is what create needs of a generated typed client.
+type creator[T any] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+}
+
+// create creates an object, failing the test when it cannot.
+func create[T metav1.Object](h *Harness, c creator[T], what string, obj T) T {
+	h.T.Helper()
+	out, err := c.Create(h.Ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		h.T.Fatalf("create %s %s: %v", what, obj.GetName(), err)
+	}
+	return out
+}
+
 // CreateVariant creates a variant.
 func (h *Harness) CreateVariant(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
 	h.T.Helper()
-	out, err := h.Client.ConfigV1alpha1().PackageVariants(h.NS).Create(h.Ctx, pv, metav1.CreateOptions{})
-	if err != nil {
-		h.T.Fatalf("create PackageVariant %s: %v", pv.Name, err)
-	}
-	return out
+	return create(h, h.Client.ConfigV1alpha1().PackageVariants(h.NS), "PackageVariant", pv)
 }
 
 // CreateSet creates a set.
 func (h *Harness) CreateSet(pvs *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet {
 	h.T.Helper()
-	out, err := h.Client.ConfigV1alpha2().PackageVariantSets(h.NS).Create(h.Ctx, pvs, metav1.CreateOptions{})
-	if err != nil {
-		h.T.Fatalf("create PackageVariantSet %s: %v", pvs.Name, err)
-	}
-	return out
+	return create(h, h.Client.ConfigV1alpha2().PackageVariantSets(h.NS), "PackageVariantSet", pvs)
 }
 
 // typedClient is what update needs of a generated typed client.

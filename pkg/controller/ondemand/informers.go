@@ -28,9 +28,11 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
+	"github.com/porch-variants/variant-controller/pkg/controller/handlers"
 )
 
 // DefaultSyncTimeout bounds how long a read waits for the first list of a
@@ -155,21 +157,8 @@ func (i *Informers) AddHandler(h Handler) {
 	i.handlers = append(i.handlers, h)
 }
 
-// objectMeta is the metadata of an informer's object, or of the last
-// state of a deleted one; nil when it has none.
-func objectMeta(obj interface{}) metav1.Object {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil
-	}
-	return m
-}
-
 func (i *Informers) notify(gk schema.GroupKind, obj interface{}) {
-	m := objectMeta(obj)
+	m := handlers.Meta(obj)
 	if m == nil {
 		return
 	}
@@ -280,7 +269,7 @@ func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.Group
 		// consumers' own digests make such a wake-up cheap.
 		UpdateFunc: func(_, newObj interface{}) { i.notify(gk, newObj) },
 		DeleteFunc: func(obj interface{}) {
-			if m := objectMeta(obj); m != nil {
+			if m := handlers.Meta(obj); m != nil {
 				i.contents.gone(objectKey{gvk, m.GetNamespace(), m.GetName()})
 			}
 			i.notify(gk, obj)

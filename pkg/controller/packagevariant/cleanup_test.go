@@ -140,7 +140,7 @@ func TestRelease(t *testing.T) {
 			if err := c.release(ctx, pv, pr, "test"); err != nil {
 				t.Fatalf("release: %v", err)
 			}
-			if diff := cmp.Diff([]prWrite{tc.want}, prWrites(t, writeActions(f.client.Actions()))); diff != "" {
+			if diff := cmp.Diff([]prWrite{tc.want}, prWrites(t, f.WriteActions())); diff != "" {
 				t.Errorf("%s: API writes (-want +got):\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff(before, pr); diff != "" {
@@ -196,7 +196,7 @@ func TestReleaseReadsLiveBeforeDeleting(t *testing.T) {
 			if err := c.release(ctx, pv, cached, "test"); err != nil {
 				t.Fatalf("release: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, prWrites(t, writeActions(f.client.Actions()))); diff != "" {
+			if diff := cmp.Diff(tc.want, prWrites(t, f.WriteActions())); diff != "" {
 				t.Errorf("%s: API writes (-want +got):\n%s", tc.reason, diff)
 			}
 		})
@@ -297,7 +297,7 @@ func TestCleanup(t *testing.T) {
 			}
 			c, _ := f.newController(ctx)
 			if tc.failOn != "" {
-				f.client.PrependReactor("delete", "packagerevisions", func(a core.Action) (bool, runtime.Object, error) {
+				f.Client.PrependReactor("delete", "packagerevisions", func(a core.Action) (bool, runtime.Object, error) {
 					if a.(core.DeleteAction).GetName() == tc.failOn {
 						return true, nil, errors.New("porch is down")
 					}
@@ -309,7 +309,7 @@ func TestCleanup(t *testing.T) {
 			if err := c.syncHandler(ctx, cache.MetaObjectToName(tc.pv)); err != nil {
 				got.Err = err.Error()
 			}
-			actions := writeActions(f.client.Actions())
+			actions := f.WriteActions()
 			got.Writes = prWrites(t, actions)
 			for _, a := range actions {
 				if a.GetResource().Resource != "packagevariants" {
@@ -351,14 +351,14 @@ func TestCleanupFailureIsReportedOnce(t *testing.T) {
 	f.revs = []*porchv1alpha1.PackageRevision{d1}
 	f.objects = []runtime.Object{pv, d1}
 	c, _ := f.newController(ctx)
-	f.client.PrependReactor("delete", "packagerevisions", func(core.Action) (bool, runtime.Object, error) {
+	f.Client.PrependReactor("delete", "packagerevisions", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("porch is down")
 	})
 	if err := c.cleanup(ctx, pv); err == nil {
 		t.Fatal("cleanup: want an error")
 	}
 	var reported *configv1alpha1.PackageVariant
-	for _, a := range writeActions(f.client.Actions()) {
+	for _, a := range f.WriteActions() {
 		if a.GetSubresource() == "status" {
 			reported = a.(core.UpdateAction).GetObject().(*configv1alpha1.PackageVariant)
 		}
@@ -366,12 +366,12 @@ func TestCleanupFailureIsReportedOnce(t *testing.T) {
 	if reported == nil {
 		t.Fatal("the first failure must be reported in status")
 	}
-	f.client.ClearActions()
+	f.Client.ClearActions()
 	if err := c.cleanup(ctx, reported); err == nil {
 		t.Fatal("cleanup: want an error")
 	}
 	var statusWrites []string
-	for _, a := range writeActions(f.client.Actions()) {
+	for _, a := range f.WriteActions() {
 		if a.GetSubresource() == "status" {
 			statusWrites = append(statusWrites, a.GetVerb())
 		}
@@ -408,7 +408,7 @@ func TestCleanupConfirmsLiveBeforeRemovingFinalizer(t *testing.T) {
 		t.Fatalf("first cleanup: %v, want an error naming %s (the finalizer stays)", err, adopted.Name)
 	}
 	var finalizerRemoved bool
-	for _, a := range writeActions(f.client.Actions()) {
+	for _, a := range f.WriteActions() {
 		if a.GetResource().Resource == "packagevariants" && a.GetVerb() == "update" && a.GetSubresource() == "" {
 			finalizerRemoved = true
 		}
@@ -417,16 +417,16 @@ func TestCleanupConfirmsLiveBeforeRemovingFinalizer(t *testing.T) {
 		t.Error("the finalizer was removed while the server showed a revision the variant owns")
 	}
 	want := []prWrite{{Verb: "update", Name: adopted.Name, Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft, Owners: []metav1.OwnerReference{keeper}}}
-	if diff := cmp.Diff(want, prWrites(t, writeActions(f.client.Actions()))); diff != "" {
+	if diff := cmp.Diff(want, prWrites(t, f.WriteActions())); diff != "" {
 		t.Errorf("revision writes (-want +got):\n%s", diff)
 	}
 
-	f.client.ClearActions()
+	f.Client.ClearActions()
 	if err := c.cleanup(ctx, pv); err != nil {
 		t.Fatalf("second cleanup: %v", err)
 	}
 	var finalizers []string
-	for _, a := range writeActions(f.client.Actions()) {
+	for _, a := range f.WriteActions() {
 		if a.GetResource().Resource == "packagevariants" && a.GetVerb() == "update" && a.GetSubresource() == "" {
 			finalizers = a.(core.UpdateAction).GetObject().(*configv1alpha1.PackageVariant).Finalizers
 		}

@@ -134,7 +134,7 @@ func TestConflictingVariantWritesNothing(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
-	if actions := writeActions(f.client.Actions()); len(actions) != 0 {
+	if actions := f.WriteActions(); len(actions) != 0 {
 		t.Errorf("the losing variant must write nothing, got %v", actions)
 	}
 }

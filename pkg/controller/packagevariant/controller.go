@@ -9,11 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -24,6 +21,7 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
+	"github.com/porch-variants/variant-controller/pkg/controller/handlers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
@@ -147,7 +145,9 @@ func New(ctx context.Context, client versioned.Interface,
 		// Config injection off: every injection point reports it.
 		injection = ondemand.New(ctx, ondemand.Options{})
 	}
-	injection.AddHandler(c.handleInjectedObject)
+	injection.AddHandler(func(gk schema.GroupKind, namespace, name string) {
+		c.handleInjectedObject(logger, gk, namespace, name)
+	})
 	c.injection = injection
 
 	if err := pvInformer.Informer().AddIndexers(cache.Indexers{
@@ -177,8 +177,8 @@ func New(ctx context.Context, client versioned.Interface,
 			}
 		},
 		DeleteFunc: func(obj interface{}) {
-			if m := variantMeta(obj); m != nil {
-				c.written.Forget(m.GetUID())
+			if pv, ok := handlers.Object[*configv1alpha1.PackageVariant](obj); ok {
+				c.written.Forget(pv.UID)
 			}
 			c.enqueueVariant(obj)
 			c.enqueuePeers(obj)
@@ -218,10 +218,7 @@ func (c *Controller) enqueueVariant(obj interface{}) { c.loop.Enqueue(obj, "Pack
 // package: when one appears, goes, starts deleting or moves away, the
 // conflict between them is decided anew.
 func (c *Controller) enqueuePeers(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pv, ok := obj.(*configv1alpha1.PackageVariant)
+	pv, ok := handlers.Object[*configv1alpha1.PackageVariant](obj)
 	if !ok {
 		return
 	}
@@ -260,15 +257,9 @@ func peersMayCare(oldObj, newObj interface{}) bool {
 // package, and the variants whose downstream is its package (adoption and
 // conflicts). Never every variant of the namespace.
 func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) {
-	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	pr, ok := handlers.Object[*porchv1alpha1.PackageRevision](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pr, ok = tomb.Obj.(*porchv1alpha1.PackageRevision); !ok {
-			return
-		}
+		return
 	}
 	keys := map[cache.ObjectName]struct{}{}
 	if ref := confighelper.ControllingVariant(pr); ref != nil {
@@ -277,17 +268,10 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 			keys[cache.MetaObjectToName(pv)] = struct{}{}
 		}
 	}
-	pkgKey := helper.PackageKey(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+	pkgKey := helper.PackageKeyOf(pr)
 	for _, index := range []string{ByUpstreamIndex, ByDownstreamIndex} {
-		objs, err := c.pvIndexer.ByIndex(index, pkgKey)
-		if err != nil {
-			logger.Error(err, "Looking up PackageVariants by index", "index", index)
-			continue
-		}
-		for _, o := range objs {
-			if m, err := meta.Accessor(o); err == nil {
-				keys[cache.MetaObjectToName(m)] = struct{}{}
-			}
+		for _, key := range handlers.ByIndex(logger, c.pvIndexer, index, pkgKey) {
+			keys[key] = struct{}{}
 		}
 	}
 	for key := range keys {
@@ -296,62 +280,34 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 	}
 }
 
-// variantMeta is the metadata of a variant or of its tombstone (nil for
-// anything else).
-func variantMeta(obj interface{}) metav1.Object {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if pv, ok := obj.(*configv1alpha1.PackageVariant); ok {
-		return pv
-	}
-	return nil
-}
+var upstreamIndexFunc = handlers.IndexFunc(func(pv *configv1alpha1.PackageVariant) []string {
+	return handlers.UpstreamKeys(pv.Namespace, pv.Spec.Upstream)
+})
 
-func upstreamIndexFunc(obj interface{}) ([]string, error) {
-	pv, ok := obj.(*configv1alpha1.PackageVariant)
-	if !ok || pv.Spec.Upstream == nil {
-		return nil, nil
+var downstreamIndexFunc = handlers.IndexFunc(func(pv *configv1alpha1.PackageVariant) []string {
+	if pv.Spec.Downstream == nil {
+		return nil
 	}
-	return []string{helper.PackageKey(pv.Namespace, pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package)}, nil
-}
-
-func downstreamIndexFunc(obj interface{}) ([]string, error) {
-	pv, ok := obj.(*configv1alpha1.PackageVariant)
-	if !ok || pv.Spec.Downstream == nil {
-		return nil, nil
-	}
-	return []string{helper.PackageKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}, nil
-}
+	return []string{helper.PackageKey(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)}
+})
 
 // handleInjectedObject enqueues the variants whose downstream package was
 // matched against the in-cluster object that changed.
-func (c *Controller) handleInjectedObject(gk schema.GroupKind, namespace, name string) {
-	objs, err := c.pvIndexer.ByIndex(ByInjectedIndex, injectedIndexKey(namespace, gk.Group, gk.Kind, name))
-	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("look up variants injecting %s %s/%s: %w", gk, namespace, name, err))
-		return
-	}
-	for _, o := range objs {
-		if m, err := meta.Accessor(o); err == nil {
-			c.queue.Add(cache.MetaObjectToName(m))
-		}
+func (c *Controller) handleInjectedObject(logger klog.Logger, gk schema.GroupKind, namespace, name string) {
+	for _, key := range handlers.ByIndex(logger, c.pvIndexer, ByInjectedIndex, injectedIndexKey(namespace, gk.Group, gk.Kind, name)) {
+		c.queue.Add(key)
 	}
 }
 
-func packageRevisionOwnerIndexFunc(obj interface{}) ([]string, error) {
-	pr, ok := obj.(*porchv1alpha1.PackageRevision)
-	if !ok {
-		return nil, nil
-	}
+var packageRevisionOwnerIndexFunc = handlers.IndexFunc(func(pr *porchv1alpha1.PackageRevision) []string {
 	var uids []string
 	for i := range pr.OwnerReferences {
 		if confighelper.IsVariantRef(pr.OwnerReferences[i]) {
 			uids = append(uids, string(pr.OwnerReferences[i].UID))
 		}
 	}
-	return uids, nil
-}
+	return uids
+})
 
 // enqueueAll queues every PackageVariant in the informer cache, as a full
 // resync would.

@@ -2,7 +2,6 @@ package packagevariant
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 
@@ -11,25 +10,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
-var alwaysReady = func() bool { return true }
-
-// fixture follows kubernetes/sample-controller: objects are loaded both into
-// the fake clientset and into the informer indexers, the caches report
-// synced, and the sync handler is called directly.
+// fixture follows kubernetes/sample-controller (test/kit/ctrlfixture):
+// objects are loaded both into the fake clientset and into the informer
+// indexers, the caches report synced, and the sync handler is called
+// directly.
 type fixture struct {
+	// Fixture is the fake clientset and informers, made by newController.
+	*ctrlfixture.Fixture
 	t       *testing.T
-	client  *fake.Clientset
 	pvs     []*configv1alpha1.PackageVariant
 	revs    []*porchv1alpha1.PackageRevision
 	objects []runtime.Object
@@ -40,39 +38,19 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
-	f.client = fake.NewSimpleClientset(f.objects...)
-	factory := informers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(ctx, f.client,
+	f.Fixture = ctrlfixture.New(f.t, f.objects...)
+	factory := f.Factory
+	c, err := New(ctx, f.Client,
 		factory.Config().V1alpha1().PackageVariants(),
 		factory.Porch().V1alpha1().PackageRevisions(),
 		nil, record.NewFakeRecorder(10), nil, Options{})
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}
-	c.loop.Synced = []cache.InformerSynced{alwaysReady}
-	for _, pv := range f.pvs {
-		if err := factory.Config().V1alpha1().PackageVariants().Informer().GetIndexer().Add(pv); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	for _, pr := range f.revs {
-		if err := factory.Porch().V1alpha1().PackageRevisions().Informer().GetIndexer().Add(pr); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	c.loop.Synced = []cache.InformerSynced{ctrlfixture.AlwaysReady}
+	ctrlfixture.Index(f.t, factory.Config().V1alpha1().PackageVariants().Informer(), f.pvs)
+	ctrlfixture.Index(f.t, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revs)
 	return c, factory
-}
-
-// writeActions drops the list and watch calls the informers make.
-func writeActions(actions []core.Action) []core.Action {
-	var out []core.Action
-	for _, a := range actions {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 func variant(ns, name string, uid types.UID, upstream, downstream [2]string) *configv1alpha1.PackageVariant {
@@ -86,13 +64,7 @@ func variant(ns, name string, uid types.UID, upstream, downstream [2]string) *co
 }
 
 func revision(ns, repo, pkg, ws string, owner *configv1alpha1.PackageVariant) *porchv1alpha1.PackageRevision {
-	pr := &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo + "." + pkg + "." + ws},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			RepositoryName: repo, PackageName: pkg, WorkspaceName: porchv1alpha1.WorkspaceName(ws),
-			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
-		},
-	}
+	pr := ctrlfixture.Revision(ns, repo, pkg, ws, porchv1alpha1.PackageRevisionLifecycleDraft)
 	if owner != nil {
 		isController := true
 		pr.OwnerReferences = []metav1.OwnerReference{{
@@ -131,7 +103,7 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 				t.Fatalf("sync: %v", err)
 			}
 			var got []string
-			for _, a := range writeActions(f.client.Actions()) {
+			for _, a := range f.WriteActions() {
 				r := a.GetResource().Resource
 				if a.GetSubresource() != "" {
 					r += "/" + a.GetSubresource()
@@ -189,16 +161,7 @@ func TestPackageRevisionEventsReachOnlyConcernedVariants(t *testing.T) {
 	}
 }
 
-func drain(c *Controller) []string {
-	var keys []string
-	for c.queue.Len() > 0 {
-		k, _ := c.queue.Get()
-		keys = append(keys, k.String())
-		c.queue.Done(k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func drain(c *Controller) []string { return ctrlfixture.Drain(c.queue) }
 
 // TestEventsReachTheSyncHandler runs the real informers on the fake
 // clientset and the real worker loop: an event for each watched kind must
@@ -210,23 +173,16 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 	f := newFixture(t)
 	c, factory := f.newController(ctx)
 	c.loop.Synced = nil // wait for the real informers
-	synced := make(chan cache.ObjectName, 100)
-	c.syncHandler = func(_ context.Context, key cache.ObjectName) error {
-		synced <- key
-		return nil
-	}
+	var synced <-chan cache.ObjectName
+	c.syncHandler, synced = ctrlfixture.Synced(100)
 	factory.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.Run(ctx, 2)
-	}()
+	stop := ctrlfixture.RunInBackground(t, cancel, func() error { return c.Run(ctx, 2) })
 
 	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
-	if _, err := f.client.ConfigV1alpha1().PackageVariants("ns").Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.ConfigV1alpha1().PackageVariants("ns").Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKey(t, synced, "ns/pv", "PackageVariant created")
+	ctrlfixture.WaitForKeys(t, synced, "PackageVariant created", "ns/pv")
 
 	// The informer must have the variant before a revision event can map to it.
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -236,32 +192,11 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 		t.Fatalf("variant never reached the cache: %v", err)
 	}
 	pr := revision("ns", "deploy", "app", "packagevariant-1", pv)
-	if _, err := f.client.PorchV1alpha1().PackageRevisions("ns").Create(ctx, pr, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.PorchV1alpha1().PackageRevisions("ns").Create(ctx, pr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKey(t, synced, "ns/pv", "owned PackageRevision created")
-
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the context was cancelled")
-	}
-}
-
-func waitForKey(t *testing.T, ch <-chan cache.ObjectName, want, what string) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case k := <-ch:
-			if k.String() == want {
-				return
-			}
-		case <-timeout:
-			t.Fatalf("%s: sync handler never saw %s", what, want)
-		}
-	}
+	ctrlfixture.WaitForKeys(t, synced, "owned PackageRevision created", "ns/pv")
+	stop()
 }
 
 // TestVariantEventsWakeConflictingPeers: when a variant that shares a

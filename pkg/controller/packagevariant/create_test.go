@@ -69,7 +69,7 @@ func TestCreateDraft(t *testing.T) {
 			if (created != nil) != tc.wantCreated {
 				t.Errorf("%s: createDraft returned draft %v, want one: %v", tc.reason, created, tc.wantCreated)
 			}
-			actions := writeActions(f.client.Actions())
+			actions := f.WriteActions()
 			if len(actions) != 1 || actions[0].GetVerb() != "create" {
 				t.Fatalf("%s: want exactly one create, got %v", tc.reason, actions)
 			}
@@ -121,7 +121,7 @@ func TestCreateDraftBesideAnotherOpenDraft(t *testing.T) {
 				t.Fatalf("%s: createDraft error = %v, want an otherDraftOpen", tc.reason, err)
 			}
 			mustContain(t, "message", err.Error(), tc.want...)
-			if actions := writeActions(f.client.Actions()); len(actions) != 0 {
+			if actions := f.WriteActions(); len(actions) != 0 {
 				t.Errorf("%s: writes %v, want none", tc.reason, actions)
 			}
 		})
@@ -140,7 +140,7 @@ func TestCreateDraftDoesNotShareMaps(t *testing.T) {
 	if _, err := c.createDraft(ctx, pv, nil, cloneTask(upstreamRev("v1", 1, porchv1alpha1.PackageRevisionLifecyclePublished)), "test"); err != nil {
 		t.Fatal(err)
 	}
-	sent := writeActions(f.client.Actions())[0].(core.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
+	sent := f.WriteActions()[0].(core.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
 	sent.Labels["team"] = "changed"
 	if diff := cmp.Diff(map[string]string{"team": "a"}, pv.Spec.Labels); diff != "" {
 		t.Errorf("variant labels changed through the draft (-want +got):\n%s", diff)

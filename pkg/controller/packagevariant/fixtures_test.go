@@ -1,15 +1,13 @@
 package packagevariant
 
 import (
-	"strings"
-	"testing"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 // Fixtures of the unit tests here and of the integration tests
@@ -22,16 +20,7 @@ const testNS = "team-a"
 var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 func configMap(name string, data map[string]string) *unstructured.Unstructured {
-	d := map[string]interface{}{}
-	for k, v := range data {
-		d[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "v1",
-		"kind":       "ConfigMap",
-		"metadata":   map[string]interface{}{"name": name, "namespace": testNS},
-		"data":       d,
-	}}
+	return ctrlfixture.ConfigMap(testNS, name, data)
 }
 
 // newVariant is a variant of blueprints/app into deploy/<downstream>.
@@ -63,11 +52,4 @@ func customised(name, downstream string) *configv1alpha1.PackageVariant {
 	return pv
 }
 
-func mustContain(t *testing.T, what, text string, want ...string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			t.Errorf("%s does not contain %q:\n%s", what, w, text)
-		}
-	}
-}
+var mustContain = ctrlfixture.MustContain

@@ -1,7 +1,6 @@
 package packagevariant_test
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,8 +14,6 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
-	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
-	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/test/kit"
 )
@@ -73,12 +70,7 @@ data:
 // harness is the kit's, with the variant controller.
 type harness struct {
 	*kit.Harness
-	t      *testing.T
-	ctx    context.Context
-	sim    *porchsim.Sim
-	client versioned.Interface
-	run    *offline.Runner
-	ctrl   *packagevariant.Controller
+	ctrl *packagevariant.Controller
 }
 
 type harnessOption func(*kit.Options)
@@ -119,71 +111,37 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		opt(&o)
 	}
 	k := kit.Start(t, o)
-	return &harness{
-		Harness: k, t: t, ctx: k.Ctx, sim: k.Sim, client: k.Client, run: k.Run,
-		ctrl: k.Run.Controller(packagevariant.ControllerName).(*packagevariant.Controller),
-	}
+	return &harness{Harness: k, ctrl: k.Run.Controller(packagevariant.ControllerName).(*packagevariant.Controller)}
 }
 
-func (h *harness) eventually(what string, cond func() bool) { h.t.Helper(); h.Eventually(what, cond) }
-func (h *harness) settle()                                  { h.t.Helper(); h.Settle() }
-func (h *harness) failures() string                         { return h.Failures() }
-func (h *harness) syncCount(name string) int                { return h.SyncCount(packagevariant.ControllerName, name) }
-func (h *harness) eventsMatching(substr string) []string    { return h.EventsMatching(substr) }
-func (h *harness) variant(name string) *configv1alpha1.PackageVariant {
-	return h.Variant(name)
-}
-func (h *harness) files(prName string) map[string]string { h.t.Helper(); return h.Files(prName) }
-func (h *harness) revision(name string) *porchv1alpha1.PackageRevision {
-	h.t.Helper()
-	return h.Revision(name)
-}
+func (h *harness) syncCount(name string) int { return h.SyncCount(packagevariant.ControllerName, name) }
 
 // resync queues a variant, as a periodic resync would, and waits until it
 // was synced.
 func (h *harness) resync(name string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.Resync(packagevariant.ControllerName, name, h.ctrl.Enqueue)
 }
 
-func (h *harness) create(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
-	h.t.Helper()
-	return h.CreateVariant(pv)
-}
-
-// updateSpec changes a variant's spec, retrying on conflicts with the
-// controller's own writes.
-func (h *harness) updateSpec(name string, change func(*configv1alpha1.PackageVariantSpec)) {
-	h.t.Helper()
-	h.UpdateVariantSpec(name, change)
-}
-
 func (h *harness) deleteVariant(name string) {
-	h.t.Helper()
-	if err := h.client.ConfigV1alpha1().PackageVariants(testNS).Delete(h.ctx, name, metav1.DeleteOptions{}); err != nil {
-		h.t.Fatalf("delete PackageVariant %s: %v", name, err)
+	h.T.Helper()
+	if err := h.Client.ConfigV1alpha1().PackageVariants(testNS).Delete(h.Ctx, name, metav1.DeleteOptions{}); err != nil {
+		h.T.Fatalf("delete PackageVariant %s: %v", name, err)
 	}
 }
 
 // condition returns a variant's condition of a type, or nil.
 func (h *harness) condition(name, condType string) *metav1.Condition {
-	pv := h.variant(name)
+	pv := h.Variant(name)
 	if pv == nil {
 		return nil
 	}
 	return meta.FindStatusCondition(pv.Status.Conditions, condType)
 }
 
-// waitCondition waits for a condition with the given status and reason,
-// reached for the variant's current generation.
-func (h *harness) waitCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
-	h.t.Helper()
-	return h.WaitVariantCondition(name, condType, status, reason)
-}
-
 func (h *harness) waitReady(name string) {
-	h.t.Helper()
-	h.waitCondition(name, packagevariant.ConditionReady, metav1.ConditionTrue, packagevariant.ReasonNoErrors)
+	h.T.Helper()
+	h.WaitVariantCondition(name, packagevariant.ConditionReady, metav1.ConditionTrue, packagevariant.ReasonNoErrors)
 }
 
 // revisions are the revisions of deploy/<pkg>, without the placeholder
@@ -196,7 +154,7 @@ func (h *harness) revisions(pkg string) []porchv1alpha1.PackageRevision {
 var summary = kit.Summary
 
 func (h *harness) waitRevisions(pkg string, want ...string) []porchv1alpha1.PackageRevision {
-	h.t.Helper()
+	h.T.Helper()
 	var revs []porchv1alpha1.PackageRevision
 	h.WaitList("deploy/"+pkg+" revisions", func() []string { revs = h.revisions(pkg); return summary(revs) }, want...)
 	return revs
@@ -204,17 +162,17 @@ func (h *harness) waitRevisions(pkg string, want ...string) []porchv1alpha1.Pack
 
 // expectRevisions checks the revisions of deploy/<pkg> right now.
 func (h *harness) expectRevisions(pkg string, want ...string) {
-	h.t.Helper()
+	h.T.Helper()
 	sort.Strings(want)
 	if got := summary(h.revisions(pkg)); strings.Join(got, ",") != strings.Join(want, ",") {
-		h.t.Fatalf("deploy/%s revisions: got %v, want %v", pkg, got, want)
+		h.T.Fatalf("deploy/%s revisions: got %v, want %v", pkg, got, want)
 	}
 }
 
 // updateConfigMap changes an in-cluster ConfigMap once the controllers
 // watch ConfigMaps.
 func (h *harness) updateConfigMap(name string, data map[string]string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.UpdateObject(configMap(name, data))
 }
 
@@ -226,4 +184,97 @@ func controllerOwners(pr *porchv1alpha1.PackageRevision) int {
 		}
 	}
 	return n
+}
+
+// createReady creates a variant and waits until it is Ready and the
+// controllers are idle; it returns the variant as created.
+func (h *harness) createReady(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	h.T.Helper()
+	created := h.CreateVariant(pv)
+	h.waitReady(pv.Name)
+	h.Settle()
+	return created
+}
+
+// publishV2 publishes revision 2 of blueprints/app: three replicas and the
+// README "v2".
+func publishV2(t testing.TB, s *porchsim.Sim) {
+	t.Helper()
+	if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publish publishes a revision as a person approving it would.
+func (h *harness) publish(name string) {
+	h.T.Helper()
+	if err := h.Sim.Publish(testNS, name); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+// goldVariant is variant "app" of blueprints/app with the package context
+// tier: gold.
+func goldVariant() *configv1alpha1.PackageVariant {
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	return pv
+}
+
+// settleRevisions waits until the revisions of deploy/<name> are want and
+// variant name is Ready, lets the controllers go idle and checks that the
+// revisions are still want.
+func (h *harness) settleRevisions(name string, want ...string) []porchv1alpha1.PackageRevision {
+	h.T.Helper()
+	revs := h.waitRevisions(name, want...)
+	h.waitReady(name)
+	h.Settle()
+	h.expectRevisions(name, want...)
+	return revs
+}
+
+// readyAppDraft creates variant "app" of blueprints/app, waits until it is
+// Ready and returns the name of its draft.
+func (h *harness) readyAppDraft() string {
+	h.T.Helper()
+	h.createReady(newVariant("app", "app"))
+	return h.revisions("app")[0].Name
+}
+
+// expectEvents checks that n events carry reason.
+func (h *harness) expectEvents(reason string, n int) {
+	h.T.Helper()
+	if ev := h.EventsMatching(reason); len(ev) != n {
+		h.T.Errorf("%s events %v, want %d", reason, ev, n)
+	}
+}
+
+// waitNotReady waits until variant name is not Ready for reason, then lets
+// the controllers go idle.
+func (h *harness) waitNotReady(name, reason string) {
+	h.T.Helper()
+	h.WaitVariantCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, reason)
+	h.Settle()
+}
+
+// publishedGold creates goldVariant, publishes its first draft as a person
+// approving it would, waits until the controllers are idle and returns the
+// published revision's name.
+func (h *harness) publishedGold() string {
+	h.T.Helper()
+	h.CreateVariant(goldVariant())
+	h.waitReady("app")
+	published := h.revisions("app")[0].Name
+	h.publish(published)
+	h.waitRevisions("app", "packagevariant-1:Published")
+	h.Settle()
+	return published
+}
+
+// expectEditedDraftKept checks that the person's draft of variant "app" is
+// still its only revision, with the person's edits.
+func (h *harness) expectEditedDraftKept(draft string) {
+	h.T.Helper()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	expectPersonEdits(h.T, h.Files(draft))
 }

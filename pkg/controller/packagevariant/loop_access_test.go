@@ -23,20 +23,20 @@ func TestLoopInjectsOnlyWhatItsServiceAccountMayGet(t *testing.T) {
 
 	allowed := customised("allowed", "allowed")
 	allowed.Spec.ServiceAccountName = "reader"
-	h.create(allowed)
+	h.CreateVariant(allowed)
 	denied := customised("denied", "denied")
 	denied.Spec.ServiceAccountName = "nobody"
-	h.create(denied)
+	h.CreateVariant(denied)
 	byDefault := customised("by-default", "by-default")
-	h.create(byDefault)
+	h.CreateVariant(byDefault)
 
 	h.waitReady("allowed")
-	mustContain(t, "the allowed variant's region.yaml", h.files(h.revisions("allowed")[0].Name)["region.yaml"], "region: eu-west-1")
+	mustContain(t, "the allowed variant's region.yaml", h.Files(h.revisions("allowed")[0].Name)["region.yaml"], "region: eu-west-1")
 	for _, name := range []string{"denied", "by-default"} {
-		c := h.waitCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonInjectionForbidden)
+		c := h.WaitVariantCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonInjectionForbidden)
 		mustContain(t, name+"'s Ready message", c.Message, `ConfigMap "eu-west" is not injected`,
 			`ServiceAccount `+testNS+`/nobody may not get configmaps "eu-west" in namespace `+testNS, "grant it get on configmaps")
-		files := h.files(h.revisions(name)[0].Name)
+		files := h.Files(h.revisions(name)[0].Name)
 		for path, content := range files {
 			if strings.Contains(content, "eu-west-1") {
 				t.Errorf("%s: the draft's %s holds the data its account may not read:\n%s", name, path, content)
@@ -47,6 +47,6 @@ func TestLoopInjectsOnlyWhatItsServiceAccountMayGet(t *testing.T) {
 	r.Grant(testNS, "nobody", "configmaps", "eu-west")
 	h.waitReady("denied")
 	h.waitReady("by-default")
-	mustContain(t, "the denied variant's region.yaml once granted", h.files(h.revisions("denied")[0].Name)["region.yaml"], "region: eu-west-1")
-	h.settle()
+	mustContain(t, "the denied variant's region.yaml once granted", h.Files(h.revisions("denied")[0].Name)["region.yaml"], "region: eu-west-1")
+	h.Settle()
 }

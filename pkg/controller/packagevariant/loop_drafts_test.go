@@ -19,12 +19,12 @@ import (
 // personEdits changes a draft as a person would: a new file and a changed
 // field with a comment.
 func (h *harness) personEdits(name string) {
-	h.t.Helper()
-	files := h.files(name)
+	h.T.Helper()
+	files := h.Files(name)
 	files["notes.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  owner: alice\n"
 	files["deployment.yaml"] = strings.Replace(files["deployment.yaml"], "name: app # the app", "name: app # the app\n  labels:\n    tuned: by-alice # keep", 1)
-	if err := h.sim.SetResources(testNS, name, files); err != nil {
-		h.t.Fatalf("person's edit of %s: %v", name, err)
+	if err := h.Sim.SetResources(testNS, name, files); err != nil {
+		h.T.Fatalf("person's edit of %s: %v", name, err)
 	}
 }
 
@@ -48,21 +48,12 @@ func expectCloneOf(t *testing.T, pr *porchv1alpha1.PackageRevision, upstream str
 // cannot upgrade a draft in place).
 func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	revs := h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
+	h.createReady(newVariant("app", "app"))
+	publishV2(t, h.Sim)
+	revs := h.settleRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
-	mustContain(t, "deployment.yaml", h.files(revs[0].Name)["deployment.yaml"], "replicas: 3")
-	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
-		t.Errorf("Replaced events %v, want one", ev)
-	}
+	mustContain(t, "deployment.yaml", h.Files(revs[0].Name)["deployment.yaml"], "replicas: 3")
+	h.expectEvents("Replaced", 1)
 }
 
 // TestLoopEditedStaleDraftIsKept: a draft a person edited is never
@@ -70,31 +61,23 @@ func TestLoopStaleUneditedDraftIsReplaced(t *testing.T) {
 // publishes it the upgrade follows with their edits merged.
 func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	h.personEdits(draft)
-	h.settle()
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
+	h.Settle()
+	publishV2(t, h.Sim)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	mustContain(t, "DraftEdited message", cond.Message, draft, "blueprints.app.v2", "publish it", "delete it")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
+	h.Settle()
+	h.expectEditedDraftKept(draft)
 
-	if err := h.sim.Publish(testNS, draft); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(draft)
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.LocalPackageRevisionRef.Name != draft {
 		t.Errorf("task %+v, want an upgrade of %s", task, draft)
 	}
-	files := h.files(revs[1].Name)
+	files := h.Files(revs[1].Name)
 	expectPersonEdits(t, files)
 	mustContain(t, "deployment.yaml", files["deployment.yaml"], "replicas: 3")
 }
@@ -103,19 +86,15 @@ func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 // on top of a person's edits to the draft, never instead of them.
 func TestLoopPersonsEditSurvivesSpecChange(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	h.create(pv)
-	h.waitReady("app")
-	h.settle()
+	h.createReady(goldVariant())
 	draft := h.revisions("app")[0].Name
 	h.personEdits(draft)
-	h.settle()
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	h.Settle()
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Draft")
-	files := h.files(draft)
+	files := h.Files(draft)
 	expectPersonEdits(t, files)
 	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: silver")
 }
@@ -140,20 +119,16 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 			return false, nil, nil // on to the Sim, which sees a stale resourceVersion
 		})
 	}))
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	h.create(pv)
-	h.waitReady("app")
-	h.settle()
+	h.createReady(goldVariant())
 	draft := h.revisions("app")[0].Name
 	armed.Store(&draft)
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
 	h.waitReady("app")
-	h.settle()
-	if got := h.sim.Requests()["update packagerevisionresources"]; got < 2 {
+	h.Settle()
+	if got := h.Sim.Requests()["update packagerevisionresources"]; got < 2 {
 		t.Errorf("%d resource updates, want the refused one and a retry", got)
 	}
-	files := h.files(draft)
+	files := h.Files(draft)
 	expectPersonEdits(t, files)
 	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: silver")
 	h.expectRevisions("app", "packagevariant-1:Draft")
@@ -163,27 +138,21 @@ func TestLoopPersonsEditRacingTheControllerIsKept(t *testing.T) {
 // when a newer revision exists, and moving the pin moves the downstream.
 func TestLoopUpstreamRevisionPin(t *testing.T) {
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-			t.Fatal(err)
-		}
+		publishV2(t, s)
 	}))
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.Revision = 1
-	h.create(pv)
-	h.waitReady("app")
-	h.settle()
+	h.createReady(pv)
 	revs := h.waitRevisions("app", "packagevariant-1:Draft")
 	if up := revs[0].Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name; up != "blueprints.app.v1" {
 		t.Errorf("cloned from %s, want the pinned blueprints.app.v1", up)
 	}
-	if err := h.sim.Publish(testNS, revs[0].Name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(revs[0].Name)
 	h.waitRevisions("app", "packagevariant-1:Published")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Published")
 
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
 	revs = h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
 	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.NewUpstream.Name != "blueprints.app.v2" {
@@ -195,13 +164,11 @@ func TestLoopUpstreamRevisionPin(t *testing.T) {
 // revision; with revision it must agree.
 func TestLoopUpstreamWorkspacePin(t *testing.T) {
 	h := newHarness(t, withSim(func(s *porchsim.Sim) {
-		if _, err := s.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-			t.Fatal(err)
-		}
+		publishV2(t, s)
 	}))
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.WorkspaceName = "v1"
-	h.create(pv)
+	h.CreateVariant(pv)
 	h.waitReady("app")
 	revs := h.waitRevisions("app", "packagevariant-1:Draft")
 	if up := revs[0].Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name; up != "blueprints.app.v1" {
@@ -211,10 +178,10 @@ func TestLoopUpstreamWorkspacePin(t *testing.T) {
 	bad := newVariant("disagree", "other")
 	bad.Spec.Upstream.WorkspaceName = "v1"
 	bad.Spec.Upstream.Revision = 2
-	h.create(bad)
-	cond := h.waitCondition("disagree", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
+	h.CreateVariant(bad)
+	cond := h.WaitVariantCondition("disagree", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 	mustContain(t, "Stalled message", cond.Message, "v1", "2")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("other")
 }
 
@@ -228,14 +195,14 @@ func TestLoopNeverClonesPlaceholder(t *testing.T) {
 	}))
 	pv := newVariant("empty", "empty")
 	pv.Spec.Upstream.Package = "empty"
-	h.create(pv)
-	cond := h.waitCondition("empty", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
+	h.CreateVariant(pv)
+	cond := h.WaitVariantCondition("empty", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 	mustContain(t, "Stalled message", cond.Message, "placeholder", "main", "publish")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("empty")
 
 	// Publishing the upstream is all it takes.
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "empty", 1, blueprintFiles(1, "v1\n")); err != nil {
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "empty", 1, blueprintFiles(1, "v1\n")); err != nil {
 		t.Fatal(err)
 	}
 	h.waitReady("empty")
@@ -247,32 +214,26 @@ func TestLoopNeverClonesPlaceholder(t *testing.T) {
 // making another draft, and continues once the revision is published.
 func TestLoopProposedMeansWaitingForApproval(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	h.create(pv)
-	h.waitReady("app")
-	h.settle()
+	h.createReady(goldVariant())
 	name := h.revisions("app")[0].Name
-	if err := h.sim.Propose(testNS, name); err != nil {
+	if err := h.Sim.Propose(testNS, name); err != nil {
 		t.Fatal(err)
 	}
 	h.waitRevisions("app", "packagevariant-1:Proposed")
-	h.settle()
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
+	h.Settle()
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
 	mustContain(t, "Ready message", cond.Message, name, "Proposed", "approval")
 	if st := h.condition("app", packagevariant.ConditionStalled); st == nil || st.Status != metav1.ConditionFalse {
 		t.Errorf("Stalled %+v, want False: waiting is not an error", st)
 	}
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Proposed")
 
-	if err := h.sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
-	mustContain(t, "package-context.yaml", h.files(revs[1].Name)["package-context.yaml"], "tier: silver")
+	mustContain(t, "package-context.yaml", h.Files(revs[1].Name)["package-context.yaml"], "tier: silver")
 }
 
 // TestLoopManualUpgradePolicy: Manual never makes an upgrade draft by
@@ -281,30 +242,26 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 	h := newHarness(t)
 	pv := newVariant("app", "app")
 	pv.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
-	h.create(pv)
+	h.CreateVariant(pv)
 	h.waitReady("app")
 	name := h.revisions("app")[0].Name
-	if err := h.sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	h.waitRevisions("app", "packagevariant-1:Published")
-	h.settle()
+	h.Settle()
 
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	cond := h.waitCondition("app", packagevariant.ConditionUpgradeAvailable, metav1.ConditionTrue, packagevariant.ReasonNewRevision)
+	publishV2(t, h.Sim)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionUpgradeAvailable, metav1.ConditionTrue, packagevariant.ReasonNewRevision)
 	mustContain(t, "UpgradeAvailable message", cond.Message, "revision 2", "blueprints.app.v2", "spec.upstream.revision")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "packagevariant-1:Published")
 	if ready := h.condition("app", packagevariant.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready %+v, want True: the downstream is what the user chose", ready)
 	}
 
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeUpgrade {
 		t.Errorf("task %+v, want an upgrade", task)
 	}
@@ -318,31 +275,27 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 // draft is updated, and once published a new draft carries the new data.
 func TestLoopInjectedConfigMapChange(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	h.create(customised("app-eu", "app-eu"))
-	h.waitReady("app-eu")
-	h.settle()
+	h.createReady(customised("app-eu", "app-eu"))
 	draft := h.revisions("app-eu")[0].Name
 
 	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-2"})
-	h.eventually("the draft to carry the new region", func() bool {
-		return strings.Contains(h.files(draft)["region.yaml"], "region: eu-west-2")
+	h.Eventually("the draft to carry the new region", func() bool {
+		return strings.Contains(h.Files(draft)["region.yaml"], "region: eu-west-2")
 	})
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app-eu", "packagevariant-1:Draft")
 
-	if err := h.sim.Publish(testNS, draft); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(draft)
 	h.waitRevisions("app-eu", "packagevariant-1:Published")
-	h.settle()
+	h.Settle()
 	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-3"})
 	revs := h.waitRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
 	h.waitReady("app-eu")
-	h.settle()
+	h.Settle()
 	if task := revs[1].Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeEdit {
 		t.Errorf("task %+v, want an edit draft", task)
 	}
-	mustContain(t, "region.yaml", h.files(revs[1].Name)["region.yaml"], "region: eu-west-3")
+	mustContain(t, "region.yaml", h.Files(revs[1].Name)["region.yaml"], "region: eu-west-3")
 }
 
 // TestLoopWatchesInjectedKindsOnDemand: ConfigMaps are listed and watched
@@ -357,16 +310,12 @@ func TestLoopWatchesInjectedKindsOnDemand(t *testing.T) {
 	}))
 	pv := customised("plain", "plain")
 	pv.Spec.Upstream.Package = "plain"
-	h.create(pv)
-	h.waitReady("plain")
-	h.settle()
-	for req := range h.run.ObjectRequests() {
+	h.createReady(pv)
+	for req := range h.Run.ObjectRequests() {
 		t.Errorf("no injection point, but the controller called %s", req)
 	}
-	h.create(customised("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	if reqs := h.run.ObjectRequests(); reqs["list configmaps"] == 0 || reqs["watch configmaps"] == 0 {
+	h.createReady(customised("app", "app"))
+	if reqs := h.Run.ObjectRequests(); reqs["list configmaps"] == 0 || reqs["watch configmaps"] == 0 {
 		t.Errorf("dynamic client calls %v, want a list and a watch of configmaps", reqs)
 	}
 }
@@ -376,32 +325,30 @@ func TestLoopWatchesInjectedKindsOnDemand(t *testing.T) {
 // further syncs must not make a second one.
 func TestLoopNoDuplicateDraftWhileCacheLags(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	h.create(customised("app-eu", "app-eu"))
+	h.CreateVariant(customised("app-eu", "app-eu"))
 	h.waitReady("app-eu")
 	name := h.revisions("app-eu")[0].Name
-	if err := h.sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	h.waitRevisions("app-eu", "packagevariant-1:Published")
-	h.settle()
+	h.Settle()
 
-	h.sim.HoldWatchEvents()
-	h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Times: 1,
+	h.Sim.HoldWatchEvents()
+	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Times: 1,
 		Err: porchsim.TimeoutError("response lost"), AfterEffect: true})
 	h.updateConfigMap("eu-west", map[string]string{"region": "eu-west-2"})
-	h.eventually("an edit draft to be created", func() bool { return len(h.revisions("app-eu")) == 2 })
-	h.eventually("the lost create to be retried", func() bool { return h.sim.Requests()["create packagerevisions"] >= 2 })
+	h.Eventually("an edit draft to be created", func() bool { return len(h.revisions("app-eu")) == 2 })
+	h.Eventually("the lost create to be retried", func() bool { return h.Sim.Requests()["create packagerevisions"] >= 2 })
 	for range 5 {
 		h.resync("app-eu")
 	}
 	h.expectRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
 
-	h.sim.ReleaseWatchEvents()
+	h.Sim.ReleaseWatchEvents()
 	revs := h.waitRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
-	h.eventually("the draft to carry the new region", func() bool {
-		return strings.Contains(h.files(revs[1].Name)["region.yaml"], "region: eu-west-2")
+	h.Eventually("the draft to carry the new region", func() bool {
+		return strings.Contains(h.Files(revs[1].Name)["region.yaml"], "region: eu-west-2")
 	})
 	h.waitReady("app-eu")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app-eu", "packagevariant-1:Published", "packagevariant-2:Draft")
 }

@@ -22,11 +22,11 @@ import (
 // publishV2AndWait publishes upstream revision 2 and waits until the
 // controller's cache shows it, so that the next sync upgrades.
 func (h *harness) publishV2AndWait() {
-	h.t.Helper()
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		h.t.Fatal(err)
+	h.T.Helper()
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		h.T.Fatal(err)
 	}
-	h.eventually("upstream v2 in the cache", func() bool {
+	h.Eventually("upstream v2 in the cache", func() bool {
 		_, err := h.ctrl.PRLister().PackageRevisions(testNS).Get("blueprints.app.v2")
 		return err == nil
 	})
@@ -40,26 +40,21 @@ func (h *harness) publishV2AndWait() {
 // deleted the draft as unedited.
 func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	h.personEdits(draft)
-	h.settle()
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+	h.Settle()
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	})
-	h.eventually("the variant's change in the edited draft", func() bool {
-		return strings.Contains(h.files(draft)["package-context.yaml"], "tier: gold")
+	h.Eventually("the variant's change in the edited draft", func() bool {
+		return strings.Contains(h.Files(draft)["package-context.yaml"], "tier: gold")
 	})
-	h.settle()
-	expectPersonEdits(t, h.files(draft))
+	h.Settle()
+	expectPersonEdits(t, h.Files(draft))
 
 	h.publishV2AndWait()
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
+	h.expectEditedDraftKept(draft)
 }
 
 // TestLoopLostCreateAnswerMakesNoSecondDraft: the answer to the create of
@@ -69,36 +64,34 @@ func TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt(t *testing.T) {
 // deleted draft and did not show the new one yet, and made a second draft.
 func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
+	h.createReady(newVariant("app", "app"))
 	h.expectRevisions("app", "packagevariant-1:Draft")
-	h.sim.ResetRequests()
+	h.Sim.ResetRequests()
 	replacement := helper.PackageRevisionName("deploy", "app", "packagevariant-2")
-	h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: replacement, Times: 1,
+	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: replacement, Times: 1,
 		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
 	var once sync.Once
-	h.sim.OnWrite(func(_, _, what string) {
+	h.Sim.OnWrite(func(_, _, what string) {
 		if what == "create packagerevisions "+replacement {
 			// From the replacement on, the cache shows nothing new.
-			once.Do(h.sim.HoldWatchEvents)
+			once.Do(h.Sim.HoldWatchEvents)
 		}
 	})
 	h.publishV2AndWait()
-	h.eventually("a sync after the lost answer", func() bool {
-		if h.sim.Requests()["create packagerevisions"] >= 2 {
+	h.Eventually("a sync after the lost answer", func() bool {
+		if h.Sim.Requests()["create packagerevisions"] >= 2 {
 			return true // a second create: the defect
 		}
-		uid := h.variant("app").UID
+		uid := h.Variant("app").UID
 		name, _ := h.ctrl.Expectations().Waiting(uid, func(string) bool { return false })
 		_, unconfirmed := h.ctrl.Expectations().Unconfirmed(uid)
 		return name == replacement && !unconfirmed
 	})
-	h.sim.ReleaseWatchEvents()
+	h.Sim.ReleaseWatchEvents()
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "packagevariant-2:Draft")
-	if n := h.sim.Requests()["create packagerevisions"]; n != 1 {
+	if n := h.Sim.Requests()["create packagerevisions"]; n != 1 {
 		t.Errorf("%d creates of PackageRevisions after the lost answer, want 1", n)
 	}
 }
@@ -109,13 +102,10 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 // draft then holds the controller's own files, so it must be replaced by a
 // draft of v2, not reported as edited by a person.
 func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string)) {
-	h.t.Helper()
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	h.T.Helper()
+	draft := h.readyAppDraft()
 	var once sync.Once
-	h.sim.OnWrite(func(_, _, what string) {
+	h.Sim.OnWrite(func(_, _, what string) {
 		if what == "update packagerevisionresources "+draft {
 			once.Do(func() {
 				during(draft)
@@ -123,15 +113,12 @@ func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string))
 			})
 		}
 	})
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	})
-	h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
-	if ev := h.eventsMatching("DraftEdited"); len(ev) > 0 {
-		h.t.Errorf("the controller's own write was taken for a person's edit: %v", ev)
+	h.settleRevisions("app", "packagevariant-2:Draft")
+	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
+		h.T.Errorf("the controller's own write was taken for a person's edit: %v", ev)
 	}
 }
 
@@ -142,7 +129,7 @@ func (h *harness) changeAndMoveUpstreamDuringTheWrite(during func(draft string))
 func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
 	h := newHarness(t)
 	h.changeAndMoveUpstreamDuringTheWrite(func(draft string) {
-		h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
+		h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
 			Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
 	})
 }
@@ -158,36 +145,31 @@ func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
 // unedited three seconds later.
 func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	var lost, edited atomic.Bool
-	h.sim.OnWrite(func(_, _, what string) {
+	h.Sim.OnWrite(func(_, _, what string) {
 		if what == "update packagerevisionresources "+draft && !lost.Swap(true) {
-			h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
+			h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
 				Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
 		}
 	})
 	// The first read of the draft after the lost answer: the person's edit
 	// is saved just before it is served.
-	prependReactor(h.sim, "get", "packagerevisionresources", func(action clienttesting.Action) (bool, runtime.Object, error) {
+	prependReactor(h.Sim, "get", "packagerevisionresources", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if a, ok := action.(clienttesting.GetAction); ok && a.GetName() == draft && lost.Load() && !edited.Swap(true) {
 			h.personEdits(draft)
 		}
 		return false, nil, nil
 	})
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
 	})
-	h.eventually("the lost write read back", edited.Load)
-	h.settle()
+	h.Eventually("the lost write read back", edited.Load)
+	h.Settle()
 	h.publishV2AndWait()
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
-	mustContain(t, "package-context.yaml", h.files(draft)["package-context.yaml"], "tier: gold")
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
+	h.expectEditedDraftKept(draft)
+	mustContain(t, "package-context.yaml", h.Files(draft)["package-context.yaml"], "tier: gold")
 }
 
 // TestLoopFailedStatusWriteIsNoEdit: the controller writes into its draft,
@@ -197,7 +179,7 @@ func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 func TestLoopFailedStatusWriteIsNoEdit(t *testing.T) {
 	h := newHarness(t)
 	h.changeAndMoveUpstreamDuringTheWrite(func(string) {
-		h.sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status", Name: "app", Times: 1})
+		h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status", Name: "app", Times: 1})
 	})
 }
 
@@ -211,24 +193,24 @@ func TestLoopDraftDeletedBeforeTheCacheSawIt(t *testing.T) {
 	h := newHarness(t)
 	first := helper.PackageRevisionName("deploy", "app", "packagevariant-1")
 	var once sync.Once
-	h.sim.OnWrite(func(_, _, what string) {
+	h.Sim.OnWrite(func(_, _, what string) {
 		if what == "create packagerevisions "+first {
-			once.Do(h.sim.HoldWatchEvents)
+			once.Do(h.Sim.HoldWatchEvents)
 		}
 	})
-	pv := h.create(newVariant("app", "app"))
-	h.eventually("the draft created", func() bool {
+	pv := h.CreateVariant(newVariant("app", "app"))
+	h.Eventually("the draft created", func() bool {
 		name, _ := h.ctrl.Expectations().Waiting(pv.UID, func(string) bool { return false })
 		return name == first
 	})
 	// The controller may still be writing into it (Porch refuses a second
 	// request on a revision in progress): the person tries again.
-	h.eventually("the person's delete of the new draft", func() bool {
-		err := h.sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.ctx, first, metav1.DeleteOptions{})
+	h.Eventually("the person's delete of the new draft", func() bool {
+		err := h.Sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.Ctx, first, metav1.DeleteOptions{})
 		return err == nil
 	})
-	h.sim.BreakWatches()
-	h.sim.ReleaseWatchEvents()
+	h.Sim.BreakWatches()
+	h.Sim.ReleaseWatchEvents()
 	h.waitRevisions("app", "packagevariant-1:Draft")
 	h.waitReady("app")
 }

@@ -43,12 +43,12 @@ func tiered(name, downstream, tier string) *configv1alpha1.PackageVariant {
 // adoptionPolicy an existing package is reported and not touched.
 func TestLoopAdoptNoneLeavesExistingPackageAlone(t *testing.T) {
 	h := newHarness(t, withLegacyDownstream())
-	h.create(tiered("app", "app", "gold"))
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonError)
+	h.CreateVariant(tiered("app", "app", "gold"))
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonError)
 	mustContain(t, "Ready message", cond.Message, "deploy/app already exists", "deploy.app.v1", "adoptionPolicy: adoptExisting")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "v1:Published")
-	if refs := h.revision("deploy.app.v1").OwnerReferences; len(refs) != 0 {
+	if refs := h.Revision("deploy.app.v1").OwnerReferences; len(refs) != 0 {
 		t.Errorf("owner references %+v on a package the variant does not manage", refs)
 	}
 }
@@ -61,11 +61,11 @@ func TestLoopAdoptExisting(t *testing.T) {
 	pv := tiered("app", "app", "gold")
 	pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
 	pv.Spec.Labels = map[string]string{"team": "a"}
-	created := h.create(pv)
+	created := h.CreateVariant(pv)
 	revs := h.waitRevisions("app", "v1:Published", "packagevariant-1:Draft")
 	h.waitReady("app")
-	h.settle()
-	adopted := h.revision("deploy.app.v1")
+	h.Settle()
+	adopted := h.Revision("deploy.app.v1")
 	if ref := metav1.GetControllerOf(adopted); ref == nil || ref.UID != created.UID || controllerOwners(adopted) != 1 {
 		t.Errorf("owner references %+v, want one controller reference to the variant", adopted.OwnerReferences)
 	}
@@ -76,28 +76,26 @@ func TestLoopAdoptExisting(t *testing.T) {
 	if task := draft.Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeEdit || task.Edit.Source.Name != "deploy.app.v1" {
 		t.Errorf("task %+v, want an edit of the adopted revision", task)
 	}
-	mustContain(t, "package-context.yaml", h.files(draft.Name)["package-context.yaml"], "tier: gold")
-	if ev := h.eventsMatching("Adopted"); len(ev) != 1 {
-		t.Errorf("Adopted events %v, want one", ev)
-	}
+	mustContain(t, "package-context.yaml", h.Files(draft.Name)["package-context.yaml"], "tier: gold")
+	h.expectEvents("Adopted", 1)
 }
 
 func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
 	isController := true
 	h := newHarness(t, withLegacyDownstream())
-	pr := h.revision("deploy.app.v1")
+	pr := h.Revision("deploy.app.v1")
 	pr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Fleet", Name: "f", UID: "fleet-uid", Controller: &isController}}
-	if _, err := h.client.PorchV1alpha1().PackageRevisions(testNS).Update(h.ctx, pr, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.Client.PorchV1alpha1().PackageRevisions(testNS).Update(h.Ctx, pr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	pv := tiered("app", "app", "gold")
 	pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
-	h.create(pv)
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonError)
+	h.CreateVariant(pv)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonError)
 	mustContain(t, "Ready message", cond.Message, "controlled by another owner")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "v1:Published")
-	if got := h.revision("deploy.app.v1"); controllerOwners(got) != 1 || got.OwnerReferences[0].Kind != "Fleet" {
+	if got := h.Revision("deploy.app.v1"); controllerOwners(got) != 1 || got.OwnerReferences[0].Kind != "Fleet" {
 		t.Errorf("owner references %+v, want only the Fleet", got.OwnerReferences)
 	}
 }
@@ -112,12 +110,10 @@ func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
 func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 	isController := true
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
+	h.createReady(newVariant("app", "app"))
 	h.moveTo("deploy.app.packagevariant-1", porchv1alpha1.PackageRevisionLifecyclePublished)
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	other := &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: testNS,
@@ -127,22 +123,20 @@ func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName: "app", RepositoryName: "deploy", WorkspaceName: "by-hand",
 			Lifecycle: porchv1alpha1.PackageRevisionLifecycleDraft,
-			Tasks:     []porchv1alpha1.Task{packagevariant.EditTask(h.revision("deploy.app.packagevariant-1"))},
+			Tasks:     []porchv1alpha1.Task{packagevariant.EditTask(h.Revision("deploy.app.packagevariant-1"))},
 		},
 	}
-	if _, err := h.client.PorchV1alpha1().PackageRevisions(testNS).Create(h.ctx, other, metav1.CreateOptions{}); err != nil {
+	if _, err := h.Client.PorchV1alpha1().PackageRevisions(testNS).Create(h.Ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.settle()
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonOtherDraftOpen)
+	h.Settle()
+	publishV2(t, h.Sim)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonOtherDraftOpen)
 	mustContain(t, "Ready message", cond.Message, "deploy.app.by-hand (Draft)", "controlled by PackageVariant old-app", "no second draft")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("app", "by-hand:Draft", "packagevariant-1:Published")
 
-	if err := h.client.PorchV1alpha1().PackageRevisions(testNS).Delete(h.ctx, "deploy.app.by-hand", metav1.DeleteOptions{}); err != nil {
+	if err := h.Client.PorchV1alpha1().PackageRevisions(testNS).Delete(h.Ctx, "deploy.app.by-hand", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
@@ -159,11 +153,11 @@ func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 // the winner is deleted the other takes over.
 func TestLoopConflictingVariants(t *testing.T) {
 	h := newHarness(t)
-	h.create(tiered("first", "shared", "gold"))
+	h.CreateVariant(tiered("first", "shared", "gold"))
 	h.waitReady("first")
-	h.settle()
-	h.create(tiered("second", "shared", "silver"))
-	cond := h.waitCondition("second", packagevariant.ConditionConflict, metav1.ConditionTrue, packagevariant.ReasonConflict)
+	h.Settle()
+	h.CreateVariant(tiered("second", "shared", "silver"))
+	cond := h.WaitVariantCondition("second", packagevariant.ConditionConflict, metav1.ConditionTrue, packagevariant.ReasonConflict)
 	mustContain(t, "Conflict message", cond.Message, "deploy/shared", "PackageVariant team-a/first")
 	if st := h.condition("second", packagevariant.ConditionStalled); st == nil || st.Status != metav1.ConditionTrue || st.Reason != packagevariant.ReasonConflict {
 		t.Errorf("Stalled %+v, want True/Conflict", st)
@@ -174,26 +168,26 @@ func TestLoopConflictingVariants(t *testing.T) {
 	for range 3 {
 		h.resync("second")
 	}
-	h.settle()
+	h.Settle()
 	revs := h.waitRevisions("shared", "packagevariant-1:Draft")
-	first := h.variant("first")
+	first := h.Variant("first")
 	if ref := metav1.GetControllerOf(&revs[0]); ref == nil || ref.UID != first.UID {
 		t.Errorf("draft controlled by %+v, want first", ref)
 	}
-	mustContain(t, "package-context.yaml", h.files(revs[0].Name)["package-context.yaml"], "tier: gold")
-	if ev := h.eventsMatching("Warning Conflict"); len(ev) != 1 {
+	mustContain(t, "package-context.yaml", h.Files(revs[0].Name)["package-context.yaml"], "tier: gold")
+	if ev := h.EventsMatching("Warning Conflict"); len(ev) != 1 {
 		t.Errorf("Conflict events %v, want exactly one", ev)
 	}
 
 	h.deleteVariant("first")
-	h.eventually("first to be gone", func() bool { return h.variant("first") == nil })
+	h.Eventually("first to be gone", func() bool { return h.Variant("first") == nil })
 	h.waitReady("second")
 	revs = h.waitRevisions("shared", "packagevariant-1:Draft")
-	h.settle()
+	h.Settle()
 	if ref := metav1.GetControllerOf(&revs[0]); ref == nil || ref.Name != "second" {
 		t.Errorf("draft controlled by %+v, want second", ref)
 	}
-	mustContain(t, "package-context.yaml", h.files(revs[0].Name)["package-context.yaml"], "tier: silver")
+	mustContain(t, "package-context.yaml", h.Files(revs[0].Name)["package-context.yaml"], "tier: silver")
 	if c := h.condition("second", packagevariant.ConditionConflict); c != nil {
 		t.Errorf("Conflict %+v still set", c)
 	}
@@ -232,23 +226,21 @@ func TestLoopDeletionPolicies(t *testing.T) {
 			h := newHarness(t)
 			pv := newVariant("app", "app")
 			pv.Spec.DeletionPolicy = tc.policy
-			h.create(pv)
-			h.waitReady("app")
-			h.settle()
+			h.createReady(pv)
 			name := h.revisions("app")[0].Name
 			h.moveTo(name, tc.lifecycle)
 			h.waitRevisions("app", "packagevariant-1:"+string(tc.lifecycle))
-			h.settle()
+			h.Settle()
 
 			h.deleteVariant("app")
-			h.eventually("the variant to be gone", func() bool { return h.variant("app") == nil })
-			h.settle()
+			h.Eventually("the variant to be gone", func() bool { return h.Variant("app") == nil })
+			h.Settle()
 			revs := h.revisions("app")
 			if tc.want.gone {
 				if len(revs) != 0 {
 					t.Fatalf("revisions %v, want none", summary(revs))
 				}
-				if ev := h.eventsMatching("Deleted " + string(tc.lifecycle) + " " + name); len(ev) != 1 {
+				if ev := h.EventsMatching("Deleted " + string(tc.lifecycle) + " " + name); len(ev) != 1 {
 					t.Errorf("Deleted events %v, want one", ev)
 				}
 				return
@@ -268,23 +260,23 @@ func TestLoopDeletionPolicies(t *testing.T) {
 
 // moveTo takes a draft to a lifecycle as people would.
 func (h *harness) moveTo(name string, lc porchv1alpha1.PackageRevisionLifecycle) {
-	h.t.Helper()
+	h.T.Helper()
 	var err error
 	switch lc {
 	case porchv1alpha1.PackageRevisionLifecycleDraft:
 	case porchv1alpha1.PackageRevisionLifecycleProposed:
-		err = h.sim.Propose(testNS, name)
+		err = h.Sim.Propose(testNS, name)
 	case porchv1alpha1.PackageRevisionLifecyclePublished:
-		err = h.sim.Publish(testNS, name)
+		err = h.Sim.Publish(testNS, name)
 	case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
-		if err = h.sim.Publish(testNS, name); err == nil {
-			pr := h.revision(name)
+		if err = h.Sim.Publish(testNS, name); err == nil {
+			pr := h.Revision(name)
 			pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-			_, err = h.client.PorchV1alpha1().PackageRevisions(testNS).Update(h.ctx, pr, metav1.UpdateOptions{})
+			_, err = h.Client.PorchV1alpha1().PackageRevisions(testNS).Update(h.Ctx, pr, metav1.UpdateOptions{})
 		}
 	}
 	if err != nil {
-		h.t.Fatalf("move %s to %s: %v", name, lc, err)
+		h.T.Fatalf("move %s to %s: %v", name, lc, err)
 	}
 }
 
@@ -293,13 +285,11 @@ func (h *harness) moveTo(name string, lc porchv1alpha1.PackageRevisionLifecycle)
 // condition saying why; it goes once cleanup succeeds.
 func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Err: porchsim.ServerError("porch is down")})
+	h.createReady(newVariant("app", "app"))
+	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Err: porchsim.ServerError("porch is down")})
 	h.deleteVariant("app")
 	var msg string
-	h.eventually("a Deleting condition", func() bool {
+	h.Eventually("a Deleting condition", func() bool {
 		c := h.condition("app", packagevariant.ConditionReady)
 		if c != nil && c.Reason == packagevariant.ReasonDeleting {
 			msg = c.Message
@@ -308,16 +298,16 @@ func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 		return false
 	})
 	mustContain(t, "Deleting message", msg, "deploy.app.packagevariant-1", "porch is down", "keeps the finalizer")
-	h.eventually("a few retries", func() bool { return h.sim.Requests()["delete packagerevisions"] >= 3 })
-	pv := h.variant("app")
+	h.Eventually("a few retries", func() bool { return h.Sim.Requests()["delete packagerevisions"] >= 3 })
+	pv := h.Variant("app")
 	if pv == nil || !packagevariant.HasFinalizer(pv) {
 		t.Fatalf("variant %v lost its finalizer before cleanup succeeded", pv)
 	}
 	h.expectRevisions("app", "packagevariant-1:Draft")
 
-	h.sim.ClearFaults()
-	h.eventually("the variant to be gone", func() bool { return h.variant("app") == nil })
-	h.settle()
+	h.Sim.ClearFaults()
+	h.Eventually("the variant to be gone", func() bool { return h.Variant("app") == nil })
+	h.Settle()
 	h.expectRevisions("app")
 }
 
@@ -325,14 +315,12 @@ func TestLoopFinalizerKeptUntilCleanupSucceeds(t *testing.T) {
 // applies the deletion policy to the old package and makes the new one.
 func TestLoopChangedDownstreamReleasesOldPackage(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "old"))
-	h.waitReady("app")
-	h.settle()
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Downstream.Package = "new" })
+	h.createReady(newVariant("app", "old"))
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Downstream.Package = "new" })
 	h.waitRevisions("new", "packagevariant-1:Draft")
 	h.waitRevisions("old")
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 }
 
 // TestLoopConvergesThroughFaults: every kind of request the controller
@@ -367,26 +355,23 @@ func TestLoopConvergesThroughFaults(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, withLegacyDownstream())
-			h.sim.InjectFault(f)
+			h.Sim.InjectFault(f)
 			pv := tiered("app", "app", "gold")
 			pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
-			h.create(pv)
-			revs := h.waitRevisions("app", "v1:Published", "packagevariant-1:Draft")
-			h.waitReady("app")
-			h.settle()
-			h.expectRevisions("app", "v1:Published", "packagevariant-1:Draft")
-			mustContain(t, "package-context.yaml", h.files(byWorkspace(t, revs, "packagevariant-1").Name)["package-context.yaml"], "tier: gold")
+			h.CreateVariant(pv)
+			revs := h.settleRevisions("app", "v1:Published", "packagevariant-1:Draft")
+			mustContain(t, "package-context.yaml", h.Files(byWorkspace(t, revs, "packagevariant-1").Name)["package-context.yaml"], "tier: gold")
 
 			if f.Verb == "delete" {
 				// This fault is for the deletion phase: start it afresh.
-				h.sim.ClearFaults()
-				h.sim.InjectFault(f)
+				h.Sim.ClearFaults()
+				h.Sim.InjectFault(f)
 			}
 			h.deleteVariant("app")
-			h.eventually("the variant to be gone", func() bool { return h.variant("app") == nil })
-			h.settle()
+			h.Eventually("the variant to be gone", func() bool { return h.Variant("app") == nil })
+			h.Settle()
 			h.expectRevisions("app", "v1:DeletionProposed")
-			if refs := h.revision("deploy.app.v1").OwnerReferences; len(refs) != 0 {
+			if refs := h.Revision("deploy.app.v1").OwnerReferences; len(refs) != 0 {
 				t.Errorf("owner references %+v left on the published revision", refs)
 			}
 			// A failed request must have been retried; a lost response
@@ -395,7 +380,7 @@ func TestLoopConvergesThroughFaults(t *testing.T) {
 			if f.AfterEffect {
 				wantAtLeast = f.Times
 			}
-			if got := h.sim.Requests()[f.Verb+" "+f.Resource]; got < wantAtLeast {
+			if got := h.Sim.Requests()[f.Verb+" "+f.Resource]; got < wantAtLeast {
 				t.Errorf("%d %s requests, want at least %d", got, f.Verb+" "+f.Resource, wantAtLeast)
 			}
 		})
@@ -408,13 +393,13 @@ func TestLoopWaitsDoNotSpin(t *testing.T) {
 	h := newHarness(t)
 	pv := newVariant("app", "app")
 	pv.Spec.Upstream.Package = "missing"
-	h.create(pv)
-	cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
+	h.CreateVariant(pv)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 	mustContain(t, "Stalled message", cond.Message, `"missing"`, `"blueprints"`, "check spec.upstream")
-	h.settle()
+	h.Settle()
 	before := h.syncCount("app")
 	h.resync("app")
-	h.settle()
+	h.Settle()
 	if got := h.syncCount("app"); got != before+1 {
 		t.Errorf("%d syncs after one resync, want 1", got-before)
 	}
@@ -436,15 +421,14 @@ func byWorkspace(t *testing.T, revs []porchv1alpha1.PackageRevision, ws string) 
 // draft; it says what to do.
 func TestLoopRespectsProposedDeletion(t *testing.T) {
 	h := newHarness(t)
-	h.create(tiered("app", "app", "gold"))
+	h.CreateVariant(tiered("app", "app", "gold"))
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	name := h.revisions("app")[0].Name
 	h.moveTo(name, porchv1alpha1.PackageRevisionLifecycleDeletionProposed)
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
 	mustContain(t, "Ready message", cond.Message, name, "proposed for deletion", "set the revision back to Published")
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDeletionProposed)
-	h.settle()
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.PackageContext.Data["tier"] = "silver" })
+	h.waitNotReady("app", packagevariant.ReasonDeletionProposed)
 	h.expectRevisions("app", "packagevariant-1:DeletionProposed")
 }

@@ -29,24 +29,24 @@ import (
 func TestLoopWritesIntoOneRepositoryNeverOverlap(t *testing.T) {
 	h := newHarness(t)
 	var once sync.Once
-	h.sim.OnWrite(func(_, repo, what string) {
+	h.Sim.OnWrite(func(_, repo, what string) {
 		if repo != "deploy" || !strings.HasPrefix(what, "create ") {
 			return
 		}
 		once.Do(func() {
-			h.eventually("the other variant's write to wait for the repository, or to overlap", func() bool {
-				return h.ctrl.RepoLocks().Waiting(testNS, "deploy") > 0 || h.sim.WritesInProgress(testNS, "deploy") > 1
+			h.Eventually("the other variant's write to wait for the repository, or to overlap", func() bool {
+				return h.ctrl.RepoLocks().Waiting(testNS, "deploy") > 0 || h.Sim.WritesInProgress(testNS, "deploy") > 1
 			})
 		})
 	})
-	h.create(newVariant("a", "a"))
-	h.create(newVariant("b", "b"))
+	h.CreateVariant(newVariant("a", "a"))
+	h.CreateVariant(newVariant("b", "b"))
 	h.waitReady("a")
 	h.waitReady("b")
-	h.settle()
+	h.Settle()
 	h.expectRevisions("a", "packagevariant-1:Draft")
 	h.expectRevisions("b", "packagevariant-1:Draft")
-	if o := h.sim.Overlaps(); len(o) > 0 {
+	if o := h.Sim.Overlaps(); len(o) > 0 {
 		t.Errorf("writes overlapped: %v", o)
 	}
 }
@@ -71,11 +71,10 @@ func TestLoopRenderFailure(t *testing.T) {
 	// No retry falls due during the test: any second write would come from
 	// the events of the first.
 	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	pv := goldVariant()
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
-	h.create(pv)
-	cond := h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
+	h.CreateVariant(pv)
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
 	for _, want := range []string{"the pipeline of deploy.app.packagevariant-1 failed to render", "PackageVariant.app.broken.0 (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): ",
 		"got ':', want ')'", "Porch refuses to propose it until it renders"} {
 		if !strings.Contains(cond.Message, want) {
@@ -83,33 +82,33 @@ func TestLoopRenderFailure(t *testing.T) {
 		}
 	}
 	draft := h.revisions("app")[0].Name
-	files := h.files(draft)
+	files := h.Files(draft)
 	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: gold")
 	mustContain(t, "Kptfile", files["Kptfile"], "reason: RenderFailed")
-	if err := h.sim.Propose(testNS, draft); err == nil {
+	if err := h.Sim.Propose(testNS, draft); err == nil {
 		t.Error("the draft that does not render was proposed")
 	}
-	h.eventually("the render status in downstreamTargets", func() bool {
-		v := h.variant("app")
+	h.Eventually("the render status in downstreamTargets", func() bool {
+		v := h.Variant("app")
 		return len(v.Status.DownstreamTargets) == 1 && v.Status.DownstreamTargets[0].RenderStatus.Err != "" &&
 			v.Status.DownstreamTargets[0].RenderStatus.Result.ExitCode != 0 && len(v.Status.DownstreamTargets[0].RenderStatus.Result.Items) > 0
 	})
 	// Each failed write stores files, and so an event; the retry still
 	// waits for its backoff, so this stays at the first write.
-	if n := h.sim.Requests()["update packagerevisionresources"]; n != 1 {
+	if n := h.Sim.Requests()["update packagerevisionresources"]; n != 1 {
 		t.Errorf("%d resource updates soon after the failure, want 1 (retries are paced)", n)
 	}
-	if n := len(h.eventsMatching("RenderFailed")); n != 1 {
-		t.Errorf("%d RenderFailed events, want 1: %v", n, h.eventsMatching("RenderFailed"))
+	if n := len(h.EventsMatching("RenderFailed")); n != 1 {
+		t.Errorf("%d RenderFailed events, want 1: %v", n, h.EventsMatching("RenderFailed"))
 	}
 
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Pipeline = nil })
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Pipeline = nil })
 	h.waitReady("app")
-	h.settle()
-	files = h.files(draft)
+	h.Settle()
+	files = h.Files(draft)
 	mustContain(t, "Kptfile", files["Kptfile"], "reason: RenderSuccess")
 	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: gold")
-	if v := h.variant("app"); v.Status.DownstreamTargets[0].RenderStatus.Err != "" {
+	if v := h.Variant("app"); v.Status.DownstreamTargets[0].RenderStatus.Err != "" {
 		t.Errorf("renderStatus after the fix: %+v", v.Status.DownstreamTargets[0].RenderStatus)
 	}
 	h.expectRevisions("app", "packagevariant-1:Draft")
@@ -122,23 +121,16 @@ func TestLoopRenderFailure(t *testing.T) {
 // would delete it, sees the edit, and keeps it (DraftEdited).
 func TestLoopLiveCheckBeforeReplacingDraft(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	// The variant's next sync is woken by the new upstream revision only;
 	// the person's edit reaches Porch but not the controller's cache.
-	h.sim.HoldWatchEvents()
+	h.Sim.HoldWatchEvents()
 	h.personEdits(draft)
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	h.sim.ReleaseWatchEvents()
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
-	if n := h.sim.Requests()["delete packagerevisions"]; n != 0 {
+	publishV2(t, h.Sim)
+	h.Sim.ReleaseWatchEvents()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
+	h.expectEditedDraftKept(draft)
+	if n := h.Sim.Requests()["delete packagerevisions"]; n != 0 {
 		t.Errorf("%d deletes of package revisions, want none", n)
 	}
 }
@@ -163,9 +155,7 @@ func TestLoopRestoresLostMetadata(t *testing.T) {
 	pv := newVariant("app", "app")
 	pv.Spec.Labels = map[string]string{"team": "a"}
 	pv.Spec.Annotations = map[string]string{"note": "n"}
-	h.create(pv)
-	h.waitReady("app")
-	h.settle()
+	h.createReady(pv)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	draft := h.revisions("app")[0]
 	if ref := metav1.GetControllerOf(&draft); ref == nil || ref.Name != "app" {
@@ -174,9 +164,7 @@ func TestLoopRestoresLostMetadata(t *testing.T) {
 	if draft.Labels["team"] != "a" || draft.Annotations["note"] != "n" || draft.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
 		t.Errorf("draft labels %v annotations %v, want the variant's restored", draft.Labels, draft.Annotations)
 	}
-	if ev := h.eventsMatching("MetadataRestored"); len(ev) != 1 {
-		t.Errorf("MetadataRestored events %v, want one", ev)
-	}
+	h.expectEvents("MetadataRestored", 1)
 }
 
 // TestLoopLiveCheckSeesProposal: a person proposes the controller's
@@ -206,18 +194,12 @@ func TestLoopLiveCheckSeesProposal(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	armed.Store(&draft)
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
-	h.settle()
+	publishV2(t, h.Sim)
+	h.waitNotReady("app", packagevariant.ReasonWaitingForApproval)
 	h.expectRevisions("app", "packagevariant-1:Proposed")
-	if n := h.sim.Requests()["delete packagerevisions"]; n != 0 {
+	if n := h.Sim.Requests()["delete packagerevisions"]; n != 0 {
 		t.Errorf("%d deletes of package revisions, want none: the Proposed revision is a person's decision", n)
 	}
 }
@@ -244,23 +226,23 @@ func brokenFiles() map[string]string {
 // from what, which functions ran and what Porch said; one Warning event;
 // no draft; the create tried once while its backoff runs.
 func expectCreateRenderFailure(h *harness, name, draft, made string, functions ...string) {
-	h.t.Helper()
-	cond := h.waitCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
+	h.T.Helper()
+	cond := h.WaitVariantCondition(name, packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
 	want := append([]string{"Porch could not create draft " + draft + " (" + made + ")", "pipeline.run:", "Porch stored nothing"}, functions...)
 	for _, w := range want {
 		if !strings.Contains(cond.Message, w) {
-			h.t.Errorf("Ready message lacks %q:\n%s", w, cond.Message)
+			h.T.Errorf("Ready message lacks %q:\n%s", w, cond.Message)
 		}
 	}
-	h.settle()
-	if _, err := h.sim.PackageRevision(testNS, draft); err == nil {
-		h.t.Errorf("draft %s exists; Porch stores nothing when a create fails to render", draft)
+	h.Settle()
+	if _, err := h.Sim.PackageRevision(testNS, draft); err == nil {
+		h.T.Errorf("draft %s exists; Porch stores nothing when a create fails to render", draft)
 	}
-	if n := len(h.eventsMatching("Porch could not create draft")); n != 1 {
-		h.t.Errorf("%d RenderFailed events, want 1: %v", n, h.eventsMatching("RenderFailed"))
+	if n := len(h.EventsMatching("Porch could not create draft")); n != 1 {
+		h.T.Errorf("%d RenderFailed events, want 1: %v", n, h.EventsMatching("RenderFailed"))
 	}
-	if n := h.sim.Requests()["create packagerevisions"]; n != 1 {
-		h.t.Errorf("%d creates, want 1: the retry waits for its backoff, not for the next event", n)
+	if n := h.Sim.Requests()["create packagerevisions"]; n != 1 {
+		h.T.Errorf("%d creates, want 1: the retry waits for its backoff, not for the next event", n)
 	}
 }
 
@@ -272,17 +254,17 @@ func expectCreateRenderFailure(h *harness, name, draft, made string, functions .
 func TestLoopCloneRenderFailure(t *testing.T) {
 	h := newHarness(t)
 	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "bad", 1, brokenFiles()); err != nil {
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "bad", 1, brokenFiles()); err != nil {
 		t.Fatal(err)
 	}
 	pv := customised("bad", "bad")
 	pv.Spec.Upstream.Package = "bad"
-	h.create(pv)
+	h.CreateVariant(pv)
 	expectCreateRenderFailure(h, "bad", "deploy.bad.packagevariant-1", "clone of blueprints.bad.v1",
 		"blueprints.bad.v1: broken (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)",
 		"prepended by the variant: set-ns (")
 
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "bad", 2, blueprintFiles(2, "fixed\n")); err != nil {
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "bad", 2, blueprintFiles(2, "fixed\n")); err != nil {
 		t.Fatal(err)
 	}
 	h.waitRevisions("bad", "packagevariant-1:Draft")
@@ -294,21 +276,16 @@ func TestLoopCloneRenderFailure(t *testing.T) {
 // create; the variant says so, naming both sides' functions.
 func TestLoopUpgradeRenderFailure(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
-	if err := h.sim.Propose(testNS, draft); err != nil {
+	draft := h.readyAppDraft()
+	if err := h.Sim.Propose(testNS, draft); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sim.Publish(testNS, draft); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(draft)
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
-	h.sim.ResetRequests()
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, brokenFiles()); err != nil {
+	h.Sim.ResetRequests()
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, brokenFiles()); err != nil {
 		t.Fatal(err)
 	}
 	expectCreateRenderFailure(h, "app", "deploy.app.packagevariant-2",
@@ -331,7 +308,7 @@ func TestLoopEditRenderFailure(t *testing.T) {
 	h.ctrl.SetRenderRetryBackoff(time.Hour, time.Hour)
 	pv := tiered("app", "app", "gold")
 	pv.Spec.AdoptionPolicy = configv1alpha1.AdoptionPolicyAdoptExisting
-	h.create(pv)
+	h.CreateVariant(pv)
 	expectCreateRenderFailure(h, "app", "deploy.app.packagevariant-1", "edit of deploy.app.v1",
 		"deploy.app.v1: broken (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)")
 }

@@ -30,11 +30,11 @@ func TestLoopDownstreamNamesPorchRefuses(t *testing.T) {
 			h := newHarness(t)
 			pv := newVariant("bad", c.pkg)
 			pv.Spec.Downstream.Repo = c.repo
-			h.create(pv)
-			cond := h.waitCondition("bad", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
+			h.CreateVariant(pv)
+			cond := h.WaitVariantCondition("bad", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonValidationError)
 			mustContain(t, "Stalled message", cond.Message, c.want...)
-			h.settle()
-			if n := h.sim.Requests()["create packagerevisions"]; n != 0 {
+			h.Settle()
+			if n := h.Sim.Requests()["create packagerevisions"]; n != 0 {
 				t.Errorf("%d creates sent for a downstream Porch refuses", n)
 			}
 		})
@@ -49,23 +49,23 @@ func TestLoopDownstreamNamesPorchRefuses(t *testing.T) {
 func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
 	t.Run("422", func(t *testing.T) {
 		h := newHarness(t)
-		h.sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions",
+		h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions",
 			Err: apierrors.NewInvalid(schema.GroupKind{Group: "porch.kpt.dev", Kind: "PackageRevision"}, "deploy.app.packagevariant-1",
 				field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), "deploy.app.packagevariant-1", "refused by a webhook")})})
-		h.create(newVariant("app", "app"))
-		cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
+		h.CreateVariant(newVariant("app", "app"))
+		cond := h.WaitVariantCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
 		mustContain(t, "Stalled message", cond.Message, "refused by a webhook", "every try")
-		h.settle()
-		sent := h.sim.Requests()["create packagerevisions"]
+		h.Settle()
+		sent := h.Sim.Requests()["create packagerevisions"]
 		h.resync("app")
-		h.settle()
-		if n := h.sim.Requests()["create packagerevisions"]; n != sent+1 {
+		h.Settle()
+		if n := h.Sim.Requests()["create packagerevisions"]; n != sent+1 {
 			t.Errorf("creates: %d after a resync, want %d (one try per sync, no retries)", n, sent+1)
 		}
-		if got := h.eventsMatching(packagevariant.ReasonRefused); len(got) != 1 {
+		if got := h.EventsMatching(packagevariant.ReasonRefused); len(got) != 1 {
 			t.Errorf("Refused events %v, want exactly one", got)
 		}
-		h.sim.ClearFaults()
+		h.Sim.ClearFaults()
 		h.resync("app")
 		h.waitReady("app")
 		h.waitRevisions("app", "packagevariant-1:Draft")
@@ -74,17 +74,17 @@ func TestLoopRefusedForGoodIsNotRetried(t *testing.T) {
 		h := newHarness(t)
 		pv := newVariant("app", "app")
 		pv.Spec.Downstream.Repo = "nowhere"
-		h.create(pv)
-		cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
+		h.CreateVariant(pv)
+		cond := h.WaitVariantCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
 		mustContain(t, "Stalled message", cond.Message, "nowhere", "every try")
 		if r := h.condition("app", packagevariant.ConditionReady); r == nil || r.Status != metav1.ConditionFalse || r.Reason != packagevariant.ReasonRefused {
 			t.Errorf("Ready %+v, want False with reason Refused", r)
 		}
-		h.settle() // no failing key left: nothing is retried
-		if n, syncs := h.sim.Requests()["create packagerevisions"], h.syncCount("app"); n == 0 || n > syncs {
+		h.Settle() // no failing key left: nothing is retried
+		if n, syncs := h.Sim.Requests()["create packagerevisions"], h.syncCount("app"); n == 0 || n > syncs {
 			t.Errorf("%d creates into a missing repository in %d syncs, want one per sync and no retries", n, syncs)
 		}
-		if got := h.eventsMatching(packagevariant.ReasonRefused); len(got) != 1 {
+		if got := h.EventsMatching(packagevariant.ReasonRefused); len(got) != 1 {
 			t.Errorf("Refused events %v, want exactly one", got)
 		}
 	})
@@ -100,13 +100,13 @@ func TestLoopCloneIntoAPlaceholderIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}))
-	h.create(newVariant("app", "app"))
-	cond := h.waitCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
+	h.CreateVariant(newVariant("app", "app"))
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionStalled, metav1.ConditionTrue, packagevariant.ReasonRefused)
 	mustContain(t, "Stalled message", cond.Message, "cannot create a new revision", "main branch", "spec.downstream")
-	h.settle()
-	sent := h.sim.Requests()["create packagerevisions"]
-	h.settle()
-	if n := h.sim.Requests()["create packagerevisions"]; n != sent {
+	h.Settle()
+	sent := h.Sim.Requests()["create packagerevisions"]
+	h.Settle()
+	if n := h.Sim.Requests()["create packagerevisions"]; n != sent {
 		t.Errorf("the refused clone was retried: %d creates, then %d", sent, n)
 	}
 }

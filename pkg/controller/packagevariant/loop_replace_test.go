@@ -53,14 +53,14 @@ func marked(pr *porchv1alpha1.PackageRevision) bool {
 // while every delete of its draft fails, and returns the draft once the
 // controller has proposed it, marked, on the way to replacing it.
 func (h *harness) stuckProposedForReplacement() string {
-	h.t.Helper()
+	h.T.Helper()
 	draft := h.revisions("app")[0].Name
-	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		h.t.Fatal(err)
+	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft})
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+		h.T.Fatal(err)
 	}
-	h.eventually("the stale draft proposed for its replacement", func() bool {
-		pr := h.revision(draft)
+	h.Eventually("the stale draft proposed for its replacement", func() bool {
+		pr := h.Revision(draft)
 		return pr != nil && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed && marked(pr)
 	})
 	return draft
@@ -106,27 +106,18 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
+	draft := h.readyAppDraft()
 	armed.Store(&draft)
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.settle()
+	publishV2(t, h.Sim)
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	if !checked.Load() {
 		t.Fatal("the controller never read the draft live before replacing it")
 	}
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
-	if pr := h.revision(draft); marked(pr) {
+	h.expectEditedDraftKept(draft)
+	if pr := h.Revision(draft); marked(pr) {
 		t.Errorf("the kept draft carries the replacement mark: %v", pr.Annotations)
 	}
-	if ev := h.eventsMatching("Replaced"); len(ev) != 0 {
-		t.Errorf("Replaced events %v, want none", ev)
-	}
+	h.expectEvents("Replaced", 0)
 }
 
 // TestLoopReplacementFinishesAfterAFailedDelete: the delete of a stale
@@ -135,25 +126,15 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 // stays Proposed waiting for an approval nobody asked for.
 func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
-	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	revs := h.waitRevisions("app", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-2:Draft")
+	draft := h.readyAppDraft()
+	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
+	publishV2(t, h.Sim)
+	revs := h.settleRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
-	if n := h.sim.Requests()["delete packagerevisions"]; n != 2 {
+	if n := h.Sim.Requests()["delete packagerevisions"]; n != 2 {
 		t.Errorf("%d deletes of package revisions, want 2 (the failed one and its retry)", n)
 	}
-	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
-		t.Errorf("Replaced events %v, want one", ev)
-	}
+	h.expectEvents("Replaced", 1)
 }
 
 // TestLoopRejectedReplacementIsThePersons: while the controller's delete
@@ -163,48 +144,43 @@ func TestLoopReplacementFinishesAfterAFailedDelete(t *testing.T) {
 // later, that proposal stands.
 func TestLoopRejectedReplacementIsThePersons(t *testing.T) {
 	h := newHarness(t)
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
+	h.createReady(newVariant("app", "app"))
 	draft := h.stuckProposedForReplacement()
 	// The person rejects the proposal (keeping the annotations, as kubectl
 	// edit would) and edits the draft; the controller's reads of the files
 	// fail meanwhile, so that it acts only once the person is done.
-	reads := h.sim.Requests()["get packagerevisionresources"]
-	h.sim.InjectFault(porchsim.Fault{Verb: "get", Resource: "packagerevisionresources", Name: draft})
+	reads := h.Sim.Requests()["get packagerevisionresources"]
+	h.Sim.InjectFault(porchsim.Fault{Verb: "get", Resource: "packagerevisionresources", Name: draft})
 	// A read that failed shows that no sync past its read of the files is
 	// still in flight (one key syncs at a time): the sync that retries
 	// the delete checks the files first. (A sync already past that check
 	// when the person acts races with the person in the cluster too; it
 	// proposes again at the resourceVersion it read, so it only loses to
 	// a person who rejects and edits within its next request.)
-	h.eventually("the controller's read of the files to fail", func() bool {
-		return h.sim.Requests()["get packagerevisionresources"] > reads
+	h.Eventually("the controller's read of the files to fail", func() bool {
+		return h.Sim.Requests()["get packagerevisionresources"] > reads
 	})
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		pr := h.revision(draft)
+		pr := h.Revision(draft)
 		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
-		_, err := h.client.PorchV1alpha1().PackageRevisions(testNS).Update(h.ctx, pr, metav1.UpdateOptions{})
+		_, err := h.Client.PorchV1alpha1().PackageRevisions(testNS).Update(h.Ctx, pr, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatalf("set %s back to Draft: %v", draft, err)
 	}
 	h.personEdits(draft)
-	h.sim.ClearFaults()
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
-	if pr := h.revision(draft); marked(pr) {
+	h.Sim.ClearFaults()
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
+	h.expectEditedDraftKept(draft)
+	if pr := h.Revision(draft); marked(pr) {
 		t.Errorf("the person's draft still carries the replacement mark: %v", pr.Annotations)
 	}
 
 	h.moveTo(draft, porchv1alpha1.PackageRevisionLifecycleProposed)
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonWaitingForApproval)
-	h.settle()
+	h.waitNotReady("app", packagevariant.ReasonWaitingForApproval)
 	h.expectRevisions("app", "packagevariant-1:Proposed")
-	expectPersonEdits(t, h.files(draft))
+	expectPersonEdits(t, h.Files(draft))
 }
 
 // TestLoopOrphanedReplacementGoesBackToDraft: a variant whose deletion
@@ -215,13 +191,11 @@ func TestLoopOrphanedReplacementGoesBackToDraft(t *testing.T) {
 	h := newHarness(t)
 	pv := newVariant("app", "app")
 	pv.Spec.DeletionPolicy = configv1alpha1.DeletionPolicyOrphan
-	h.create(pv)
-	h.waitReady("app")
-	h.settle()
+	h.createReady(pv)
 	draft := h.stuckProposedForReplacement()
 	h.deleteVariant("app")
-	h.eventually("the variant gone", func() bool { return h.variant("app") == nil })
-	pr := h.revision(draft)
+	h.Eventually("the variant gone", func() bool { return h.Variant("app") == nil })
+	pr := h.Revision(draft)
 	if pr == nil {
 		t.Fatalf("%s was deleted; the orphan policy keeps it", draft)
 	}
@@ -239,18 +213,13 @@ func TestLoopDraftThatDoesNotRenderIsStillReplaced(t *testing.T) {
 	h := newHarness(t)
 	pv := newVariant("app", "app")
 	pv.Spec.Pipeline = &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{brokenStarlark}}
-	h.create(pv)
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonRenderFailed)
-	h.settle()
+	h.CreateVariant(pv)
+	h.waitNotReady("app", packagevariant.ReasonRenderFailed)
 	h.expectRevisions("app", "packagevariant-1:Draft")
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
+	publishV2(t, h.Sim)
 	revs := h.waitRevisions("app", "packagevariant-2:Draft")
 	expectCloneOf(t, &revs[0], "blueprints.app.v2")
-	if ev := h.eventsMatching("Replaced"); len(ev) != 1 {
-		t.Errorf("Replaced events %v, want one", ev)
-	}
+	h.expectEvents("Replaced", 1)
 }
 
 // TestLoopRejectionWhileFinishingIsKept: the controller's delete of its
@@ -313,20 +282,13 @@ func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
 			return false, nil, nil
 		})
 	}))
-	h.create(newVariant("app", "app"))
-	h.waitReady("app")
-	h.settle()
-	draft := h.revisions("app")[0].Name
-	h.sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
+	draft := h.readyAppDraft()
+	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
 	armed.Store(&draft)
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	h.waitCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
-	h.settle()
+	publishV2(t, h.Sim)
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
 	if !checked.Load() {
 		t.Fatal("the controller never checked its proposal live after the failed delete")
 	}
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	expectPersonEdits(t, h.files(draft))
+	h.expectEditedDraftKept(draft)
 }

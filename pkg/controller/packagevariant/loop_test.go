@@ -17,9 +17,7 @@ import (
 // says Ready and names the draft.
 func TestLoopClonesCustomisedDraft(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	pv := h.create(customised("app-eu", "app-eu"))
-	h.waitReady("app-eu")
-	h.settle()
+	pv := h.createReady(customised("app-eu", "app-eu"))
 
 	revs := h.waitRevisions("app-eu", "packagevariant-1:Draft")
 	draft := &revs[0]
@@ -35,14 +33,14 @@ func TestLoopClonesCustomisedDraft(t *testing.T) {
 	if draft.Labels["team"] != "a" || draft.Annotations["owner"] != "platform" {
 		t.Errorf("labels %v annotations %v, want the variant's", draft.Labels, draft.Annotations)
 	}
-	files := h.files(draft.Name)
+	files := h.Files(draft.Name)
 	mustContain(t, "package-context.yaml", files["package-context.yaml"], "name: app-eu", "cluster: eu-1")
 	mustContain(t, "Kptfile", files["Kptfile"], "name: PackageVariant.app-eu.set-ns.0", "set-namespace:v0.4",
 		"config.injection.ConfigMap.region-config", "conditionType: config.injection.ConfigMap.region-config")
 	mustContain(t, "region.yaml", files["region.yaml"], "region: eu-west-1", "kpt.dev/injected-resource: eu-west")
 	mustContain(t, "deployment.yaml", files["deployment.yaml"], "name: app # the app")
 
-	got := h.variant("app-eu")
+	got := h.Variant("app-eu")
 	if !packagevariant.HasFinalizer(got) {
 		t.Errorf("finalizers %v, want %s", got.Finalizers, configv1alpha1.Finalizer)
 	}
@@ -56,7 +54,7 @@ func TestLoopClonesCustomisedDraft(t *testing.T) {
 	if stalled == nil || stalled.Status != metav1.ConditionFalse || stalled.Reason != packagevariant.ReasonValid {
 		t.Errorf("Stalled %+v, want False/Valid", stalled)
 	}
-	if ev := h.eventsMatching("Created draft deploy.app-eu.packagevariant-1"); len(ev) != 1 {
+	if ev := h.EventsMatching("Created draft deploy.app-eu.packagevariant-1"); len(ev) != 1 {
 		t.Errorf("Created events %v, want one", ev)
 	}
 }
@@ -65,30 +63,26 @@ func TestLoopClonesCustomisedDraft(t *testing.T) {
 // sync (a resync, an unrelated event) reads only the caches.
 func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 	h := newHarness(t, withConfigMap("eu-west", map[string]string{"region": "eu-west-1"}))
-	h.create(customised("app-eu", "app-eu"))
-	h.waitReady("app-eu")
-	h.settle()
+	h.createReady(customised("app-eu", "app-eu"))
 
-	h.sim.ResetRequests()
+	h.Sim.ResetRequests()
 	for range 3 {
 		h.resync("app-eu")
 	}
-	h.settle()
-	if reqs := h.sim.Requests(); len(reqs) != 0 {
+	h.Settle()
+	if reqs := h.Sim.Requests(); len(reqs) != 0 {
 		t.Errorf("an up-to-date variant made requests: %v", reqs)
 	}
 
 	// The same once its draft is published.
 	name := h.revisions("app-eu")[0].Name
-	if err := h.sim.Publish(testNS, name); err != nil {
-		t.Fatal(err)
-	}
+	h.publish(name)
 	h.waitRevisions("app-eu", "packagevariant-1:Published")
-	h.settle()
-	h.sim.ResetRequests()
+	h.Settle()
+	h.Sim.ResetRequests()
 	h.resync("app-eu")
-	h.settle()
-	if reqs := h.sim.Requests(); len(reqs) != 0 {
+	h.Settle()
+	if reqs := h.Sim.Requests(); len(reqs) != 0 {
 		t.Errorf("an up-to-date variant with a published downstream made requests: %v", reqs)
 	}
 	h.expectRevisions("app-eu", "packagevariant-1:Published")
@@ -98,49 +92,35 @@ func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 // open draft, no second draft is made.
 func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	h.create(pv)
+	h.CreateVariant(goldVariant())
 	h.waitReady("app")
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext.Data["tier"] = "silver"
 	})
 	h.waitReady("app")
-	h.settle()
+	h.Settle()
 	revs := h.waitRevisions("app", "packagevariant-1:Draft")
-	mustContain(t, "package-context.yaml", h.files(revs[0].Name)["package-context.yaml"], "tier: silver")
+	mustContain(t, "package-context.yaml", h.Files(revs[0].Name)["package-context.yaml"], "tier: silver")
 }
 
 // TestLoopSpecChangeOfPublishedMakesEditDraft: when the downstream is
 // published, a changed spec gives an edit draft of it.
 func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	h.create(pv)
-	h.waitReady("app")
-	published := h.revisions("app")[0].Name
-	if err := h.sim.Publish(testNS, published); err != nil {
-		t.Fatal(err)
-	}
-	h.waitRevisions("app", "packagevariant-1:Published")
-	h.settle()
+	published := h.publishedGold()
 	h.expectRevisions("app", "packagevariant-1:Published")
 
-	h.updateSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
 		s.PackageContext.Data["tier"] = "silver"
 	})
-	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	revs := h.settleRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	draft := revs[1]
 	if task := draft.Spec.Tasks[0]; task.Type != porchv1alpha1.TaskTypeEdit || task.Edit.Source.Name != published {
 		t.Errorf("task %+v, want an edit of %s", task, published)
 	}
-	mustContain(t, "package-context.yaml", h.files(draft.Name)["package-context.yaml"], "tier: silver")
-	mustContain(t, "published package-context.yaml", h.files(published)["package-context.yaml"], "tier: gold")
-	targets := h.variant("app").Status.DownstreamTargets
+	mustContain(t, "package-context.yaml", h.Files(draft.Name)["package-context.yaml"], "tier: silver")
+	mustContain(t, "published package-context.yaml", h.Files(published)["package-context.yaml"], "tier: gold")
+	targets := h.Variant("app").Status.DownstreamTargets
 	if len(targets) != 1 || targets[0].Name != draft.Name {
 		t.Errorf("downstreamTargets %+v, want only the draft %s", targets, draft.Name)
 	}
@@ -151,24 +131,10 @@ func TestLoopSpecChangeOfPublishedMakesEditDraft(t *testing.T) {
 // three-way merge keeps the variant's changes and brings the upstream's.
 func TestLoopUpstreamMoveMakesUpgradeDraft(t *testing.T) {
 	h := newHarness(t)
-	pv := newVariant("app", "app")
-	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
-	h.create(pv)
-	h.waitReady("app")
-	published := h.revisions("app")[0].Name
-	if err := h.sim.Publish(testNS, published); err != nil {
-		t.Fatal(err)
-	}
-	h.waitRevisions("app", "packagevariant-1:Published")
-	h.settle()
+	published := h.publishedGold()
 
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
-		t.Fatal(err)
-	}
-	revs := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
-	h.waitReady("app")
-	h.settle()
-	h.expectRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
+	publishV2(t, h.Sim)
+	revs := h.settleRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")
 	draft := revs[1]
 	task := draft.Spec.Tasks[0]
 	if task.Type != porchv1alpha1.TaskTypeUpgrade || task.Upgrade.OldUpstream.Name != "blueprints.app.v1" ||
@@ -176,13 +142,13 @@ func TestLoopUpstreamMoveMakesUpgradeDraft(t *testing.T) {
 		task.Upgrade.Strategy != porchv1alpha1.ResourceMerge {
 		t.Errorf("task %+v, want a resource-merge upgrade of %s from v1 to v2", task, published)
 	}
-	files := h.files(draft.Name)
+	files := h.Files(draft.Name)
 	mustContain(t, "deployment.yaml", files["deployment.yaml"], "replicas: 3")
 	mustContain(t, "package-context.yaml", files["package-context.yaml"], "tier: gold")
 	if files["README.md"] != "v2\n" {
 		t.Errorf("README %q, want the upstream's v2", files["README.md"])
 	}
-	if lock := h.revision(draft.Name).Status.UpstreamLock; lock == nil || lock.Git == nil || !strings.HasSuffix(lock.Git.Ref, "/v2") {
+	if lock := h.Revision(draft.Name).Status.UpstreamLock; lock == nil || lock.Git == nil || !strings.HasSuffix(lock.Git.Ref, "/v2") {
 		t.Errorf("upstreamLock %+v, want a ref ending in v2", lock)
 	}
 }

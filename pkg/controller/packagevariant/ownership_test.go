@@ -216,7 +216,7 @@ func TestAdopt(t *testing.T) {
 				t.Fatalf("adopt: %v", err)
 			}
 			var got []*porchv1alpha1.PackageRevision
-			for _, a := range writeActions(f.client.Actions()) {
+			for _, a := range f.WriteActions() {
 				u, ok := a.(core.UpdateAction)
 				if !ok || a.GetResource().Resource != "packagerevisions" {
 					t.Errorf("%s: unexpected API call %v", tc.reason, a)

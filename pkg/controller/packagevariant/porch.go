@@ -95,36 +95,39 @@ func (w *porchWriter) lock(ctx context.Context, namespace, repo string) (func(),
 	return unlock, nil
 }
 
-func (w *porchWriter) create(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+// locked makes one write into the repository of revision pr with the
+// repository's lock held, its error classified as Porch's answer about pr.
+func locked[T any](ctx context.Context, w *porchWriter, pr *porchv1alpha1.PackageRevision, write func() (T, error)) (T, error) {
 	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
 	if err != nil {
-		return nil, err
+		var none T
+		return none, err
 	}
 	defer unlock()
-	created, err := w.client.PackageRevisions(pr.Namespace).Create(ctx, pr, metav1.CreateOptions{})
-	return created, classify(pr.Name, err)
+	written, err := write()
+	return written, classify(pr.Name, err)
+}
+
+func (w *porchWriter) create(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	return locked(ctx, w, pr, func() (*porchv1alpha1.PackageRevision, error) {
+		return w.client.PackageRevisions(pr.Namespace).Create(ctx, pr, metav1.CreateOptions{})
+	})
 }
 
 func (w *porchWriter) update(ctx context.Context, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
-	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	updated, err := w.client.PackageRevisions(pr.Namespace).Update(ctx, pr, metav1.UpdateOptions{})
-	return updated, classify(pr.Name, err)
+	return locked(ctx, w, pr, func() (*porchv1alpha1.PackageRevision, error) {
+		return w.client.PackageRevisions(pr.Namespace).Update(ctx, pr, metav1.UpdateOptions{})
+	})
 }
 
 // delete deletes a revision. Porch ignores delete preconditions, so none
 // are sent: a caller that must not delete a changed revision checks it live
 // right before (see replaceDraft).
 func (w *porchWriter) delete(ctx context.Context, pr *porchv1alpha1.PackageRevision) error {
-	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return classify(pr.Name, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{}))
+	_, err := locked(ctx, w, pr, func() (struct{}, error) {
+		return struct{}{}, w.client.PackageRevisions(pr.Namespace).Delete(ctx, pr.Name, metav1.DeleteOptions{})
+	})
+	return err
 }
 
 // retire deletes a draft the controller no longer wants, without a window
@@ -226,13 +229,9 @@ func (w *porchWriter) getResources(ctx context.Context, pr *porchv1alpha1.Packag
 // updateResources stores a Draft's files; Porch renders the pipeline and
 // stores the rendered files, or refuses (a *renderError).
 func (w *porchWriter) updateResources(ctx context.Context, pr *porchv1alpha1.PackageRevision, prr *porchv1alpha1.PackageRevisionResources) (*porchv1alpha1.PackageRevisionResources, error) {
-	unlock, err := w.lock(ctx, pr.Namespace, pr.Spec.RepositoryName)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	updated, err := w.client.PackageRevisionResources(pr.Namespace).Update(ctx, prr, metav1.UpdateOptions{})
-	return updated, classify(pr.Name, err)
+	return locked(ctx, w, pr, func() (*porchv1alpha1.PackageRevisionResources, error) {
+		return w.client.PackageRevisionResources(pr.Namespace).Update(ctx, prr, metav1.UpdateOptions{})
+	})
 }
 
 // isRenderError reports whether err is (or wraps) a render failure, and

@@ -175,7 +175,7 @@ func TestWriteStatus(t *testing.T) {
 			if err := c.writeStatus(ctx, old, desired); err != nil {
 				t.Fatalf("writeStatus: %v", err)
 			}
-			actions := writeActions(f.client.Actions())
+			actions := f.WriteActions()
 			if !tc.wantWrite {
 				if len(actions) != 0 {
 					t.Errorf("%s: want no API call, got %v", tc.reason, actions)

@@ -37,7 +37,7 @@ func TestInvalidVariantStalls(t *testing.T) {
 	if meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict) != nil {
 		t.Errorf("an invalid variant must not keep a Conflict condition")
 	}
-	if got := writeActions(f.client.Actions()); len(got) != 0 {
+	if got := f.WriteActions(); len(got) != 0 {
 		t.Errorf("an invalid variant must not touch any package; got %d API calls", len(got))
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
+	"github.com/porch-variants/variant-controller/pkg/controller/handlers"
 	"github.com/porch-variants/variant-controller/pkg/controller/ondemand"
 	"github.com/porch-variants/variant-controller/pkg/controller/ownwrites"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
@@ -191,7 +192,7 @@ func New(ctx context.Context, client versioned.Interface,
 		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
-	handlers := []struct {
+	watches := []struct {
 		informer cache.SharedIndexInformer
 		what     string
 		funcs    cache.ResourceEventHandlerFuncs
@@ -204,7 +205,7 @@ func New(ctx context.Context, client versioned.Interface,
 				}
 			},
 			DeleteFunc: func(obj interface{}) {
-				if m := objectMeta(obj); m != nil {
+				if m := handlers.Meta(obj); m != nil {
 					c.cel.Forget(m.GetUID())
 					c.expectations.Forget(m.GetUID())
 					c.statusWrites.Delete(m.GetUID())
@@ -220,7 +221,7 @@ func New(ctx context.Context, client versioned.Interface,
 		{repoInformer.Informer(), "Repositories", both(func(obj interface{}) { c.handleRepository(logger, obj) })},
 		{prInformer.Informer(), "PackageRevisions", both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
 	}
-	for _, h := range handlers {
+	for _, h := range watches {
 		reg, err := h.informer.AddEventHandler(h.funcs)
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", h.what, err)
@@ -297,7 +298,7 @@ func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj inte
 // UID so a variant of a deleted and re-created set of the same name does not
 // wake the new one.
 func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay time.Duration) {
-	m := objectMeta(obj)
+	m := handlers.Meta(obj)
 	if m == nil {
 		return
 	}
@@ -327,7 +328,7 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 // can go on once that variant is gone, and no other event tells it.
 func (c *Controller) handleVariantDeleted(logger klog.Logger, obj interface{}) {
 	c.handleVariant(logger, obj, 0)
-	m := objectMeta(obj)
+	m := handlers.Meta(obj)
 	if m == nil {
 		return
 	}
@@ -363,7 +364,7 @@ func ownerUID(m metav1.Object) types.UID {
 // handleRepository enqueues the sets that name the Repository, and those
 // that select Repositories by label or compute their names.
 func (c *Controller) handleRepository(logger klog.Logger, obj interface{}) {
-	m := objectMeta(obj)
+	m := handlers.Meta(obj)
 	if m == nil {
 		return
 	}
@@ -372,10 +373,7 @@ func (c *Controller) handleRepository(logger klog.Logger, obj interface{}) {
 
 // handlePackageRevision enqueues the sets whose upstream is the revision's package.
 func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pr, ok := obj.(*porchv1alpha1.PackageRevision)
+	pr, ok := handlers.Object[*porchv1alpha1.PackageRevision](obj)
 	if !ok {
 		return
 	}
@@ -383,44 +381,16 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 }
 
 func (c *Controller) enqueueByIndex(logger klog.Logger, index string, values ...string) {
-	for _, v := range values {
-		objs, err := c.pvsIndexer.ByIndex(index, v)
-		if err != nil {
-			logger.Error(err, "Looking up PackageVariantSets by index", "index", index)
-			continue
-		}
-		for _, o := range objs {
-			if m, err := meta.Accessor(o); err == nil {
-				c.queue.Add(cache.MetaObjectToName(m))
-			}
-		}
+	for _, key := range handlers.ByIndex(logger, c.pvsIndexer, index, values...) {
+		c.queue.Add(key)
 	}
 }
 
-func objectMeta(obj interface{}) metav1.Object {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil
-	}
-	return m
-}
+var upstreamIndexFunc = handlers.IndexFunc(func(pvs *configv1alpha2.PackageVariantSet) []string {
+	return handlers.UpstreamKeys(pvs.Namespace, pvs.Spec.Upstream)
+})
 
-func upstreamIndexFunc(obj interface{}) ([]string, error) {
-	pvs, ok := obj.(*configv1alpha2.PackageVariantSet)
-	if !ok || pvs.Spec.Upstream == nil {
-		return nil, nil
-	}
-	return []string{helper.PackageKey(pvs.Namespace, pvs.Spec.Upstream.Repo, pvs.Spec.Upstream.Package)}, nil
-}
-
-func repositoryIndexFunc(obj interface{}) ([]string, error) {
-	pvs, ok := obj.(*configv1alpha2.PackageVariantSet)
-	if !ok {
-		return nil, nil
-	}
+var repositoryIndexFunc = handlers.IndexFunc(func(pvs *configv1alpha2.PackageVariantSet) []string {
 	seen := map[string]bool{}
 	var keys []string
 	add := func(name string) {
@@ -445,14 +415,10 @@ func repositoryIndexFunc(obj interface{}) ([]string, error) {
 			}
 		}
 	}
-	return keys, nil
-}
+	return keys
+})
 
-func objectKindIndexFunc(obj interface{}) ([]string, error) {
-	pvs, ok := obj.(*configv1alpha2.PackageVariantSet)
-	if !ok {
-		return nil, nil
-	}
+var objectKindIndexFunc = handlers.IndexFunc(func(pvs *configv1alpha2.PackageVariantSet) []string {
 	var keys []string
 	for _, t := range pvs.Spec.Targets {
 		if s := t.ObjectSelector; s != nil {
@@ -463,17 +429,13 @@ func objectKindIndexFunc(obj interface{}) ([]string, error) {
 			keys = append(keys, pvs.Namespace+"/"+gv.Group+"/"+s.Kind)
 		}
 	}
-	return keys, nil
-}
+	return keys
+})
 
-func setIndexFunc(obj interface{}) ([]string, error) {
-	pv, ok := obj.(*configv1alpha1.PackageVariant)
-	if !ok {
-		return nil, nil
-	}
+var setIndexFunc = handlers.IndexFunc(func(pv *configv1alpha1.PackageVariant) []string {
 	uid, ok := pv.Labels[configv1alpha2.SetLabel]
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	return []string{pv.Namespace + "/" + uid}, nil
-}
+	return []string{pv.Namespace + "/" + uid}
+})

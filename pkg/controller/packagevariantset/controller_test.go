@@ -2,7 +2,6 @@ package packagevariantset
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -20,18 +18,18 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
-var alwaysReady = func() bool { return true }
-
-// fixture follows kubernetes/sample-controller: objects are loaded both into
-// the fake clientset and into the informer indexers, the caches report
-// synced, and the handlers and the sync handler are called directly.
+// fixture follows kubernetes/sample-controller (test/kit/ctrlfixture):
+// objects are loaded both into the fake clientset and into the informer
+// indexers, the caches report synced, and the handlers and the sync handler
+// are called directly.
 type fixture struct {
+	// Fixture is the fake clientset and informers, made by newController.
+	*ctrlfixture.Fixture
 	t        *testing.T
-	client   *fake.Clientset
 	sets     []*configv1alpha2.PackageVariantSet
 	variants []*configv1alpha1.PackageVariant
 	repos    []*configv1alpha1.Repository
@@ -47,9 +45,9 @@ func newFixture(t *testing.T) *fixture {
 // newInformerController builds the controller on a fresh fake clientset and
 // informer factory and leaves the informers and their sync checks untouched.
 func (f *fixture) newInformerController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
-	f.client = fake.NewSimpleClientset(f.objects...)
-	factory := informers.NewSharedInformerFactory(f.client, 0)
-	c, err := New(ctx, f.client,
+	f.Fixture = ctrlfixture.New(f.t, f.objects...)
+	factory := f.Factory
+	c, err := New(ctx, f.Client,
 		factory.Config().V1alpha2().PackageVariantSets(),
 		factory.Config().V1alpha1().PackageVariants(),
 		factory.Config().V1alpha1().Repositories(),
@@ -65,34 +63,12 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 // into the informer indexers and the caches reporting synced.
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
 	c, factory := f.newInformerController(ctx)
-	c.loop.Synced = []cache.InformerSynced{alwaysReady}
-	index(f.t, factory.Config().V1alpha2().PackageVariantSets().Informer(), f.sets)
-	index(f.t, factory.Config().V1alpha1().PackageVariants().Informer(), f.variants)
-	index(f.t, factory.Config().V1alpha1().Repositories().Informer(), f.repos)
-	index(f.t, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revisions)
+	c.loop.Synced = []cache.InformerSynced{ctrlfixture.AlwaysReady}
+	ctrlfixture.Index(f.t, factory.Config().V1alpha2().PackageVariantSets().Informer(), f.sets)
+	ctrlfixture.Index(f.t, factory.Config().V1alpha1().PackageVariants().Informer(), f.variants)
+	ctrlfixture.Index(f.t, factory.Config().V1alpha1().Repositories().Informer(), f.repos)
+	ctrlfixture.Index(f.t, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revisions)
 	return c, factory
-}
-
-// index adds objs to the informer's indexer.
-func index[T any](t *testing.T, informer cache.SharedIndexInformer, objs []T) {
-	t.Helper()
-	for _, o := range objs {
-		if err := informer.GetIndexer().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// writeActions drops the list and watch calls the informers make.
-func writeActions(actions []core.Action) []core.Action {
-	var out []core.Action
-	for _, a := range actions {
-		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -154,13 +130,7 @@ func repository(ns, name string, labels map[string]string) *configv1alpha1.Repos
 }
 
 func revision(ns, repo, pkg, ws string) *porchv1alpha1.PackageRevision {
-	return &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: repo + "." + pkg + "." + ws},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			RepositoryName: repo, PackageName: pkg, WorkspaceName: porchv1alpha1.WorkspaceName(ws),
-			Lifecycle: porchv1alpha1.PackageRevisionLifecyclePublished,
-		},
-	}
+	return ctrlfixture.Revision(ns, repo, pkg, ws, porchv1alpha1.PackageRevisionLifecyclePublished)
 }
 
 // publishedUpstream is revision 1 of blueprints/app, the upstream of the
@@ -180,16 +150,7 @@ func tombstone(t *testing.T, obj interface{}) cache.DeletedFinalStateUnknown {
 	return cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
 }
 
-func drain(c *Controller) []string {
-	var keys []string
-	for c.queue.Len() > 0 {
-		k, _ := c.queue.Get()
-		keys = append(keys, k.String())
-		c.queue.Done(k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func drain(c *Controller) []string { return ctrlfixture.Drain(c.queue) }
 
 func TestIndexFuncs(t *testing.T) {
 	cases := map[string]struct {
@@ -413,7 +374,7 @@ func TestSyncMakesNoWrites(t *testing.T) {
 			if err := c.syncHandler(ctx, tc.key); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if got := writeActions(f.client.Actions()); len(got) != 0 {
+			if got := f.WriteActions(); len(got) != 0 {
 				t.Errorf("sync made API calls: %v", got)
 			}
 		})
@@ -449,23 +410,14 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 	if c.HasSynced() {
 		t.Fatal("HasSynced is true before the informers started")
 	}
-	synced := make(chan cache.ObjectName, 1000)
-	c.syncHandler = func(_ context.Context, key cache.ObjectName) error {
-		synced <- key
-		return nil
-	}
+	var synced <-chan cache.ObjectName
+	c.syncHandler, synced = ctrlfixture.Synced(1000)
 	factory.Start(ctx.Done())
 	defer func() {
 		cancel()
 		factory.Shutdown()
 	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := c.Run(ctx, 2); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	stop := ctrlfixture.RunInBackground(t, cancel, func() error { return c.Run(ctx, 2) })
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("cache for %v never synced", typ)
@@ -477,7 +429,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 		t.Fatalf("event handlers never synced: %v", err)
 	}
 
-	client := f.client.ConfigV1alpha2()
+	client := f.Client.ConfigV1alpha2()
 	// (a) PackageVariantSet added.
 	sets := []*configv1alpha2.PackageVariantSet{
 		set("ns", "by-name", "uid-by-name", [2]string{"blueprints", "alpha"}, byName("edge-1")),
@@ -496,41 +448,41 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 		}
 		keys = append(keys, s.Namespace+"/"+s.Name)
 	}
-	waitForKeys(t, synced, "PackageVariantSets created", keys...)
+	ctrlfixture.WaitForKeys(t, synced, "PackageVariantSets created", keys...)
 
 	// (c) Repository created, then relabelled.
 	repo := repository("ns", "edge-1", map[string]string{"env": "dev"})
-	if _, err := f.client.ConfigV1alpha1().Repositories("ns").Create(ctx, repo, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.ConfigV1alpha1().Repositories("ns").Create(ctx, repo, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKeys(t, synced, "Repository created", "ns/by-name", "ns/by-selector", "ns/by-expr")
+	ctrlfixture.WaitForKeys(t, synced, "Repository created", "ns/by-name", "ns/by-selector", "ns/by-expr")
 	repo.Labels = map[string]string{"env": "prod"}
-	if _, err := f.client.ConfigV1alpha1().Repositories("ns").Update(ctx, repo, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.ConfigV1alpha1().Repositories("ns").Update(ctx, repo, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKeys(t, synced, "Repository relabelled", "ns/by-name", "ns/by-selector", "ns/by-expr")
+	ctrlfixture.WaitForKeys(t, synced, "Repository relabelled", "ns/by-name", "ns/by-selector", "ns/by-expr")
 
 	// (d) PackageRevision of the upstream package.
 	pr := revision("ns", "blueprints", "app", "v1")
-	if _, err := f.client.PorchV1alpha1().PackageRevisions("ns").Create(ctx, pr, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.PorchV1alpha1().PackageRevisions("ns").Create(ctx, pr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKeys(t, synced, "upstream PackageRevision created", "ns/follower")
+	ctrlfixture.WaitForKeys(t, synced, "upstream PackageRevision created", "ns/follower")
 
 	// (b) PackageVariant controlled by a set.
 	pv := variantOf("ns", "owner-edge-1", "owner", "uid-owner")
-	if _, err := f.client.ConfigV1alpha1().PackageVariants("ns").Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.ConfigV1alpha1().PackageVariants("ns").Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKeys(t, synced, "owned PackageVariant created", "ns/owner")
+	ctrlfixture.WaitForKeys(t, synced, "owned PackageVariant created", "ns/owner")
 
 	// (b) PackageVariant handed over to another set: the update reaches
 	// both the old and the new controller.
 	pv.OwnerReferences[0].Name, pv.OwnerReferences[0].UID = "adopter", "uid-adopter"
-	if _, err := f.client.ConfigV1alpha1().PackageVariants("ns").Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.ConfigV1alpha1().PackageVariants("ns").Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKeys(t, synced, "PackageVariant changed controller", "ns/owner", "ns/adopter")
+	ctrlfixture.WaitForKeys(t, synced, "PackageVariant changed controller", "ns/owner", "ns/adopter")
 
 	// (a) PackageVariantSet updated.
 	edited := sets[5].DeepCopy()
@@ -538,42 +490,8 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 	if _, err := client.PackageVariantSets("ns").Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitForKeys(t, synced, "PackageVariantSet updated", "ns/edited")
-
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the context was cancelled")
-	}
-}
-
-// waitForKeys reads synced keys until every wanted key has been seen,
-// ignoring others, and fails after a timeout.
-func waitForKeys(t *testing.T, ch <-chan cache.ObjectName, what string, want ...string) {
-	t.Helper()
-	missing := map[string]bool{}
-	for _, k := range want {
-		missing[k] = true
-	}
-	timeout := time.After(10 * time.Second)
-	for len(missing) > 0 {
-		select {
-		case k := <-ch:
-			delete(missing, k.String())
-		case <-timeout:
-			t.Fatalf("%s: sync handler never saw %v", what, sortedKeys(missing))
-		}
-	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	ctrlfixture.WaitForKeys(t, synced, "PackageVariantSet updated", "ns/edited")
+	stop()
 }
 
 func TestSetAndObjectKindIndexFuncs(t *testing.T) {

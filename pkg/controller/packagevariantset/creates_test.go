@@ -43,7 +43,7 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	f.revisions = append(f.revisions, publishedUpstream())
 	c, _ := f.newController(ctx)
 	failOnce := true
-	f.client.PrependReactor("create", "packagevariants", func(a core.Action) (bool, runtime.Object, error) {
+	f.Client.PrependReactor("create", "packagevariants", func(a core.Action) (bool, runtime.Object, error) {
 		if a.(core.CreateAction).GetObject().(*configv1alpha1.PackageVariant).Name == "s-edge-2-app" && failOnce {
 			failOnce = false
 			return true, nil, apierrors.NewServiceUnavailable("try later")
@@ -53,13 +53,13 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	key := cache.ObjectName{Namespace: "ns", Name: "s"}
 	sync := func(wantErr bool) []string {
 		t.Helper()
-		f.client.ClearActions()
+		f.Client.ClearActions()
 		// A sync that waits for its own variants to reach the cache asks
 		// to be run again; that is not a failure.
 		if err := c.syncHandler(ctx, key); (err != nil && !workloop.IsRetryAfter(err)) != wantErr {
 			t.Fatalf("sync: error %v, want error: %v", err, wantErr)
 		}
-		return createdVariants(f.client.Actions())
+		return createdVariants(f.Client.Actions())
 	}
 
 	if diff := cmp.Diff([]string{"s-edge-1-app", "s-edge-2-app"}, sync(true)); diff != "" {
@@ -73,13 +73,13 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	}
 
 	// The cache shows edge-1's variant being added and then deleted.
-	pv, err := f.client.ConfigV1alpha1().PackageVariants("ns").Get(ctx, "s-edge-1-app", metav1.GetOptions{})
+	pv, err := f.Client.ConfigV1alpha1().PackageVariants("ns").Get(ctx, "s-edge-1-app", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.handleVariant(logger, pv, 0)
 	c.handleVariant(logger, tombstone(t, pv), 0)
-	if err := f.client.ConfigV1alpha1().PackageVariants("ns").Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+	if err := f.Client.ConfigV1alpha1().PackageVariants("ns").Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"s-edge-1-app"}, sync(false)); diff != "" {
@@ -98,7 +98,7 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	f.sets = append(f.sets, s)
 	f.objects = append(f.objects, s)
 	c, _ := f.newController(ctx)
-	f.client.PrependReactor("update", "packagevariantsets", func(a core.Action) (bool, runtime.Object, error) {
+	f.Client.PrependReactor("update", "packagevariantsets", func(a core.Action) (bool, runtime.Object, error) {
 		obj := a.(core.UpdateAction).GetObject().(*configv1alpha2.PackageVariantSet).DeepCopy()
 		obj.ResourceVersion = "11"
 		return true, obj, nil
@@ -164,11 +164,11 @@ func TestSetGoingCreatesNothing(t *testing.T) {
 			}
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
-			f.client.ClearActions()
+			f.Client.ClearActions()
 			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			created := createdVariants(f.client.Actions())
+			created := createdVariants(f.Client.Actions())
 			if name == "live" {
 				if len(created) != 1 {
 					t.Errorf("live set: created %v, want its one variant", created)
@@ -178,7 +178,7 @@ func TestSetGoingCreatesNothing(t *testing.T) {
 			if len(created) != 0 {
 				t.Errorf("created %v for a set that is %s", created, name)
 			}
-			for _, a := range writeActions(f.client.Actions()) {
+			for _, a := range f.WriteActions() {
 				if a.GetVerb() != "get" {
 					t.Errorf("wrote to a set that is %s: %s %s", name, a.GetVerb(), a.GetResource().Resource)
 				}
@@ -209,9 +209,9 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	key := cache.ObjectName{Namespace: "ns", Name: "s"}
 	sync := func() ([]string, error) {
 		t.Helper()
-		f.client.ClearActions()
+		f.Client.ClearActions()
 		err := c.syncHandler(ctx, key)
-		return createdVariants(f.client.Actions()), err
+		return createdVariants(f.Client.Actions()), err
 	}
 
 	if created, err := sync(); err != nil || len(created) != 1 {
@@ -226,7 +226,7 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	}
 
 	// The stranger goes; the set's cache never showed it, so no event comes.
-	if err := f.client.ConfigV1alpha1().PackageVariants("ns").Delete(ctx, stranger.Name, metav1.DeleteOptions{}); err != nil {
+	if err := f.Client.ConfigV1alpha1().PackageVariants("ns").Delete(ctx, stranger.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(expectations.CheckAfter + time.Second)

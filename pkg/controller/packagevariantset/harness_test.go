@@ -1,7 +1,6 @@
 package packagevariantset_test
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"testing"
@@ -13,8 +12,6 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
-	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
-	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/test/kit"
 )
@@ -42,12 +39,7 @@ func ptr[T any](v T) *T { return &v }
 // harness is the kit's, with the set controller.
 type harness struct {
 	*kit.Harness
-	t      *testing.T
-	ctx    context.Context
-	sim    *porchsim.Sim
-	client versioned.Interface
-	run    *offline.Runner
-	set    *packagevariantset.Controller
+	set *packagevariantset.Controller
 }
 
 // newHarness starts a Sim with blueprints/app revision 1 and the given
@@ -81,46 +73,17 @@ func startHarness(t *testing.T, repos map[string]map[string]string, setup func(*
 		Objects: objects, Setup: setup, Access: checker,
 		ReadinessDelay: packagevariantset.DefaultReadinessDelay,
 	})
-	return &harness{Harness: k, t: t, ctx: k.Ctx, sim: k.Sim, client: k.Client, run: k.Run,
-		set: k.Run.Controller(packagevariantset.ControllerName).(*packagevariantset.Controller)}
+	return &harness{Harness: k, set: k.Run.Controller(packagevariantset.ControllerName).(*packagevariantset.Controller)}
 }
 
-func (h *harness) eventually(what string, cond func() bool) { h.t.Helper(); h.Eventually(what, cond) }
-func (h *harness) settle()                                  { h.t.Helper(); h.Settle() }
 func (h *harness) syncCount(name string) int {
 	return h.SyncCount(packagevariantset.ControllerName, name)
 }
-func (h *harness) createObject(obj *unstructured.Unstructured) {
-	h.t.Helper()
-	h.CreateObject(obj)
-}
-func (h *harness) getSet(name string) *configv1alpha2.PackageVariantSet {
-	h.t.Helper()
-	return h.Set(name)
-}
-func (h *harness) allVariantsReady()                                  { h.t.Helper(); h.WaitAllVariantsReady() }
-func (h *harness) variants() map[string]configv1alpha1.PackageVariant { return h.Variants() }
 
 // resync queues a set and waits until it was synced once more.
 func (h *harness) resync(name string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.Resync(packagevariantset.ControllerName, name, h.set.Enqueue)
-}
-
-func (h *harness) createSet(pvs *configv1alpha2.PackageVariantSet) *configv1alpha2.PackageVariantSet {
-	h.t.Helper()
-	return h.CreateSet(pvs)
-}
-
-func (h *harness) updateSet(name string, change func(*configv1alpha2.PackageVariantSetSpec)) {
-	h.t.Helper()
-	h.UpdateSetSpec(name, change)
-}
-
-// waitSetCondition waits for a condition of the set's current generation.
-func (h *harness) waitSetCondition(name, condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
-	h.t.Helper()
-	return h.WaitSetCondition(name, condType, status, reason)
 }
 
 func names[T any](m map[string]T) []string {
@@ -133,7 +96,7 @@ func names[T any](m map[string]T) []string {
 }
 
 func (h *harness) waitVariants(want ...string) map[string]configv1alpha1.PackageVariant {
-	h.t.Helper()
+	h.T.Helper()
 	var got map[string]configv1alpha1.PackageVariant
 	h.WaitList("variants", func() []string { got = h.Variants(); return names(got) }, want...)
 	return got
@@ -142,7 +105,7 @@ func (h *harness) waitVariants(want ...string) map[string]configv1alpha1.Package
 // drafts is "<repo>/<package>:<lifecycle>" of every downstream revision.
 func (h *harness) drafts() []string {
 	var out []string
-	for _, pr := range h.sim.PackageRevisions(testNS) {
+	for _, pr := range h.Sim.PackageRevisions(testNS) {
 		if pr.Spec.RepositoryName == kit.UpstreamRepo {
 			continue
 		}
@@ -153,7 +116,7 @@ func (h *harness) drafts() []string {
 }
 
 func (h *harness) waitDrafts(want ...string) {
-	h.t.Helper()
+	h.T.Helper()
 	h.WaitList("downstream revisions", h.drafts, want...)
 }
 

@@ -49,7 +49,7 @@ func regionTemplate() *configv1alpha2.PackageVariantTemplate {
 func TestSetFansOutOverRepositories(t *testing.T) {
 	const n = 6
 	h := newHarness(t, fleet(n, "prod"))
-	set := h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	set := h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
 	var want, drafts []string
 	for i := range n {
 		want = append(want, fmt.Sprintf("edge-edge-%02d-app", i))
@@ -57,9 +57,9 @@ func TestSetFansOutOverRepositories(t *testing.T) {
 	}
 	vs := h.waitVariants(want...)
 	h.waitDrafts(drafts...)
-	h.allVariantsReady()
-	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
-	h.settle()
+	h.WaitAllVariantsReady()
+	h.WaitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
+	h.Settle()
 	for _, pv := range vs {
 		if pv.Labels[configv1alpha2.SetLabel] != string(set.UID) {
 			t.Errorf("%s: labels %v", pv.Name, pv.Labels)
@@ -79,11 +79,11 @@ func TestSetFansOutOverRepositories(t *testing.T) {
 		}
 	}
 	// Readiness changes of variants reach the set batched, a little later.
-	h.eventually("the set to count every variant desired, existing and Ready", func() bool {
-		got := h.getSet("edge").Status
+	h.Eventually("the set to count every variant desired, existing and Ready", func() bool {
+		got := h.Set("edge").Status
 		return got.DesiredVariants == n && got.ExistingVariants == n && got.ReadyVariants == n
 	})
-	got := h.getSet("edge").Status
+	got := h.Set("edge").Status
 	if st := meta.FindStatusCondition(got.Conditions, "Stalled"); st == nil || st.Status != metav1.ConditionFalse || st.Reason != packagevariantset.ReasonValid {
 		t.Errorf("Stalled %+v", st)
 	}
@@ -96,12 +96,12 @@ func TestSetFollowsRepositoryLabels(t *testing.T) {
 	repos := fleet(3, "prod")
 	repos["edge-99"] = repoLabels("dev", "eu")
 	h := newHarness(t, repos)
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
 	before := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
 	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
-	h.settle()
+	h.Settle()
 
-	h.sim.AddRepository(testNS, "edge-99", true, repoLabels("prod", "eu"))
+	h.Sim.AddRepository(testNS, "edge-99", true, repoLabels("prod", "eu"))
 	after := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-99-app")
 	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft", "edge-99/app:Draft")
 	for name, pv := range before {
@@ -109,13 +109,13 @@ func TestSetFollowsRepositoryLabels(t *testing.T) {
 			t.Errorf("%s was re-created", name)
 		}
 	}
-	h.settle()
+	h.Settle()
 
-	h.sim.AddRepository(testNS, "edge-01", true, repoLabels("dev", "us"))
+	h.Sim.AddRepository(testNS, "edge-01", true, repoLabels("dev", "us"))
 	h.waitVariants("edge-edge-00-app", "edge-edge-02-app", "edge-edge-99-app")
 	h.waitDrafts("edge-00/app:Draft", "edge-02/app:Draft", "edge-99/app:Draft")
-	h.settle()
-	if st := h.getSet("edge").Status; st.DesiredVariants != 3 || st.ExistingVariants != 3 {
+	h.Settle()
+	if st := h.Set("edge").Status; st.DesiredVariants != 3 || st.ExistingVariants != 3 {
 		t.Errorf("counts %+v", st)
 	}
 }
@@ -124,36 +124,36 @@ func TestSetFollowsRepositoryLabels(t *testing.T) {
 // variant's spec without deleting and re-creating it.
 func TestSetUpdatesVariantsInPlace(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
 	before := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
-	h.allVariantsReady()
-	h.settle()
+	h.WaitAllVariantsReady()
+	h.Settle()
 
-	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
 		s.Targets[0].Template.PackageContext.DataExprs[0].ValueExpr = ptr("'site-' + repository.name")
 	})
-	h.eventually("every variant's spec to change", func() bool {
-		for _, pv := range h.variants() {
+	h.Eventually("every variant's spec to change", func() bool {
+		for _, pv := range h.Variants() {
 			if pv.Spec.PackageContext.Data["site"] != "site-"+pv.Spec.Downstream.Repo {
 				return false
 			}
 		}
 		return true
 	})
-	h.settle()
-	after := h.variants()
+	h.Settle()
+	after := h.Variants()
 	for name, pv := range before {
 		if after[name].UID != pv.UID {
 			t.Errorf("%s was deleted and re-created", name)
 		}
 	}
 	// The variants carry the change into their drafts, in place.
-	h.eventually("drafts to carry the new package context", func() bool {
-		for _, pr := range h.sim.PackageRevisions(testNS) {
+	h.Eventually("drafts to carry the new package context", func() bool {
+		for _, pr := range h.Sim.PackageRevisions(testNS) {
 			if pr.Spec.RepositoryName == "blueprints" {
 				continue
 			}
-			files, _ := h.sim.Resources(testNS, pr.Name)
+			files, _ := h.Sim.Resources(testNS, pr.Name)
 			if !strings.Contains(files["package-context.yaml"], "site: site-"+pr.Spec.RepositoryName) {
 				return false
 			}
@@ -170,12 +170,12 @@ func TestSetDeletionGarbageCollectsVariants(t *testing.T) {
 	for _, policy := range []configv1alpha1.DeletionPolicy{configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan} {
 		t.Run(string(policy), func(t *testing.T) {
 			h := newHarness(t, fleet(3, "prod"))
-			h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
+			h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
 				Template: &configv1alpha2.PackageVariantTemplate{DeletionPolicy: &policy}}))
 			h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
 			h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
-			h.allVariantsReady()
-			if err := h.client.ConfigV1alpha2().PackageVariantSets(testNS).Delete(h.ctx, "edge", metav1.DeleteOptions{}); err != nil {
+			h.WaitAllVariantsReady()
+			if err := h.Client.ConfigV1alpha2().PackageVariantSets(testNS).Delete(h.Ctx, "edge", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			h.waitVariants()
@@ -184,7 +184,7 @@ func TestSetDeletionGarbageCollectsVariants(t *testing.T) {
 				return
 			}
 			h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft", "edge-02/app:Draft")
-			for _, pr := range h.sim.PackageRevisions(testNS) {
+			for _, pr := range h.Sim.PackageRevisions(testNS) {
 				if len(pr.OwnerReferences) != 0 {
 					t.Errorf("%s still has owners %+v", pr.Name, pr.OwnerReferences)
 				}
@@ -201,15 +201,15 @@ func TestSetTargetKinds(t *testing.T) {
 		site("edge-00", "eu"), site("edge-01", "us"), site("other", "eu"),
 	}
 	h := newHarness(t, fleet(3, "prod"), sites...)
-	h.createSet(newSet("list", configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{
+	h.CreateSet(newSet("list", configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{
 		{Name: "edge-00", PackageNames: []string{"a", "b"}},
 		{Name: "edge-01"},
 	}}))
-	h.createSet(newSet("sel", configv1alpha2.Target{RepositorySelector: &configv1alpha2.RepositorySelector{
+	h.CreateSet(newSet("sel", configv1alpha2.Target{RepositorySelector: &configv1alpha2.RepositorySelector{
 		LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}},
 		PackageNames:  []string{"web"},
 	}}))
-	h.createSet(newSet("obj", configv1alpha2.Target{ObjectSelector: &configv1alpha2.ObjectSelector{
+	h.CreateSet(newSet("obj", configv1alpha2.Target{ObjectSelector: &configv1alpha2.ObjectSelector{
 		APIVersion:    "v1",
 		Kind:          "ConfigMap",
 		LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kind": "site"}},
@@ -222,28 +222,28 @@ func TestSetTargetKinds(t *testing.T) {
 		"obj-edge-00-obj",
 	)
 	h.waitDrafts("edge-00/a:Draft", "edge-00/b:Draft", "edge-01/app:Draft", "edge-01/web:Draft", "edge-00/obj:Draft")
-	h.settle()
+	h.Settle()
 
 	// A new object that matches the selector but not the name changes nothing;
 	// widening the selector to every name adds the matching ones.
-	h.updateSet("obj", func(s *configv1alpha2.PackageVariantSetSpec) { s.Targets[0].ObjectSelector.Name = nil })
+	h.UpdateSetSpec("obj", func(s *configv1alpha2.PackageVariantSetSpec) { s.Targets[0].ObjectSelector.Name = nil })
 	h.waitVariants(
 		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
 		"sel-edge-01-web",
 		"obj-edge-00-obj", "obj-edge-01-obj", "obj-other-obj",
 	)
-	h.settle()
+	h.Settle()
 	// A new matching object in the cluster reaches the set through the
 	// watch on its kind.
-	h.createObject(site("edge-02", "eu"))
+	h.CreateObject(site("edge-02", "eu"))
 	h.waitVariants(
 		"list-edge-00-a", "list-edge-00-b", "list-edge-01-app",
 		"sel-edge-01-web",
 		"obj-edge-00-obj", "obj-edge-01-obj", "obj-edge-02-obj", "obj-other-obj",
 	)
 	// "other" is not a Repository: its variant says so, nothing breaks.
-	h.eventually("the variant into a missing repository to report it", func() bool {
-		pv := h.variants()["obj-other-obj"]
+	h.Eventually("the variant into a missing repository to report it", func() bool {
+		pv := h.Variants()["obj-other-obj"]
 		return meta.FindStatusCondition(pv.Status.Conditions, "Ready") != nil
 	})
 }
@@ -262,18 +262,18 @@ func site(name, region string) *unstructured.Unstructured {
 // downstream make one variant and a condition naming both targets.
 func TestSetReportsDuplicateDownstreams(t *testing.T) {
 	h := newHarness(t, fleet(2, "prod"))
-	h.createSet(newSet("dup",
+	h.CreateSet(newSet("dup",
 		configv1alpha2.Target{Repositories: []configv1alpha2.RepositoryTarget{{Name: "edge-00"}}},
 		configv1alpha2.Target{RepositorySelector: prodSelector()},
 	))
-	cond := h.waitSetCondition("dup", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
+	cond := h.WaitSetCondition("dup", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
 	for _, want := range []string{"spec.targets[0] and spec.targets[1] both render downstream edge-00/app"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
 		}
 	}
 	h.waitVariants("dup-edge-00-app", "dup-edge-01-app")
-	h.settle()
+	h.Settle()
 	h.waitDrafts("edge-00/app:Draft", "edge-01/app:Draft")
 }
 
@@ -281,29 +281,29 @@ func TestSetReportsDuplicateDownstreams(t *testing.T) {
 // template that fails for one target, deletes nothing; fixing it resumes.
 func TestSetNeverDeletesOnFailure(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
 	before := h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app")
-	h.settle()
+	h.Settle()
 
 	// An objectSelector of a kind the cluster does not serve.
-	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
 		s.Targets[0].RepositorySelector = nil
 		s.Targets[0].ObjectSelector = &configv1alpha2.ObjectSelector{APIVersion: "infra.example.com/v1", Kind: "Site"}
 	})
-	cond := h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonNoMatchingTargets)
+	cond := h.WaitSetCondition("edge", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonNoMatchingTargets)
 	for _, want := range []string{"spec.targets[0].objectSelector", "Site", "not served", "nothing was created or deleted"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
 		}
 	}
-	h.settle()
-	if got := h.variants(); len(got) != len(before) {
+	h.Settle()
+	if got := h.Variants(); len(got) != len(before) {
 		t.Fatalf("variants %v after a failed selector, want all of %v", names(got), names(before))
 	}
 
 	// A template that fails for one repository only (no 'tier' label on it).
-	h.sim.AddRepository(testNS, "edge-01", true, map[string]string{"env": "prod", "region": "us", "tier": "gold"})
-	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+	h.Sim.AddRepository(testNS, "edge-01", true, map[string]string{"env": "prod", "region": "us", "tier": "gold"})
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
 		s.Targets[0].ObjectSelector = nil
 		s.Targets[0].RepositorySelector = &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}
 		s.Targets = append(s.Targets, configv1alpha2.Target{
@@ -313,22 +313,22 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 			}},
 		})
 	})
-	cond = h.waitSetCondition("edge", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
+	cond = h.WaitSetCondition("edge", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
 	for _, want := range []string{"spec.targets[1].template.labelExprs[0].valueExpr", "tier", "none is deleted"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
 		}
 	}
-	h.settle()
-	if got := h.variants(); len(got) != len(before) {
+	h.Settle()
+	if got := h.Variants(); len(got) != len(before) {
 		t.Fatalf("variants %v after a failed render, want all of %v", names(got), names(before))
 	}
 
 	// Fixed: the stale variant (edge-02) goes, the others stay.
-	h.updateSet("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
 		s.Targets[1].Template.LabelExprs[0].ValueExpr = ptr("'silver'")
 	})
-	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
+	h.WaitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
 }
 
@@ -339,8 +339,8 @@ func TestSetStatusReasons(t *testing.T) {
 	bad := newSet("bad", configv1alpha2.Target{}, configv1alpha2.Target{RepositorySelector: prodSelector(),
 		Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("repository.name +")}}}})
 	bad.Spec.Upstream.Repo = ""
-	h.createSet(bad)
-	cond := h.waitSetCondition("bad", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
+	h.CreateSet(bad)
+	cond := h.WaitSetCondition("bad", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
 	for _, want := range []string{"spec.upstream.repo is a required field", "spec.targets[0] must specify one of", "spec.targets[1].template.labelExprs[0].valueExpr"} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not contain %q", cond.Message, want)
@@ -348,16 +348,16 @@ func TestSetStatusReasons(t *testing.T) {
 	}
 	missing := newSet("missing", configv1alpha2.Target{RepositorySelector: prodSelector()})
 	missing.Spec.Upstream.Package = "nope"
-	h.createSet(missing)
-	cond = h.waitSetCondition("missing", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonUpstreamNotFound)
+	h.CreateSet(missing)
+	cond = h.WaitSetCondition("missing", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonUpstreamNotFound)
 	if !strings.Contains(cond.Message, `"nope"`) {
 		t.Errorf("message %q does not name the package", cond.Message)
 	}
 	// Publishing it is all it takes.
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "nope", 1, blueprint("v1\n")); err != nil {
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "nope", 1, blueprint("v1\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitSetCondition("missing", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
+	h.WaitSetCondition("missing", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.waitVariants("missing-edge-00-nope")
 }
 
@@ -365,24 +365,24 @@ func TestSetStatusReasons(t *testing.T) {
 // upstream revision updates the variants that use it.
 func TestSetUpstreamVariable(t *testing.T) {
 	h := newHarness(t, fleet(2, "prod"))
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
 		Template: &configv1alpha2.PackageVariantTemplate{AnnotationExprs: []configv1alpha2.MapExpr{
 			{Key: ptr("upstream"), ValueExpr: ptr("upstream.name")},
 		}}}))
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
-	h.eventually("annotations naming v1", func() bool {
-		for _, pv := range h.variants() {
+	h.Eventually("annotations naming v1", func() bool {
+		for _, pv := range h.Variants() {
 			if pv.Spec.Annotations["upstream"] != "blueprints.app.v1" {
 				return false
 			}
 		}
 		return true
 	})
-	if _, err := h.sim.AddPublished(testNS, "blueprints", "app", 2, blueprint("v2\n")); err != nil {
+	if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprint("v2\n")); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("annotations naming v2", func() bool {
-		for _, pv := range h.variants() {
+	h.Eventually("annotations naming v2", func() bool {
+		for _, pv := range h.Variants() {
 			if pv.Spec.Annotations["upstream"] != "blueprints.app.v2" {
 				return false
 			}
@@ -395,16 +395,16 @@ func TestSetUpstreamVariable(t *testing.T) {
 // rendered makes no request when it syncs again.
 func TestSetResyncOfSettledSetWritesNothing(t *testing.T) {
 	h := newHarness(t, fleet(4, "prod"))
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()}))
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app")
-	h.allVariantsReady()
-	h.waitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
-	h.eventually("the ready count", func() bool { return h.getSet("edge").Status.ReadyVariants == 4 })
-	h.settle()
-	h.sim.ResetRequests()
+	h.WaitAllVariantsReady()
+	h.WaitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
+	h.Eventually("the ready count", func() bool { return h.Set("edge").Status.ReadyVariants == 4 })
+	h.Settle()
+	h.Sim.ResetRequests()
 	h.resync("edge")
-	h.settle()
-	for req, n := range h.sim.Requests() {
+	h.Settle()
+	for req, n := range h.Sim.Requests() {
 		if strings.Contains(req, "packagevariantsets") || strings.HasPrefix(req, "create") || strings.HasPrefix(req, "update packagevariants ") || strings.HasPrefix(req, "delete") {
 			t.Errorf("a settled set made %d %q requests", n, req)
 		}
@@ -443,14 +443,14 @@ func TestSetStatusWriteOnAStaleCache(t *testing.T) {
 			return false, nil, nil
 		})
 	})
-	person := h.sim.ClientsetAs("person").ConfigV1alpha2().PackageVariantSets(testNS)
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
-	h.eventually("the set's status written while its watch is held", func() bool {
-		set, err := person.Get(h.ctx, "edge", metav1.GetOptions{})
+	person := h.Sim.ClientsetAs("person").ConfigV1alpha2().PackageVariantSets(testNS)
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
+	h.Eventually("the set's status written while its watch is held", func() bool {
+		set, err := person.Get(h.Ctx, "edge", metav1.GetOptions{})
 		return err == nil && set.Labels["owner"] == "someone" && meta.FindStatusCondition(set.Status.Conditions, "Ready") != nil
 	})
-	h.sim.ReleaseWatchEvents()
-	h.settle()
+	h.Sim.ReleaseWatchEvents()
+	h.Settle()
 }
 
 // TestSetCountsVariantsWhoseCloneFailsToRender: a set over a blueprint
@@ -472,19 +472,19 @@ func TestSetCountsVariantsWhoseCloneFailsToRender(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	h.createSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
+	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}))
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
-	h.eventually("every variant RenderFailed, the set counting none Ready", func() bool {
-		for _, pv := range h.variants() {
+	h.Eventually("every variant RenderFailed, the set counting none Ready", func() bool {
+		for _, pv := range h.Variants() {
 			c := meta.FindStatusCondition(pv.Status.Conditions, "Ready")
 			if c == nil || c.Reason != "RenderFailed" || !strings.Contains(c.Message, "Porch could not create draft") {
 				return false
 			}
 		}
-		st := h.getSet("edge").Status
+		st := h.Set("edge").Status
 		return st.DesiredVariants == n && st.ExistingVariants == n && st.ReadyVariants == 0
 	})
-	for _, pv := range h.variants() {
+	for _, pv := range h.Variants() {
 		if c := meta.FindStatusCondition(pv.Status.Conditions, "Ready"); !strings.Contains(c.Message, "blueprints.app.v2: broken (") {
 			t.Errorf("%s: the message does not name the blueprint's functions: %s", pv.Name, c.Message)
 		}
@@ -504,14 +504,14 @@ func TestObjectSelectorReadsOnlyWhatItsServiceAccountMayGet(t *testing.T) {
 			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kind": "site"}}},
 		Template: &configv1alpha2.PackageVariantTemplate{ServiceAccountName: ptr("selector")},
 	})
-	h.createSet(set)
-	c := h.waitSetCondition("obj", "Ready", metav1.ConditionFalse, packagevariantset.ReasonForbidden)
+	h.CreateSet(set)
+	c := h.WaitSetCondition("obj", "Ready", metav1.ConditionFalse, packagevariantset.ReasonForbidden)
 	for _, want := range []string{`spec.targets[0].objectSelector selects ConfigMap "edge-01"`, `ServiceAccount ` + testNS + `/selector may not get configmaps "edge-01"`, "grant it get on configmaps"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("Ready message %q does not say %q", c.Message, want)
 		}
 	}
-	if got := h.variants(); len(got) != 0 {
+	if got := h.Variants(); len(got) != 0 {
 		t.Errorf("variants %v made from a selection its account may not read in full", names(got))
 	}
 
@@ -522,5 +522,5 @@ func TestObjectSelectorReadsOnlyWhatItsServiceAccountMayGet(t *testing.T) {
 			t.Errorf("%s: serviceAccountName %q, want the template's", name, pv.Spec.ServiceAccountName)
 		}
 	}
-	h.settle()
+	h.Settle()
 }

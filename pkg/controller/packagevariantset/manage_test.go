@@ -14,13 +14,14 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 // apiCalls are the API calls the actions make, other than the informers'
 // lists and watches, as "<verb> <resource> <name>".
 func apiCalls(actions []core.Action) []string {
 	var out []string
-	for _, a := range writeActions(actions) {
+	for _, a := range ctrlfixture.WriteActions(actions) {
 		name := ""
 		switch a := a.(type) {
 		case interface{ GetName() string }:
@@ -192,12 +193,12 @@ func TestManageVariants(t *testing.T) {
 			}
 			c, _ := f.newController(ctx)
 			for _, fail := range tc.failing {
-				fail(f.client)
+				fail(f.Client)
 			}
 			if tc.pending {
 				c.expectations.Expect("uid-s", "s-edge-2-app")
 			}
-			f.client.ClearActions()
+			f.Client.ClearActions()
 			newSpec := changed.Spec.DeepCopy()
 			newSpec.Labels = map[string]string{"fleet": "edge"}
 			created := variantOf("ns", "s-edge-2-app", "s", "uid-s").Spec
@@ -228,7 +229,7 @@ func TestManageVariants(t *testing.T) {
 			if errors.Is(err, errSetGoing) != tc.wantSetGoing {
 				t.Errorf("%s: errors.Is(%v, errSetGoing) = %v, want %v", tc.reason, err, !tc.wantSetGoing, tc.wantSetGoing)
 			}
-			if diff := cmp.Diff(tc.wantCalls, apiCalls(f.client.Actions())); diff != "" {
+			if diff := cmp.Diff(tc.wantCalls, apiCalls(f.Client.Actions())); diff != "" {
 				t.Errorf("%s: API calls (-want +got):\n%s", tc.reason, diff)
 			}
 			got := result{Created: r.created, Updated: r.updated, Deleted: r.deleted}

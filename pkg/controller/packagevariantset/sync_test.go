@@ -107,10 +107,10 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, variantWrites(f.client.Actions())); diff != "" {
+			if diff := cmp.Diff(tc.want, variantWrites(f.Client.Actions())); diff != "" {
 				t.Errorf("%s: PackageVariant writes (-want +got):\n%s", tc.reason, diff)
 			}
-			got, err := f.client.ConfigV1alpha2().PackageVariantSets("ns").Get(ctx, "s", metav1.GetOptions{})
+			got, err := f.Client.ConfigV1alpha2().PackageVariantSets("ns").Get(ctx, "s", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,10 +156,10 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
-			if diff := cmp.Diff(tc.want, variantWrites(f.client.Actions())); diff != "" {
+			if diff := cmp.Diff(tc.want, variantWrites(f.Client.Actions())); diff != "" {
 				t.Errorf("PackageVariant writes (-want +got):\n%s", diff)
 			}
-			got, err := f.client.ConfigV1alpha2().PackageVariantSets("ns").Get(ctx, "s", metav1.GetOptions{})
+			got, err := f.Client.ConfigV1alpha2().PackageVariantSets("ns").Get(ctx, "s", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
