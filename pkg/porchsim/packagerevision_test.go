@@ -470,28 +470,15 @@ func TestUpdateRules(t *testing.T) {
 	owner := metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: "pv"}
 	cases := map[string]struct {
 		from    porchv1alpha1.PackageRevisionLifecycle
+		to      porchv1alpha1.PackageRevisionLifecycle // the lifecycle the update asks for, if any
 		change  func(pr *porchv1alpha1.PackageRevision)
 		wantErr bool
 		check   func(t *testing.T, s *Sim, got *porchv1alpha1.PackageRevision)
 	}{
-		"draft to proposed": {
-			from:   draft,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = proposed },
-		},
-		"proposed back to draft": {
-			from:   proposed,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = draft },
-		},
-		"a draft is not published by an update": {
-			from:    draft,
-			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
-			wantErr: true,
-		},
-		"a proposed revision is not published by an update": {
-			from:    proposed,
-			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
-			wantErr: true,
-		},
+		"draft to proposed":                                 {from: draft, to: proposed},
+		"proposed back to draft":                            {from: proposed, to: draft},
+		"a draft is not published by an update":             {from: draft, to: published, wantErr: true},
+		"a proposed revision is not published by an update": {from: proposed, to: published, wantErr: true},
 		"draft metadata is stored": {
 			from: draft,
 			change: func(pr *porchv1alpha1.PackageRevision) {
@@ -531,19 +518,9 @@ func TestUpdateRules(t *testing.T) {
 			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Tasks = append(pr.Spec.Tasks, initTask()) },
 			wantErr: true,
 		},
-		"published to deletion proposed": {
-			from:   published,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = deletionProposed },
-		},
-		"deletion proposed back to published": {
-			from:   deletionProposed,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
-		},
-		"published cannot go back to draft": {
-			from:    published,
-			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = draft },
-			wantErr: true,
-		},
+		"published to deletion proposed":      {from: published, to: deletionProposed},
+		"deletion proposed back to published": {from: deletionProposed, to: published},
+		"published cannot go back to draft":   {from: published, to: draft, wantErr: true},
 		"published metadata may change": {
 			from: published,
 			change: func(pr *porchv1alpha1.PackageRevision) {
@@ -592,7 +569,12 @@ func TestUpdateRules(t *testing.T) {
 			prName := inLifecycle(t, s, tc.from)
 			before := getPR(t, c, prName)
 			pr := before.DeepCopy()
-			tc.change(pr)
+			if tc.to != "" {
+				pr.Spec.Lifecycle = tc.to
+			}
+			if tc.change != nil {
+				tc.change(pr)
+			}
 			got, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{})
 			if tc.wantErr {
 				if !apierrors.IsInvalid(err) {
@@ -644,24 +626,20 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	draft.Labels = map[string]string{"a": "b"}
+	pv.Labels = map[string]string{"a": "b"}
 	cases := map[string]func() error{
 		"packagerevisions": func() error {
-			draft.Labels = map[string]string{"a": "b"}
-			_, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, draft, metav1.UpdateOptions{})
-			return err
+			return errOf(c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, draft, metav1.UpdateOptions{}))
 		},
 		"packagerevisionresources": func() error {
-			_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
-			return err
+			return errOf(c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}))
 		},
 		"packagevariants": func() error {
-			pv.Labels = map[string]string{"a": "b"}
-			_, err := c.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{})
-			return err
+			return errOf(c.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{}))
 		},
 		"packagevariants/status": func() error {
-			_, err := c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{})
-			return err
+			return errOf(c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{}))
 		},
 	}
 	for name, update := range cases {
