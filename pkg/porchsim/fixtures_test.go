@@ -17,6 +17,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 const ns = "ns"
@@ -66,26 +67,16 @@ func fixture(t *testing.T) (*Sim, versioned.Interface) {
 	return s, s.Clientset()
 }
 
+// newDraft is a new revision of repo/pkg in workspace ws, made by task,
+// with a name Porch ignores.
 func newDraft(repo, pkg, ws string, task porchv1alpha1.Task) *porchv1alpha1.PackageRevision {
-	return &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ignored-by-porch"},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			RepositoryName: repo,
-			PackageName:    pkg,
-			WorkspaceName:  porchv1alpha1.WorkspaceName(ws),
-			Tasks:          []porchv1alpha1.Task{task},
-		},
-	}
+	pr := porchsimtest.NewDraft(ns, repo, pkg, ws, task)
+	pr.Name = "ignored-by-porch"
+	return pr
 }
 
-func cloneTask(upstream string) porchv1alpha1.Task {
-	return porchv1alpha1.Task{
-		Type: porchv1alpha1.TaskTypeClone,
-		Clone: &porchv1alpha1.PackageCloneTaskSpec{
-			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: upstream}},
-		},
-	}
-}
+// cloneTask is a clone of the revision named upstream.
+var cloneTask = porchsimtest.CloneTask
 
 func editTask(source string) porchv1alpha1.Task {
 	return porchv1alpha1.Task{
