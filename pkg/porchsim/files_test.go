@@ -113,10 +113,7 @@ func TestLazyFilesFetchedOnceOnFirstNeed(t *testing.T) {
 
 	// What a controller does: get the resources of the revision.
 	for range 3 {
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, "blueprints.app.v1", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prr := getPRR(t, c, "blueprints.app.v1")
 		if d := cmp.Diff(blueprint(1, "app:v1", "app readme\n"), prr.Spec.Resources); d != "" {
 			t.Fatalf("resources served (-fetched +served):\n%s", d)
 		}

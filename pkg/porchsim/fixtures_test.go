@@ -119,6 +119,15 @@ func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.Pack
 	return pr
 }
 
+func getPRR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevisionResources {
+	t.Helper()
+	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get resources of %s: %v", name, err)
+	}
+	return prr
+}
+
 func parseKptfile(t *testing.T, content string) *kptfilev1.KptFile {
 	t.Helper()
 	var kf kptfilev1.KptFile

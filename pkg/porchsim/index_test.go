@@ -313,39 +313,33 @@ func updateMeta(ctx context.Context, s *Sim, resource, namespace, name string, c
 	c := s.Clientset()
 	switch resource {
 	case resPackageVariants:
-		o, err := c.ConfigV1alpha1().PackageVariants(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.ConfigV1alpha1().PackageVariants(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.ConfigV1alpha1().PackageVariants(namespace), name, change)
 	case resPackageVariantSets:
-		o, err := c.ConfigV1alpha2().PackageVariantSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.ConfigV1alpha2().PackageVariantSets(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.ConfigV1alpha2().PackageVariantSets(namespace), name, change)
 	case resPackageRevisions:
-		o, err := c.PorchV1alpha1().PackageRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.PorchV1alpha1().PackageRevisions(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.PorchV1alpha1().PackageRevisions(namespace), name, change)
 	case resRepositories:
-		o, err := c.ConfigV1alpha1().Repositories(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.ConfigV1alpha1().Repositories(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.ConfigV1alpha1().Repositories(namespace), name, change)
 	}
 	return fmt.Errorf("unknown resource %q", resource)
+}
+
+// getUpdater is the part of a typed client updateMetaWith uses.
+type getUpdater[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// updateMetaWith gets the object name through client, changes its
+// metadata and updates it.
+func updateMetaWith[T interface{ GetObjectMeta() metav1.Object }](ctx context.Context, client getUpdater[T], name string, change func(*metav1.ObjectMeta)) error {
+	o, err := client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	change(o.GetObjectMeta().(*metav1.ObjectMeta))
+	_, err = client.Update(ctx, o, metav1.UpdateOptions{})
+	return err
 }
 
 func deref[T any](p *T) any {

@@ -282,12 +282,9 @@ func TestPushOnRenderFailure(t *testing.T) {
 		in := pushingOnRenderFailure(newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)), push)
 		pr := create(t, c, in)
 		before := resources(t, s, pr.Name)
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prr := getPRR(t, c, pr.Name)
 		prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
-		_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+		_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 		details, stored := helper.RenderFailureDetails(err)
 		if !apierrors.IsInternalError(err) || details == "" || stored != push {
 			t.Errorf("push=%v: got %v (stored=%v), want Porch's 500 render failure", push, err, stored)
@@ -474,10 +471,7 @@ func TestResourcesUpdateHealsComments(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	if !strings.Contains(prr.Spec.Resources["deployment.yaml"], "# the app") {
 		t.Fatalf("the clone lost the comment already:\n%s", prr.Spec.Resources["deployment.yaml"])
 	}
@@ -497,10 +491,7 @@ func TestResourcesUpdateHealsComments(t *testing.T) {
 func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(context.Background(), pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	edit := resources(t, s, pr.Name)
 	edit["person.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: person\n"
 	s.porch.rendering = func() {
@@ -510,7 +501,7 @@ func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
 		}
 	}
 	prr.Spec.Resources["controller.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: controller\n"
-	_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{})
+	_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{})
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), helper.OptimisticLockMessage) {
 		t.Errorf("update while the revision changed: got %v, want Porch's stale-write 500", err)
 	}
@@ -598,10 +589,7 @@ func TestPackageMetadataFromKptfile(t *testing.T) {
 	// What the clone's Kptfile says, whatever the clone added to it.
 	fromKptfile := func(name string) *porchv1alpha1.PackageMetadata {
 		t.Helper()
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prr := getPRR(t, c, name)
 		kf := parseKptfile(t, prr.Spec.Resources[kptfileName])
 		return &porchv1alpha1.PackageMetadata{Labels: kf.Metadata.Labels, Annotations: kf.Metadata.Annotations}
 	}
@@ -617,10 +605,7 @@ func TestPackageMetadataFromKptfile(t *testing.T) {
 		t.Errorf("clone's packageMetadata (-Kptfile +got):\n%s", diff)
 	}
 
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "tier: web", "tier: db", 1)
 	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -696,7 +681,6 @@ func TestPublishTimestampNullUntilPublished(t *testing.T) {
 // its comments are dropped (its content kept); the comments in every other
 // file survive the clone.
 func TestCloneReencodesKptfile(t *testing.T) {
-	ctx := context.Background()
 	s, c := fixture(t)
 	kptfileComments := []string{"# the head of the Kptfile", "# an inline Kptfile comment", "# above the description"}
 	bp := blueprint(1, "app:v1", "")
@@ -727,10 +711,7 @@ data:
 		}
 	}
 	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask("blueprints.commented.v1")))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	files := prr.Spec.Resources
 	for _, comment := range kptfileComments {
 		if strings.Contains(files[kptfileName], comment) {
@@ -820,12 +801,9 @@ func TestProposingADraftThatDoesNotRenderIsRefused(t *testing.T) {
 		pr := create(t, c, in)
 		if push {
 			// The client's own update stores the failing pipeline.
-			prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			prr := getPRR(t, c, pr.Name)
 			prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
-			_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+			_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 			if _, stored := helper.RenderFailureDetails(err); !stored {
 				t.Fatalf("the resources update with push-on-render-failure: %v, want it stored with a 500", err)
 			}
@@ -925,10 +903,7 @@ func TestOverlappingWritesOnOneRevisionConflict(t *testing.T) {
 	second := pr.DeepCopy()
 	second.Labels = map[string]string{"write": "second"}
 	_, errPR := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, second, metav1.UpdateOptions{})
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	prr.Spec.Resources["second.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: second\n"
 	_, errPRR := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 	for what, err := range map[string]error{"an update of the revision": errPR, "an update of its resources": errPRR} {

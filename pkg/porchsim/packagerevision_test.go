@@ -605,10 +605,7 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	draft := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	if prr.ResourceVersion != draft.ResourceVersion {
 		t.Fatalf("resources rv %s != revision rv %s: they are one object", prr.ResourceVersion, draft.ResourceVersion)
 	}
@@ -727,10 +724,7 @@ func TestResourcesUpdateOnlyOnDraft(t *testing.T) {
 			s, c := fixture(t)
 			prName := inLifecycle(t, s, tc.lifecycle)
 			before := getPR(t, c, prName)
-			prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, prName, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			prr := getPRR(t, c, prName)
 			prr.Spec.Resources["new.txt"] = "hello"
 			got, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 			if tc.wantErr != "" {
@@ -764,10 +758,7 @@ func TestResourcesRenderAndMirror(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	draft := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	prr.Spec.Resources[kptfileName] = `apiVersion: kpt.dev/v1
 kind: Kptfile
 metadata:

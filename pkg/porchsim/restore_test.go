@@ -170,6 +170,15 @@ func TestRestoreDefaults(t *testing.T) {
 	}
 }
 
+// liveVariantWith is liveVariant changed by change.
+func liveVariantWith(change func(pv *configv1alpha1.PackageVariant)) func(*Sim) runtime.Object {
+	return func(*Sim) runtime.Object {
+		pv := liveVariant()
+		change(pv)
+		return pv
+	}
+}
+
 // TestRestoreRefusals: each refusal stores nothing.
 func TestRestoreRefusals(t *testing.T) {
 	cases := map[string]struct {
@@ -179,26 +188,10 @@ func TestRestoreRefusals(t *testing.T) {
 		"a PackageRevision": {obj: func(*Sim) runtime.Object { return snapshotRevision() }, want: "restored with Import"},
 		"another type":      {obj: func(*Sim) runtime.Object { return &porchv1alpha1.PackageRevisionResources{} }, want: "is not restorable"},
 		"a nil variant":     {obj: func(*Sim) runtime.Object { return (*configv1alpha1.PackageVariant)(nil) }, want: "no PackageVariant given"},
-		"no namespace": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Namespace = ""
-			return pv
-		}, want: "metadata.namespace is required"},
-		"invalid namespace": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Namespace = "Not_A_Namespace"
-			return pv
-		}, want: "metadata.namespace: "},
-		"no name": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Name = ""
-			return pv
-		}, want: "metadata.name is required"},
-		"invalid name": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Name = "Bad Name"
-			return pv
-		}, want: "metadata.name: "},
+		"no namespace":      {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Namespace = "" }), want: "metadata.namespace is required"},
+		"invalid namespace": {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Namespace = "Not_A_Namespace" }), want: "metadata.namespace: "},
+		"no name":           {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Name = "" }), want: "metadata.name is required"},
+		"invalid name":      {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Name = "Bad Name" }), want: "metadata.name: "},
 		"name taken": {obj: func(s *Sim) runtime.Object {
 			if _, err := s.Restore(liveVariant()); err != nil {
 				panic(err)
@@ -225,12 +218,10 @@ func TestRestoreRefusals(t *testing.T) {
 			pv.UID = gone.UID
 			return pv
 		}, want: "uid of an object the Sim deleted"},
-		"being deleted without finalizers": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
+		"being deleted without finalizers": {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) {
 			pv.Finalizers = nil
 			pv.DeletionTimestamp = ptr(metav1.Now())
-			return pv
-		}, want: "no finalizers"},
+		}), want: "no finalizers"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

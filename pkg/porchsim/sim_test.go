@@ -28,10 +28,7 @@ func TestRequestCounting(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
