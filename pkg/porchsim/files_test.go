@@ -139,10 +139,7 @@ func TestLazyFilesNeverReadNeverFetched(t *testing.T) {
 	s, c, src := lazyFixture(t)
 	ctx := context.Background()
 	prs := c.PorchV1alpha1().PackageRevisions(ns)
-	pr, err := prs.Get(ctx, "blueprints.app.v1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr := mustGet(t, prs, "blueprints.app.v1")
 	pr.Annotations = map[string]string{"adopted": "yes"}
 	if _, err := prs.Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -232,10 +229,7 @@ func TestLazyFilesPublish(t *testing.T) {
 	src.files[ns+"/blueprints.app.next"] = blueprint(2, "app:v2", "app readme v2\n")
 
 	// An update of a draft renders it: its files are read.
-	got, err := c.PorchV1alpha1().PackageRevisions(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), draft.Name)
 	got.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
 	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

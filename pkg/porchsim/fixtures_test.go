@@ -110,22 +110,30 @@ func create(t *testing.T, c versioned.Interface, pr *porchv1alpha1.PackageRevisi
 	return got
 }
 
-func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevision {
+// getter is the Get of a typed client.
+type getter[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
+// mustGet gets the object name through client, failing the test if it
+// cannot.
+func mustGet[T any](t *testing.T, client getter[T], name string) T {
 	t.Helper()
-	pr, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
+	o, err := client.Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get %s: %v", name, err)
 	}
-	return pr
+	return o
+}
+
+func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	return mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), name)
 }
 
 func getPRR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevisionResources {
 	t.Helper()
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get resources of %s: %v", name, err)
-	}
-	return prr
+	return mustGet(t, c.PorchV1alpha1().PackageRevisionResources(ns), name)
 }
 
 func parseKptfile(t *testing.T, content string) *kptfilev1.KptFile {

@@ -1,7 +1,6 @@
 package porchsim
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -52,10 +51,7 @@ func TestImportKeepsWhatPorchReported(t *testing.T) {
 	if got.UID != in.UID || got.ResourceVersion == in.ResourceVersion || got.ResourceVersion == "" {
 		t.Errorf("uid %q resourceVersion %q: want the uid given (%q) and the Sim's own resourceVersion", got.UID, got.ResourceVersion, in.UID)
 	}
-	read, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), in.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	read := mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), in.Name)
 	if read.UID != in.UID || len(read.Finalizers) != 1 || read.Finalizers[0] != "example.com/keep" {
 		t.Errorf("served uid %q finalizers %v: want %q and [example.com/keep]", read.UID, read.Finalizers, in.UID)
 	}

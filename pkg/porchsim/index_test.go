@@ -326,7 +326,7 @@ func updateMeta(ctx context.Context, s *Sim, resource, namespace, name string, c
 
 // getUpdater is the part of a typed client updateMetaWith uses.
 type getUpdater[T any] interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	getter[T]
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
 }
 

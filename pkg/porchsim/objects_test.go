@@ -103,10 +103,7 @@ func TestCustomResourceSemantics(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before, err := pvs.Get(ctx, "foo", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := mustGet(t, pvs, "foo")
 			got, err := tc.update(before.DeepCopy())
 			if err != nil {
 				t.Fatalf("update: %v", err)

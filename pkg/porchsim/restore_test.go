@@ -107,10 +107,7 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 		t.Errorf("ADDED events %v, want %v", added, want)
 	}
 
-	gotSet, err := c.ConfigV1alpha2().PackageVariantSets(ns).Get(ctx, "fleet", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gotSet := mustGet(t, c.ConfigV1alpha2().PackageVariantSets(ns), "fleet")
 	if d := cmp.Diff(set, gotSet, identity); d != "" {
 		t.Errorf("Get of the restored set (-restored +served):\n%s", d)
 	}
@@ -135,10 +132,7 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 	if _, err := s.Restore(repo); err != nil {
 		t.Fatal(err)
 	}
-	gotRepo, err := c.ConfigV1alpha1().Repositories(ns).Get(ctx, "live-repo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gotRepo := mustGet(t, c.ConfigV1alpha1().Repositories(ns), "live-repo")
 	if gotRepo.UID != repo.UID || gotRepo.Generation != 9 || len(gotRepo.Status.Conditions) != 1 || gotRepo.CreationTimestamp.IsZero() {
 		t.Errorf("restored repository served as %+v", gotRepo.ObjectMeta)
 	}

@@ -191,10 +191,7 @@ func TestFaultLateAnswer(t *testing.T) {
 		_, err := person.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
 	})
-	live, err := person.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := mustGet(t, person.PorchV1alpha1().PackageRevisions(ns), name)
 	live.Labels = map[string]string{"touched": "by-a-person"}
 	if _, err := person.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("a person's update while the answer is held back: %v", err)
@@ -524,10 +521,7 @@ func TestConcurrentClients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	pv, err := pvs.Get(ctx, "counter", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pv := mustGet(t, pvs, "counter")
 	if got := len(pv.Annotations["n"]); got != workers*increments {
 		t.Errorf("%d increments stored, want %d: an update was lost", got, workers*increments)
 	}
