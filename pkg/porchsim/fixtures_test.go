@@ -195,6 +195,3 @@ func clienttestingDelete(gvr schema.GroupVersionResource, name string) clienttes
 func clienttestingWatch(gvr schema.GroupVersionResource) clienttesting.Action {
 	return clienttesting.NewWatchAction(gvr, ns, metav1.ListOptions{})
 }
-
-// errOf is the error of a call that also returns a value.
-func errOf[T any](_ T, err error) error { return err }

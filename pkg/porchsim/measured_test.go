@@ -19,6 +19,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 // The tests in this file each prove one fact of porch-wire-contract.md,
@@ -318,8 +319,7 @@ func TestStatusCodesOfPorch(t *testing.T) {
 	}{
 		"create of an existing workspace": {
 			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "foo", "ws", initTask()), metav1.CreateOptions{})
-				return err
+				return porchsimtest.ErrOf(prs.Create(ctx, newDraft("deploy", "foo", "ws", initTask()), metav1.CreateOptions{}))
 			},
 			code: 500, msg: "package revision workspaceNames must be unique",
 		},
@@ -347,8 +347,7 @@ func TestStatusCodesOfPorch(t *testing.T) {
 		},
 		"clone from the main placeholder": {
 			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "bar", "ws", cloneTask("blueprints.app.main")), metav1.CreateOptions{})
-				return err
+				return porchsimtest.ErrOf(prs.Create(ctx, newDraft("deploy", "bar", "ws", cloneTask("blueprints.app.main")), metav1.CreateOptions{}))
 			},
 			code: 500, msg: "upstream revision may not be the placeholder package revision",
 		},

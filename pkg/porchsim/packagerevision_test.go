@@ -14,6 +14,7 @@ import (
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 func TestCreateDerivesName(t *testing.T) {
@@ -627,16 +628,16 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 	pv.Labels = map[string]string{"a": "b"}
 	cases := map[string]func() error{
 		"packagerevisions": func() error {
-			return errOf(c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, draft, metav1.UpdateOptions{}))
+			return porchsimtest.ErrOf(c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, draft, metav1.UpdateOptions{}))
 		},
 		"packagerevisionresources": func() error {
-			return errOf(c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}))
+			return porchsimtest.ErrOf(c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}))
 		},
 		"packagevariants": func() error {
-			return errOf(c.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{}))
+			return porchsimtest.ErrOf(c.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{}))
 		},
 		"packagevariants/status": func() error {
-			return errOf(c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{}))
+			return porchsimtest.ErrOf(c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{}))
 		},
 	}
 	for name, update := range cases {
