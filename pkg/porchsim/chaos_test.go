@@ -59,15 +59,7 @@ func TestBreakWatches(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pvs := c.ConfigV1alpha1().PackageVariants(ns)
-	list, err := pvs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pvs.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watchFromList(t, pvs)
 	a, err := pvs.Create(ctx, newVariant("a"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

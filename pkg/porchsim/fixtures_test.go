@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
@@ -126,6 +127,37 @@ func mustGet[T any](t *testing.T, client getter[T], name string) T {
 	return o
 }
 
+// lister is the List of a typed client.
+type lister[L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+}
+
+// mustList lists through client, failing the test if it cannot.
+func mustList[L any](t *testing.T, client lister[L], opts metav1.ListOptions) L {
+	t.Helper()
+	l, err := client.List(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	return l
+}
+
+// watchFromList lists through client and watches from the list's
+// resourceVersion, as an informer starts; the watch stops with the test.
+func watchFromList[L interface{ GetResourceVersion() string }](t *testing.T, client interface {
+	lister[L]
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}) watch.Interface {
+	t.Helper()
+	list := mustList(t, client, metav1.ListOptions{})
+	w, err := client.Watch(context.Background(), metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
 func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevision {
 	t.Helper()
 	return mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), name)
@@ -134,6 +166,17 @@ func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.Pack
 func getPRR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevisionResources {
 	t.Helper()
 	return mustGet(t, c.PorchV1alpha1().PackageRevisionResources(ns), name)
+}
+
+// proposeDeletion moves the Published revision name to DeletionProposed
+// through an update.
+func proposeDeletion(t *testing.T, c versioned.Interface, name string) {
+	t.Helper()
+	pr := getPR(t, c, name)
+	pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("propose the deletion of %s: %v", name, err)
+	}
 }
 
 func parseKptfile(t *testing.T, content string) *kptfilev1.KptFile {

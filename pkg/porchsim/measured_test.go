@@ -79,11 +79,7 @@ func TestReferencedUpstreamIsNotDeleted(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	clone := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	up := getPR(t, c, upstreamV1)
-	up.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, up, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	proposeDeletion(t, c, upstreamV1)
 	err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, upstreamV1, metav1.DeleteOptions{})
 	want := "cannot delete package revision, it is referenced as upstream by: " + clone.Name
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
@@ -162,11 +158,7 @@ func TestLatestLabelIsComputed(t *testing.T) {
 	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
 		t.Errorf("after publishing v2 (-want +got):\n%s", diff)
 	}
-	v2 := getPR(t, c, "blueprints.app.v2")
-	v2.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	proposeDeletion(t, c, "blueprints.app.v2")
 	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
 		t.Errorf("v2 DeletionProposed keeps the label (-want +got):\n%s", diff)
 	}
@@ -775,10 +767,7 @@ func TestRenderFailureOnCreateIsTheRenderersOwn500(t *testing.T) {
 		if _, err := s.PackageRevision(ns, "deploy.foo.ws"); !apierrors.IsNotFound(err) {
 			t.Errorf("push=%v: the refused create stored a revision: %v", push, err)
 		}
-		list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{})
 		for _, pr := range list.Items {
 			if pr.Spec.RepositoryName == "deploy" {
 				t.Errorf("push=%v: the refused create left %s in the repository", push, pr.Name)
@@ -845,11 +834,7 @@ func TestUpgradeTargetIsNotDeleted(t *testing.T) {
 	c := s.Clientset()
 	const target = "blueprints.app.v2"
 	upgrade := create(t, c, newDraft("deploy", "foo", "upgrade", upgradeTask(upstreamV1, target, local)))
-	v2 := getPR(t, c, target)
-	v2.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	proposeDeletion(t, c, target)
 	err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, target, metav1.DeleteOptions{})
 	want := "cannot delete package revision, it is referenced as upstream by: " + upgrade.Name
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {

@@ -452,11 +452,7 @@ func inLifecycle(t *testing.T, s *Sim, lc porchv1alpha1.PackageRevisionLifecycle
 		}
 		return pr.Name
 	case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
-		pr := getPR(t, c, upstreamV1)
-		pr.Spec.Lifecycle = lc
-		if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		proposeDeletion(t, c, upstreamV1)
 	}
 	return upstreamV1
 }
@@ -814,10 +810,7 @@ func TestResourcesVerbs(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	list, err := c.PorchV1alpha1().PackageRevisionResources(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.repository=deploy"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.PorchV1alpha1().PackageRevisionResources(ns), metav1.ListOptions{FieldSelector: "spec.repository=deploy"})
 	if len(list.Items) != 1 || list.Items[0].Name != "deploy.foo.packagevariant-1" || len(list.Items[0].Spec.Resources) == 0 {
 		t.Errorf("list of resources = %+v, want the one draft with its files", list.Items)
 	}
@@ -929,10 +922,7 @@ func TestFieldSelectors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{FieldSelector: tc.selector})
-			if err != nil {
-				t.Fatal(err)
-			}
+			list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{FieldSelector: tc.selector})
 			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
 				t.Errorf("list (-want +got):\n%s", diff)
 			}

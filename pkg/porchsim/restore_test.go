@@ -111,10 +111,7 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 	if d := cmp.Diff(set, gotSet, identity); d != "" {
 		t.Errorf("Get of the restored set (-restored +served):\n%s", d)
 	}
-	list, err := c.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{LabelSelector: configv1alpha2.SetLabel + "=" + string(setUID)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.ConfigV1alpha1().PackageVariants(ns), metav1.ListOptions{LabelSelector: configv1alpha2.SetLabel + "=" + string(setUID)})
 	if len(list.Items) != 1 {
 		t.Fatalf("List by the set label: %d variants, want the restored one", len(list.Items))
 	}

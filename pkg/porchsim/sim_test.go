@@ -237,10 +237,7 @@ func TestWatchResumesFromListResourceVersion(t *testing.T) {
 	ctx := context.Background()
 	_, c := fixture(t)
 	pvs := c.ConfigV1alpha1().PackageVariants(ns)
-	list, err := pvs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, pvs, metav1.ListOptions{})
 	// Changes between the list and the watch must not be missed.
 	pv, err := pvs.Create(ctx, newVariant("foo"), metav1.CreateOptions{})
 	if err != nil {
@@ -278,10 +275,7 @@ func TestPackageRevisionWatchReplaysEverything(t *testing.T) {
 	_, c := fixture(t)
 	prs := c.PorchV1alpha1().PackageRevisions(ns)
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	list, err := prs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, prs, metav1.ListOptions{})
 	if list.ResourceVersion != "" {
 		t.Errorf("list resourceVersion = %q, want none (Porch's lists carry none)", list.ResourceVersion)
 	}
@@ -348,10 +342,7 @@ func TestWatchSelectors(t *testing.T) {
 func TestHoldWatchEvents(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
-	list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{})
 	w, err := c.PorchV1alpha1().PackageRevisions(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
