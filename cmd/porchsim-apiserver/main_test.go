@@ -100,14 +100,8 @@ func TestReadRepositories(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := writeFile(t, t.TempDir(), "repos.yaml", tc.content)
 			got, err := readRepositories(path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "readRepositories", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("readRepositories: %v", err)
 			}
 			var repos []repo
 			for _, r := range got {

@@ -265,19 +265,25 @@ func TestCreateRenders(t *testing.T) {
 	}
 }
 
+// updateWithFailingPipeline adds failingPipeline to the Kptfile of the
+// revision name through a resources update, and returns the update's error.
+func updateWithFailingPipeline(t *testing.T, c versioned.Interface, name string) error {
+	t.Helper()
+	prr := getPRR(t, c, name)
+	prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+	return porchsimtest.ErrOf(c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{}))
+}
+
 // TestPushOnRenderFailure: with porch.kpt.dev/push-on-render-failure the
 // files of a resources update that fails to render are stored anyway, and
 // the answer is still a 500 that says so; without it nothing is stored.
 func TestPushOnRenderFailure(t *testing.T) {
-	ctx := context.Background()
 	for _, push := range []bool{false, true} {
 		s, c := fixture(t)
 		in := pushingOnRenderFailure(newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)), push)
 		pr := create(t, c, in)
 		before := resources(t, s, pr.Name)
-		prr := getPRR(t, c, pr.Name)
-		prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
-		_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+		err := updateWithFailingPipeline(t, c, pr.Name)
 		details, stored := helper.RenderFailureDetails(err)
 		if !apierrors.IsInternalError(err) || details == "" || stored != push {
 			t.Errorf("push=%v: got %v (stored=%v), want Porch's 500 render failure", push, err, stored)
@@ -789,9 +795,7 @@ func TestProposingADraftThatDoesNotRenderIsRefused(t *testing.T) {
 		pr := create(t, c, in)
 		if push {
 			// The client's own update stores the failing pipeline.
-			prr := getPRR(t, c, pr.Name)
-			prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
-			_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+			err := updateWithFailingPipeline(t, c, pr.Name)
 			if _, stored := helper.RenderFailureDetails(err); !stored {
 				t.Fatalf("the resources update with push-on-render-failure: %v, want it stored with a 500", err)
 			}

@@ -289,14 +289,8 @@ func TestEditSourceRules(t *testing.T) {
 
 			pr, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
 				newDraft("deploy", "foo", "edit", editTask(tc.source)), metav1.CreateOptions{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("edit: got %v, want an error containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "edit", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("edit: %v", err)
 			}
 			src := getPR(t, c, tc.source)
 			if diff := cmp.Diff(resources(t, s, tc.source), resources(t, s, pr.Name)); diff != "" {
@@ -724,17 +718,11 @@ func TestResourcesUpdateOnlyOnDraft(t *testing.T) {
 			prr := getPRR(t, c, prName)
 			prr.Spec.Resources["new.txt"] = "hello"
 			got, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("update: got %v, want an error containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "update", err, tc.wantErr) {
 				if _, ok := resources(t, s, prName)["new.txt"]; ok {
 					t.Errorf("refused update stored the files")
 				}
 				return
-			}
-			if err != nil {
-				t.Fatalf("update: %v", err)
 			}
 			if got.Status.RenderStatus.Err != "" {
 				t.Errorf("renderStatus.error = %q, want none", got.Status.RenderStatus.Err)
@@ -855,10 +843,7 @@ func TestDeleteRules(t *testing.T) {
 			}
 			err := c.PorchV1alpha1().PackageRevisions(ns).Delete(context.Background(), prName, metav1.DeleteOptions{})
 			_, getErr := s.PackageRevision(ns, prName)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("delete: got %v, want an error containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "delete", err, tc.wantErr) {
 				if tc.forbidden && !apierrors.IsForbidden(err) {
 					t.Errorf("delete: got %v, want 403 Forbidden", err)
 				}
@@ -866,9 +851,6 @@ func TestDeleteRules(t *testing.T) {
 					t.Errorf("a refused delete removed the revision")
 				}
 				return
-			}
-			if err != nil {
-				t.Fatalf("delete: %v", err)
 			}
 			if !apierrors.IsNotFound(getErr) {
 				t.Errorf("revision still there after delete: %v", getErr)

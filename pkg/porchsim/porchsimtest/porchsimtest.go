@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,3 +78,21 @@ func WaitReady[T any](t testing.TB, rc *rest.Config, done chan T) {
 // ErrOf is the error of a call that also returns a value, for the cases
 // of a table that are each one request.
 func ErrOf[T any](_ T, err error) error { return err }
+
+// WantErr checks the error of the request what against want: one
+// containing want, or none when want is empty; either miss ends the test.
+// It reports whether an error was wanted, so that the case can check the
+// refusal changed nothing and stop there.
+func WantErr(t testing.TB, what string, err error, want string) (wanted bool) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%s: got %v, want an error containing %q", what, err, want)
+	}
+	return true
+}
