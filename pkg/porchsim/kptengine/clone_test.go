@@ -23,10 +23,11 @@ var appV1Lock = GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v1", C
 func TestCloneThenRender(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		reason   string
-		upstream string
-		opts     CloneOptions
-		want     string
+		reason string
+		// The testdata directories of the upstream package and of the files
+		// wanted.
+		upstream, want string
+		opts           CloneOptions
 		// subset: the transcript shows only some files; compare those.
 		subset bool
 		// absent are files that must not exist.

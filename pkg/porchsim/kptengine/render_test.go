@@ -16,12 +16,12 @@ import (
 func TestRenderAsPorch(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		reason      string
-		input       string
-		wantFiles   string
-		wantResults string
-		wantFailed  bool
-		wantMessage string
+		reason string
+		// The testdata directories of the input and the files wanted, and
+		// the testdata file of the results wanted.
+		input, wantFiles, wantResults string
+		wantFailed                    bool
+		wantMessage                   string
 	}{
 		"SetNamespace": {
 			reason:      "transcript 04: resources rendered, Kptfile re-indented with the Rendered condition and renderStatus, FunctionResultList items",
