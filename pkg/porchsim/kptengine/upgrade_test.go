@@ -15,7 +15,9 @@ var appV2Lock = GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v2", C
 // render Porch runs after it. There is no transcript of a real upgrade:
 // the inputs are measured (app v1 as published, its clone into the
 // deployment repository), the edits are the test's, and the expected files
-// follow from kpt's merge rules; they were read line by line.
+// follow from kpt's merge rules; they were read line by line. Each case's
+// are in testdata/upgrade-<case>/want (the files not there are not
+// compared).
 func TestUpgrade(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
@@ -25,8 +27,6 @@ func TestUpgrade(t *testing.T) {
 		// revisions.
 		editLocal   func(t *testing.T, files map[string]string)
 		editUpdated func(t *testing.T, files map[string]string)
-		// The files the upgrade and render must give are those of
-		// testdata/upgrade-<case>/want (the others are not compared).
 	}{
 		"NamespaceChangedDownstream": {
 			reason: "the downstream's set-namespace moved every resource from foo to east; the upstream changed region-config's data. " +
