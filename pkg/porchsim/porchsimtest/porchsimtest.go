@@ -1,7 +1,7 @@
 // Package porchsimtest holds what the tests of porchsim, of its API server
-// and of cmd/porchsim-apiserver share: PackageRevision builders and the
-// wait for a server to serve. It imports no part of porchsim, so
-// porchsim's own tests can use it.
+// and of cmd/porchsim-apiserver share: PackageRevision builders, the wait
+// for a server to serve and the checks of a request's error. It imports no
+// part of porchsim, so porchsim's own tests can use it.
 package porchsimtest
 
 import (
