@@ -180,6 +180,11 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 		return ptr(metav1.DeletePropagationBackground)
 	}
 	resources := []string{resPackageVariants, resPackageVariantSets, resPackageRevisions, resRepositories}
+	// setMeta sets what (owners or finalizers) of an object to value, and
+	// says so in the step it returns.
+	setMeta := func(n, resource, name, what string, value any, change func(*metav1.ObjectMeta)) (string, error) {
+		return fmt.Sprintf("set %s of %s %s/%s to %v", what, resource, n, name, value), updateMeta(ctx, s, resource, n, name, change)
+	}
 
 	var trace []string
 	for i := range steps {
@@ -226,8 +231,7 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			resource := pick(resources)
 			name := existing(resource, n)
 			refs := ownerRefs()
-			step = fmt.Sprintf("set owners of %s %s/%s to %v", resource, n, name, refs)
-			err = updateMeta(ctx, s, resource, n, name, func(m *metav1.ObjectMeta) { m.OwnerReferences = refs })
+			step, err = setMeta(n, resource, name, "owners", refs, func(m *metav1.ObjectMeta) { m.OwnerReferences = refs })
 		case 7:
 			resource := pick([]string{resPackageVariants, resPackageRevisions})
 			name := existing(resource, n)
@@ -261,8 +265,7 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			resource := pick(resources)
 			name := existing(resource, n)
 			fin := finalizers()
-			step = fmt.Sprintf("set finalizers of %s %s/%s to %v", resource, n, name, fin)
-			err = updateMeta(ctx, s, resource, n, name, func(m *metav1.ObjectMeta) { m.Finalizers = fin })
+			step, err = setMeta(n, resource, name, "finalizers", fin, func(m *metav1.ObjectMeta) { m.Finalizers = fin })
 		case 11:
 			name := existing(resPackageRevisions, n)
 			if rng.IntN(2) == 0 {
