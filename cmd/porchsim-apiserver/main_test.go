@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,13 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 const repositoriesYAML = `# the fleet's repositories
@@ -102,14 +100,8 @@ func TestReadRepositories(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := writeFile(t, t.TempDir(), "repos.yaml", tc.content)
 			got, err := readRepositories(path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "readRepositories", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("readRepositories: %v", err)
 			}
 			var repos []repo
 			for _, r := range got {
@@ -241,23 +233,13 @@ func TestStandaloneServesSeededPackages(t *testing.T) {
 	}()
 
 	rc := &rest.Config{Host: "https://127.0.0.1:" + strconv.Itoa(port), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
-	waitReady(t, rc, done)
+	porchsimtest.WaitReady(t, rc, done)
 	client := versioned.NewForConfigOrDie(rc)
 	prs := client.PorchV1alpha1().PackageRevisions("platform")
 	if _, err := prs.Get(ctx, "blueprints.app.v1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the seeded package is not served: %v", err)
 	}
-	draft, err := prs.Create(ctx, &porchv1alpha1.PackageRevision{Spec: porchv1alpha1.PackageRevisionSpec{
-		RepositoryName: "deploy",
-		PackageName:    "app",
-		WorkspaceName:  "v1",
-		Tasks: []porchv1alpha1.Task{{
-			Type: porchv1alpha1.TaskTypeClone,
-			Clone: &porchv1alpha1.PackageCloneTaskSpec{Upstream: porchv1alpha1.UpstreamPackage{
-				UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: "blueprints.app.v1"},
-			}},
-		}},
-	}}, metav1.CreateOptions{})
+	draft, err := prs.Create(ctx, porchsimtest.NewDraft("", "deploy", "app", "v1", porchsimtest.CloneTask("blueprints.app.v1")), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("clone into the deployment repository: %v", err)
 	}
@@ -274,32 +256,4 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func waitReady(t *testing.T, rc *rest.Config, done chan int) {
-	t.Helper()
-	hc, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case code := <-done:
-			done <- code // for the caller's cleanup
-			return false, fmt.Errorf("exited with %d before serving", code)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatalf("not ready: %v", err)
-	}
 }

@@ -74,21 +74,16 @@ func benchRevision(pkg string, lc porchv1alpha1.PackageRevisionLifecycle, owner 
 // downstream package), which applies Porch's per-package rules: workspace
 // uniqueness and "clone only creates a package".
 func BenchmarkCreateClone(b *testing.B) {
-	for _, n := range storeSizes {
-		b.Run(fmt.Sprintf("revisions=%d", n), func(b *testing.B) {
-			s := benchFleet(b, n)
-			prs := s.Clientset().PorchV1alpha1().PackageRevisions(ns)
-			ctx := context.Background()
-			i := 0
-			for b.Loop() {
-				in := newDraft("deploy", fmt.Sprintf("new-%07d", i), "packagevariant-1", cloneTask(upstreamV1))
-				if _, err := prs.Create(ctx, in, metav1.CreateOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				i++
+	benchSizes(b, "revisions", func(s *Sim) func(b *testing.B, i int) {
+		prs := s.Clientset().PorchV1alpha1().PackageRevisions(ns)
+		ctx := context.Background()
+		return func(b *testing.B, i int) {
+			in := newDraft("deploy", fmt.Sprintf("new-%07d", i), "packagevariant-1", cloneTask(upstreamV1))
+			if _, err := prs.Create(ctx, in, metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkGarbageCollection measures deleting an owner whose dependent is
@@ -96,28 +91,36 @@ func BenchmarkCreateClone(b *testing.B) {
 // the variant, which removes the Draft through garbage collection (two
 // owners removed, so two collector runs).
 func BenchmarkGarbageCollection(b *testing.B) {
+	benchSizes(b, "owners", func(s *Sim) func(b *testing.B, i int) {
+		pvs := s.Clientset().ConfigV1alpha1().PackageVariants(ns)
+		ctx := context.Background()
+		return func(b *testing.B, i int) {
+			name := fmt.Sprintf("gone-%07d", i)
+			pv, err := pvs.Create(ctx, newVariant(name), metav1.CreateOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.store.mu.Lock()
+			draft := s.store.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
+			s.store.mu.Unlock()
+			if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.PackageRevision(ns, mustAccessor(draft.obj).GetName()); err == nil {
+				b.Fatalf("the draft owned by %s was not collected", name)
+			}
+		}
+	})
+}
+
+// benchSizes runs a benchmark at every store size (label=size): setup gets
+// the fleet and returns the operation measured, called with its count.
+func benchSizes(b *testing.B, label string, setup func(s *Sim) func(b *testing.B, i int)) {
 	for _, n := range storeSizes {
-		b.Run(fmt.Sprintf("owners=%d", n), func(b *testing.B) {
-			s := benchFleet(b, n)
-			pvs := s.Clientset().ConfigV1alpha1().PackageVariants(ns)
-			ctx := context.Background()
-			i := 0
-			for b.Loop() {
-				name := fmt.Sprintf("gone-%07d", i)
-				pv, err := pvs.Create(ctx, newVariant(name), metav1.CreateOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				s.store.mu.Lock()
-				draft := s.store.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
-				s.store.mu.Unlock()
-				if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.PackageRevision(ns, mustAccessor(draft.obj).GetName()); err == nil {
-					b.Fatalf("the draft owned by %s was not collected", name)
-				}
-				i++
+		b.Run(fmt.Sprintf("%s=%d", label, n), func(b *testing.B) {
+			op := setup(benchFleet(b, n))
+			for i := 0; b.Loop(); i++ {
+				op(b, i)
 			}
 		})
 	}

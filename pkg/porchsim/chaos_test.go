@@ -34,19 +34,13 @@ func TestFaultsByUser(t *testing.T) {
 		}
 		return nil
 	})
-	pv, err := person.ConfigV1alpha1().PackageVariants(ns).Get(ctx, "b", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pv := mustGet(t, person.ConfigV1alpha1().PackageVariants(ns), "b")
 	pv.Labels = map[string]string{"x": "y"}
 	if _, err := controller.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{}); !apierrors.IsTimeout(err) {
 		t.Fatalf("update: got %v, want the chaos timeout", err)
 	}
 	s.SetChaos(nil)
-	got, err := person.ConfigV1alpha1().PackageVariants(ns).Get(ctx, "b", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustGet(t, person.ConfigV1alpha1().PackageVariants(ns), "b")
 	if got.Labels["x"] != "y" {
 		t.Errorf("the update with AfterEffect was not applied: labels %v", got.Labels)
 	}
@@ -65,15 +59,7 @@ func TestBreakWatches(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pvs := c.ConfigV1alpha1().PackageVariants(ns)
-	list, err := pvs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pvs.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watchFromList(t, pvs)
 	a, err := pvs.Create(ctx, newVariant("a"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

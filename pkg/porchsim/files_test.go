@@ -113,10 +113,7 @@ func TestLazyFilesFetchedOnceOnFirstNeed(t *testing.T) {
 
 	// What a controller does: get the resources of the revision.
 	for range 3 {
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, "blueprints.app.v1", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prr := getPRR(t, c, "blueprints.app.v1")
 		if d := cmp.Diff(blueprint(1, "app:v1", "app readme\n"), prr.Spec.Resources); d != "" {
 			t.Fatalf("resources served (-fetched +served):\n%s", d)
 		}
@@ -127,9 +124,7 @@ func TestLazyFilesFetchedOnceOnFirstNeed(t *testing.T) {
 	if n := src.callsOf("blueprints.app.v1"); n != 1 {
 		t.Errorf("blueprints.app.v1 fetched %d times, want once", n)
 	}
-	if got, want := s.Fetched(), []string{ns + "/blueprints.app.v1"}; !cmp.Equal(got, want) {
-		t.Errorf("Fetched() = %v, want %v (db was never read)", got, want)
-	}
+	checkFetched(t, s, " (db was never read)", ns+"/blueprints.app.v1")
 	if errs := s.FileSourceErrors(); len(errs) != 0 {
 		t.Errorf("FileSourceErrors() = %v", errs)
 	}
@@ -142,10 +137,7 @@ func TestLazyFilesNeverReadNeverFetched(t *testing.T) {
 	s, c, src := lazyFixture(t)
 	ctx := context.Background()
 	prs := c.PorchV1alpha1().PackageRevisions(ns)
-	pr, err := prs.Get(ctx, "blueprints.app.v1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr := mustGet(t, prs, "blueprints.app.v1")
 	pr.Annotations = map[string]string{"adopted": "yes"}
 	if _, err := prs.Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -157,16 +149,11 @@ func TestLazyFilesNeverReadNeverFetched(t *testing.T) {
 		t.Fatalf("without any read of files: Fetched() = %v, %d calls; want none", got, src.totalCalls())
 	}
 
-	list, err := c.PorchV1alpha1().PackageRevisionResources(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.packageName=db"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.PorchV1alpha1().PackageRevisionResources(ns), metav1.ListOptions{FieldSelector: "spec.packageName=db"})
 	if len(list.Items) != 1 || list.Items[0].Spec.Resources["README.md"] != "db readme\n" {
 		t.Fatalf("list of db's resources: %+v", list.Items)
 	}
-	if got, want := s.Fetched(), []string{ns + "/blueprints.db.v1"}; !cmp.Equal(got, want) {
-		t.Errorf("Fetched() = %v, want %v: a narrow list fetches only what it returns", got, want)
-	}
+	checkFetched(t, s, ": a narrow list fetches only what it returns", ns+"/blueprints.db.v1")
 }
 
 // TestLazyFilesEagerImportUnchanged: with a source set, an Import with
@@ -208,9 +195,7 @@ func TestLazyFilesClone(t *testing.T) {
 	if n := src.callsOf("blueprints.app.v1"); n != 1 {
 		t.Errorf("upstream fetched %d times, want once", n)
 	}
-	if got, want := s.Fetched(), []string{ns + "/blueprints.app.v1"}; !cmp.Equal(got, want) {
-		t.Errorf("Fetched() = %v, want %v", got, want)
-	}
+	checkFetched(t, s, "", ns+"/blueprints.app.v1")
 }
 
 // TestLazyFilesPublish: publishing a lazy revision fetches its files for
@@ -235,10 +220,7 @@ func TestLazyFilesPublish(t *testing.T) {
 	src.files[ns+"/blueprints.app.next"] = blueprint(2, "app:v2", "app readme v2\n")
 
 	// An update of a draft renders it: its files are read.
-	got, err := c.PorchV1alpha1().PackageRevisions(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), draft.Name)
 	got.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleProposed
 	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -252,9 +234,7 @@ func TestLazyFilesPublish(t *testing.T) {
 	if got := resources(t, s, "blueprints.app.main"); got["README.md"] != "app readme v2\n" {
 		t.Errorf("placeholder after the publish: %v, want the published files", got)
 	}
-	if got, want := s.Fetched(), []string{ns + "/blueprints.app.next"}; !cmp.Equal(got, want) {
-		t.Errorf("Fetched() = %v, want %v (the placeholder's old files are not needed)", got, want)
-	}
+	checkFetched(t, s, " (the placeholder's old files are not needed)", ns+"/blueprints.app.next")
 }
 
 // TestLazyFilesFetchError: a failed fetch fails the requests that need the
@@ -318,5 +298,14 @@ func TestLazyFilesBadFiles(t *testing.T) {
 	}
 	if errs := s.FileSourceErrors(); len(errs) != 1 {
 		t.Errorf("FileSourceErrors() = %v, want the bad files", errs)
+	}
+}
+
+// checkFetched checks that the files of exactly the revisions want (as
+// namespace/name) were fetched; why ends the error.
+func checkFetched(t *testing.T, s *Sim, why string, want ...string) {
+	t.Helper()
+	if got := s.Fetched(); !cmp.Equal(got, want) {
+		t.Errorf("Fetched() = %v, want %v%s", got, want, why)
 	}
 }

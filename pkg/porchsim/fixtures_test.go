@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 const ns = "ns"
@@ -66,26 +68,16 @@ func fixture(t *testing.T) (*Sim, versioned.Interface) {
 	return s, s.Clientset()
 }
 
+// newDraft is a new revision of repo/pkg in workspace ws, made by task,
+// with a name Porch ignores.
 func newDraft(repo, pkg, ws string, task porchv1alpha1.Task) *porchv1alpha1.PackageRevision {
-	return &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ignored-by-porch"},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			RepositoryName: repo,
-			PackageName:    pkg,
-			WorkspaceName:  porchv1alpha1.WorkspaceName(ws),
-			Tasks:          []porchv1alpha1.Task{task},
-		},
-	}
+	pr := porchsimtest.NewDraft(ns, repo, pkg, ws, task)
+	pr.Name = "ignored-by-porch"
+	return pr
 }
 
-func cloneTask(upstream string) porchv1alpha1.Task {
-	return porchv1alpha1.Task{
-		Type: porchv1alpha1.TaskTypeClone,
-		Clone: &porchv1alpha1.PackageCloneTaskSpec{
-			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: upstream}},
-		},
-	}
-}
+// cloneTask is a clone of the revision named upstream.
+var cloneTask = porchsimtest.CloneTask
 
 func editTask(source string) porchv1alpha1.Task {
 	return porchv1alpha1.Task{
@@ -119,13 +111,72 @@ func create(t *testing.T, c versioned.Interface, pr *porchv1alpha1.PackageRevisi
 	return got
 }
 
-func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevision {
+// getter is the Get of a typed client.
+type getter[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
+// mustGet gets the object name through client, failing the test if it
+// cannot.
+func mustGet[T any](t *testing.T, client getter[T], name string) T {
 	t.Helper()
-	pr, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
+	o, err := client.Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get %s: %v", name, err)
 	}
-	return pr
+	return o
+}
+
+// lister is the List of a typed client.
+type lister[L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+}
+
+// mustList lists through client, failing the test if it cannot.
+func mustList[L any](t *testing.T, client lister[L], opts metav1.ListOptions) L {
+	t.Helper()
+	l, err := client.List(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	return l
+}
+
+// watchFromList lists through client and watches from the list's
+// resourceVersion, as an informer starts; the watch stops with the test.
+func watchFromList[L interface{ GetResourceVersion() string }](t *testing.T, client interface {
+	lister[L]
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}) watch.Interface {
+	t.Helper()
+	list := mustList(t, client, metav1.ListOptions{})
+	w, err := client.Watch(context.Background(), metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+func getPR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevision {
+	t.Helper()
+	return mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), name)
+}
+
+func getPRR(t *testing.T, c versioned.Interface, name string) *porchv1alpha1.PackageRevisionResources {
+	t.Helper()
+	return mustGet(t, c.PorchV1alpha1().PackageRevisionResources(ns), name)
+}
+
+// proposeDeletion moves the Published revision name to DeletionProposed
+// through an update.
+func proposeDeletion(t *testing.T, c versioned.Interface, name string) {
+	t.Helper()
+	pr := getPR(t, c, name)
+	pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("propose the deletion of %s: %v", name, err)
+	}
 }
 
 func parseKptfile(t *testing.T, content string) *kptfilev1.KptFile {

@@ -1,7 +1,6 @@
 package porchsim
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -52,10 +51,7 @@ func TestImportKeepsWhatPorchReported(t *testing.T) {
 	if got.UID != in.UID || got.ResourceVersion == in.ResourceVersion || got.ResourceVersion == "" {
 		t.Errorf("uid %q resourceVersion %q: want the uid given (%q) and the Sim's own resourceVersion", got.UID, got.ResourceVersion, in.UID)
 	}
-	read, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), in.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	read := mustGet(t, c.PorchV1alpha1().PackageRevisions(ns), in.Name)
 	if read.UID != in.UID || len(read.Finalizers) != 1 || read.Finalizers[0] != "example.com/keep" {
 		t.Errorf("served uid %q finalizers %v: want %q and [example.com/keep]", read.UID, read.Finalizers, in.UID)
 	}
@@ -71,14 +67,22 @@ func TestImportKeepsWhatPorchReported(t *testing.T) {
 	create(t, c, newDraft("deploy", "app", "packagevariant-1", cloneTask(in.Name)))
 }
 
-func TestImportDerivesTheName(t *testing.T) {
+// importSnapshot imports snapshotRevision, changed by change, with app v2's
+// files into the fixture.
+func importSnapshot(t *testing.T, change func(in *porchv1alpha1.PackageRevision)) *porchv1alpha1.PackageRevision {
+	t.Helper()
 	s, _ := fixture(t)
 	in := snapshotRevision()
-	in.Name = ""
+	change(in)
 	got, err := s.Import(in, blueprint(2, "app:v2", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestImportDerivesTheName(t *testing.T) {
+	got := importSnapshot(t, func(in *porchv1alpha1.PackageRevision) { in.Name = "" })
 	if got.Name != "blueprints.app.v2" {
 		t.Errorf("name = %q, want blueprints.app.v2", got.Name)
 	}
@@ -87,14 +91,8 @@ func TestImportDerivesTheName(t *testing.T) {
 // TestImportDerivesTheUID: without a uid, the revision gets Porch's
 // (derived from namespace and name), as a create through the API does.
 func TestImportDerivesTheUID(t *testing.T) {
-	s, _ := fixture(t)
-	in := snapshotRevision()
-	in.UID = ""
-	got, err := s.Import(in, blueprint(2, "app:v2", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := helper.PackageRevisionUID(ns, in.Name); got.UID != want {
+	got := importSnapshot(t, func(in *porchv1alpha1.PackageRevision) { in.UID = "" })
+	if want := helper.PackageRevisionUID(ns, snapshotRevision().Name); got.UID != want {
 		t.Errorf("uid = %q, want Porch's %q", got.UID, want)
 	}
 }

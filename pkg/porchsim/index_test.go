@@ -180,6 +180,11 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 		return ptr(metav1.DeletePropagationBackground)
 	}
 	resources := []string{resPackageVariants, resPackageVariantSets, resPackageRevisions, resRepositories}
+	// setMeta sets what (owners or finalizers) of an object to value, and
+	// says so in the step it returns.
+	setMeta := func(n, resource, name, what string, value any, change func(*metav1.ObjectMeta)) (string, error) {
+		return fmt.Sprintf("set %s of %s %s/%s to %v", what, resource, n, name, value), updateMeta(ctx, s, resource, n, name, change)
+	}
 
 	var trace []string
 	for i := range steps {
@@ -226,8 +231,7 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			resource := pick(resources)
 			name := existing(resource, n)
 			refs := ownerRefs()
-			step = fmt.Sprintf("set owners of %s %s/%s to %v", resource, n, name, refs)
-			err = updateMeta(ctx, s, resource, n, name, func(m *metav1.ObjectMeta) { m.OwnerReferences = refs })
+			step, err = setMeta(n, resource, name, "owners", refs, func(m *metav1.ObjectMeta) { m.OwnerReferences = refs })
 		case 7:
 			resource := pick([]string{resPackageVariants, resPackageRevisions})
 			name := existing(resource, n)
@@ -261,8 +265,7 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			resource := pick(resources)
 			name := existing(resource, n)
 			fin := finalizers()
-			step = fmt.Sprintf("set finalizers of %s %s/%s to %v", resource, n, name, fin)
-			err = updateMeta(ctx, s, resource, n, name, func(m *metav1.ObjectMeta) { m.Finalizers = fin })
+			step, err = setMeta(n, resource, name, "finalizers", fin, func(m *metav1.ObjectMeta) { m.Finalizers = fin })
 		case 11:
 			name := existing(resPackageRevisions, n)
 			if rng.IntN(2) == 0 {
@@ -313,39 +316,33 @@ func updateMeta(ctx context.Context, s *Sim, resource, namespace, name string, c
 	c := s.Clientset()
 	switch resource {
 	case resPackageVariants:
-		o, err := c.ConfigV1alpha1().PackageVariants(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.ConfigV1alpha1().PackageVariants(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.ConfigV1alpha1().PackageVariants(namespace), name, change)
 	case resPackageVariantSets:
-		o, err := c.ConfigV1alpha2().PackageVariantSets(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.ConfigV1alpha2().PackageVariantSets(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.ConfigV1alpha2().PackageVariantSets(namespace), name, change)
 	case resPackageRevisions:
-		o, err := c.PorchV1alpha1().PackageRevisions(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.PorchV1alpha1().PackageRevisions(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.PorchV1alpha1().PackageRevisions(namespace), name, change)
 	case resRepositories:
-		o, err := c.ConfigV1alpha1().Repositories(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&o.ObjectMeta)
-		_, err = c.ConfigV1alpha1().Repositories(namespace).Update(ctx, o, metav1.UpdateOptions{})
-		return err
+		return updateMetaWith(ctx, c.ConfigV1alpha1().Repositories(namespace), name, change)
 	}
 	return fmt.Errorf("unknown resource %q", resource)
+}
+
+// getUpdater is the part of a typed client updateMetaWith uses.
+type getUpdater[T any] interface {
+	getter[T]
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// updateMetaWith gets the object name through client, changes its
+// metadata and updates it.
+func updateMetaWith[T interface{ GetObjectMeta() metav1.Object }](ctx context.Context, client getUpdater[T], name string, change func(*metav1.ObjectMeta)) error {
+	o, err := client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	change(o.GetObjectMeta().(*metav1.ObjectMeta))
+	_, err = client.Update(ctx, o, metav1.UpdateOptions{})
+	return err
 }
 
 func deref[T any](p *T) any {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -197,12 +198,12 @@ func kptfileMirror(files map[string]string) (kptfileMirrors, error) {
 	return m, nil
 }
 
+// copyFiles returns a copy of a package's files (never nil).
 func copyFiles(files map[string]string) map[string]string {
-	out := make(map[string]string, len(files))
-	for k, v := range files {
-		out[k] = v
+	if files == nil {
+		return map[string]string{}
 	}
-	return out
+	return maps.Clone(files)
 }
 
 // mirrorKptfile copies what Porch mirrors from the Kptfile into the

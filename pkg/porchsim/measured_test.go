@@ -19,6 +19,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 // The tests in this file each prove one fact of porch-wire-contract.md,
@@ -78,11 +79,7 @@ func TestReferencedUpstreamIsNotDeleted(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	clone := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	up := getPR(t, c, upstreamV1)
-	up.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, up, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	proposeDeletion(t, c, upstreamV1)
 	err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, upstreamV1, metav1.DeleteOptions{})
 	want := "cannot delete package revision, it is referenced as upstream by: " + clone.Name
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
@@ -161,11 +158,7 @@ func TestLatestLabelIsComputed(t *testing.T) {
 	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
 		t.Errorf("after publishing v2 (-want +got):\n%s", diff)
 	}
-	v2 := getPR(t, c, "blueprints.app.v2")
-	v2.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	proposeDeletion(t, c, "blueprints.app.v2")
 	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
 		t.Errorf("v2 DeletionProposed keeps the label (-want +got):\n%s", diff)
 	}
@@ -272,22 +265,25 @@ func TestCreateRenders(t *testing.T) {
 	}
 }
 
+// updateWithFailingPipeline adds failingPipeline to the Kptfile of the
+// revision name through a resources update, and returns the update's error.
+func updateWithFailingPipeline(t *testing.T, c versioned.Interface, name string) error {
+	t.Helper()
+	prr := getPRR(t, c, name)
+	prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+	return porchsimtest.ErrOf(c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{}))
+}
+
 // TestPushOnRenderFailure: with porch.kpt.dev/push-on-render-failure the
 // files of a resources update that fails to render are stored anyway, and
 // the answer is still a 500 that says so; without it nothing is stored.
 func TestPushOnRenderFailure(t *testing.T) {
-	ctx := context.Background()
 	for _, push := range []bool{false, true} {
 		s, c := fixture(t)
 		in := pushingOnRenderFailure(newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)), push)
 		pr := create(t, c, in)
 		before := resources(t, s, pr.Name)
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
-		_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+		err := updateWithFailingPipeline(t, c, pr.Name)
 		details, stored := helper.RenderFailureDetails(err)
 		if !apierrors.IsInternalError(err) || details == "" || stored != push {
 			t.Errorf("push=%v: got %v (stored=%v), want Porch's 500 render failure", push, err, stored)
@@ -321,8 +317,7 @@ func TestStatusCodesOfPorch(t *testing.T) {
 	}{
 		"create of an existing workspace": {
 			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "foo", "ws", initTask()), metav1.CreateOptions{})
-				return err
+				return porchsimtest.ErrOf(prs.Create(ctx, newDraft("deploy", "foo", "ws", initTask()), metav1.CreateOptions{}))
 			},
 			code: 500, msg: "package revision workspaceNames must be unique",
 		},
@@ -350,8 +345,7 @@ func TestStatusCodesOfPorch(t *testing.T) {
 		},
 		"clone from the main placeholder": {
 			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "bar", "ws", cloneTask("blueprints.app.main")), metav1.CreateOptions{})
-				return err
+				return porchsimtest.ErrOf(prs.Create(ctx, newDraft("deploy", "bar", "ws", cloneTask("blueprints.app.main")), metav1.CreateOptions{}))
 			},
 			code: 500, msg: "upstream revision may not be the placeholder package revision",
 		},
@@ -474,10 +468,7 @@ func TestResourcesUpdateHealsComments(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	if !strings.Contains(prr.Spec.Resources["deployment.yaml"], "# the app") {
 		t.Fatalf("the clone lost the comment already:\n%s", prr.Spec.Resources["deployment.yaml"])
 	}
@@ -497,10 +488,7 @@ func TestResourcesUpdateHealsComments(t *testing.T) {
 func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(context.Background(), pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	edit := resources(t, s, pr.Name)
 	edit["person.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: person\n"
 	s.porch.rendering = func() {
@@ -510,7 +498,7 @@ func TestRevisionChangedDuringRenderMakesUpdateStale(t *testing.T) {
 		}
 	}
 	prr.Spec.Resources["controller.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: controller\n"
-	_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{})
+	_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{})
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), helper.OptimisticLockMessage) {
 		t.Errorf("update while the revision changed: got %v, want Porch's stale-write 500", err)
 	}
@@ -598,10 +586,7 @@ func TestPackageMetadataFromKptfile(t *testing.T) {
 	// What the clone's Kptfile says, whatever the clone added to it.
 	fromKptfile := func(name string) *porchv1alpha1.PackageMetadata {
 		t.Helper()
-		prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prr := getPRR(t, c, name)
 		kf := parseKptfile(t, prr.Spec.Resources[kptfileName])
 		return &porchv1alpha1.PackageMetadata{Labels: kf.Metadata.Labels, Annotations: kf.Metadata.Annotations}
 	}
@@ -617,10 +602,7 @@ func TestPackageMetadataFromKptfile(t *testing.T) {
 		t.Errorf("clone's packageMetadata (-Kptfile +got):\n%s", diff)
 	}
 
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "tier: web", "tier: db", 1)
 	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -696,7 +678,6 @@ func TestPublishTimestampNullUntilPublished(t *testing.T) {
 // its comments are dropped (its content kept); the comments in every other
 // file survive the clone.
 func TestCloneReencodesKptfile(t *testing.T) {
-	ctx := context.Background()
 	s, c := fixture(t)
 	kptfileComments := []string{"# the head of the Kptfile", "# an inline Kptfile comment", "# above the description"}
 	bp := blueprint(1, "app:v1", "")
@@ -727,10 +708,7 @@ data:
 		}
 	}
 	draft := create(t, c, newDraft("deploy", "foo", "ws", cloneTask("blueprints.commented.v1")))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	files := prr.Spec.Resources
 	for _, comment := range kptfileComments {
 		if strings.Contains(files[kptfileName], comment) {
@@ -795,10 +773,7 @@ func TestRenderFailureOnCreateIsTheRenderersOwn500(t *testing.T) {
 		if _, err := s.PackageRevision(ns, "deploy.foo.ws"); !apierrors.IsNotFound(err) {
 			t.Errorf("push=%v: the refused create stored a revision: %v", push, err)
 		}
-		list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{})
 		for _, pr := range list.Items {
 			if pr.Spec.RepositoryName == "deploy" {
 				t.Errorf("push=%v: the refused create left %s in the repository", push, pr.Name)
@@ -820,12 +795,7 @@ func TestProposingADraftThatDoesNotRenderIsRefused(t *testing.T) {
 		pr := create(t, c, in)
 		if push {
 			// The client's own update stores the failing pipeline.
-			prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			prr.Spec.Resources[kptfileName] = strings.Replace(prr.Spec.Resources[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
-			_, err = c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
+			err := updateWithFailingPipeline(t, c, pr.Name)
 			if _, stored := helper.RenderFailureDetails(err); !stored {
 				t.Fatalf("the resources update with push-on-render-failure: %v, want it stored with a 500", err)
 			}
@@ -868,11 +838,7 @@ func TestUpgradeTargetIsNotDeleted(t *testing.T) {
 	c := s.Clientset()
 	const target = "blueprints.app.v2"
 	upgrade := create(t, c, newDraft("deploy", "foo", "upgrade", upgradeTask(upstreamV1, target, local)))
-	v2 := getPR(t, c, target)
-	v2.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-	if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, v2, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	proposeDeletion(t, c, target)
 	err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, target, metav1.DeleteOptions{})
 	want := "cannot delete package revision, it is referenced as upstream by: " + upgrade.Name
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
@@ -925,10 +891,7 @@ func TestOverlappingWritesOnOneRevisionConflict(t *testing.T) {
 	second := pr.DeepCopy()
 	second.Labels = map[string]string{"write": "second"}
 	_, errPR := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, second, metav1.UpdateOptions{})
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	prr.Spec.Resources["second.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: second\n"
 	_, errPRR := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
 	for what, err := range map[string]error{"an update of the revision": errPR, "an update of its resources": errPRR} {

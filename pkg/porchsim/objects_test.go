@@ -103,10 +103,7 @@ func TestCustomResourceSemantics(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before, err := pvs.Get(ctx, "foo", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := mustGet(t, pvs, "foo")
 			got, err := tc.update(before.DeepCopy())
 			if err != nil {
 				t.Fatalf("update: %v", err)
@@ -298,10 +295,7 @@ func TestListSelectors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			list, err := c.ConfigV1alpha1().PackageVariants(ns).List(ctx, tc.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			list := mustList(t, c.ConfigV1alpha1().PackageVariants(ns), tc.opts)
 			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
 				t.Errorf("list (-want +got):\n%s", diff)
 			}

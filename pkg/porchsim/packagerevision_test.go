@@ -14,6 +14,7 @@ import (
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 func TestCreateDerivesName(t *testing.T) {
@@ -288,14 +289,8 @@ func TestEditSourceRules(t *testing.T) {
 
 			pr, err := c.PorchV1alpha1().PackageRevisions(ns).Create(context.Background(),
 				newDraft("deploy", "foo", "edit", editTask(tc.source)), metav1.CreateOptions{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("edit: got %v, want an error containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "edit", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("edit: %v", err)
 			}
 			src := getPR(t, c, tc.source)
 			if diff := cmp.Diff(resources(t, s, tc.source), resources(t, s, pr.Name)); diff != "" {
@@ -451,11 +446,7 @@ func inLifecycle(t *testing.T, s *Sim, lc porchv1alpha1.PackageRevisionLifecycle
 		}
 		return pr.Name
 	case porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
-		pr := getPR(t, c, upstreamV1)
-		pr.Spec.Lifecycle = lc
-		if _, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		proposeDeletion(t, c, upstreamV1)
 	}
 	return upstreamV1
 }
@@ -470,28 +461,15 @@ func TestUpdateRules(t *testing.T) {
 	owner := metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: "pv"}
 	cases := map[string]struct {
 		from    porchv1alpha1.PackageRevisionLifecycle
+		to      porchv1alpha1.PackageRevisionLifecycle // the lifecycle the update asks for, if any
 		change  func(pr *porchv1alpha1.PackageRevision)
 		wantErr bool
 		check   func(t *testing.T, s *Sim, got *porchv1alpha1.PackageRevision)
 	}{
-		"draft to proposed": {
-			from:   draft,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = proposed },
-		},
-		"proposed back to draft": {
-			from:   proposed,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = draft },
-		},
-		"a draft is not published by an update": {
-			from:    draft,
-			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
-			wantErr: true,
-		},
-		"a proposed revision is not published by an update": {
-			from:    proposed,
-			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
-			wantErr: true,
-		},
+		"draft to proposed":                                 {from: draft, to: proposed},
+		"proposed back to draft":                            {from: proposed, to: draft},
+		"a draft is not published by an update":             {from: draft, to: published, wantErr: true},
+		"a proposed revision is not published by an update": {from: proposed, to: published, wantErr: true},
 		"draft metadata is stored": {
 			from: draft,
 			change: func(pr *porchv1alpha1.PackageRevision) {
@@ -531,19 +509,9 @@ func TestUpdateRules(t *testing.T) {
 			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Tasks = append(pr.Spec.Tasks, initTask()) },
 			wantErr: true,
 		},
-		"published to deletion proposed": {
-			from:   published,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = deletionProposed },
-		},
-		"deletion proposed back to published": {
-			from:   deletionProposed,
-			change: func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = published },
-		},
-		"published cannot go back to draft": {
-			from:    published,
-			change:  func(pr *porchv1alpha1.PackageRevision) { pr.Spec.Lifecycle = draft },
-			wantErr: true,
-		},
+		"published to deletion proposed":      {from: published, to: deletionProposed},
+		"deletion proposed back to published": {from: deletionProposed, to: published},
+		"published cannot go back to draft":   {from: published, to: draft, wantErr: true},
 		"published metadata may change": {
 			from: published,
 			change: func(pr *porchv1alpha1.PackageRevision) {
@@ -592,7 +560,12 @@ func TestUpdateRules(t *testing.T) {
 			prName := inLifecycle(t, s, tc.from)
 			before := getPR(t, c, prName)
 			pr := before.DeepCopy()
-			tc.change(pr)
+			if tc.to != "" {
+				pr.Spec.Lifecycle = tc.to
+			}
+			if tc.change != nil {
+				tc.change(pr)
+			}
 			got, err := c.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), pr, metav1.UpdateOptions{})
 			if tc.wantErr {
 				if !apierrors.IsInvalid(err) {
@@ -623,10 +596,7 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	draft := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	if prr.ResourceVersion != draft.ResourceVersion {
 		t.Fatalf("resources rv %s != revision rv %s: they are one object", prr.ResourceVersion, draft.ResourceVersion)
 	}
@@ -644,24 +614,20 @@ func TestStaleResourceVersionConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	draft.Labels = map[string]string{"a": "b"}
+	pv.Labels = map[string]string{"a": "b"}
 	cases := map[string]func() error{
 		"packagerevisions": func() error {
-			draft.Labels = map[string]string{"a": "b"}
-			_, err := c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, draft, metav1.UpdateOptions{})
-			return err
+			return porchsimtest.ErrOf(c.PorchV1alpha1().PackageRevisions(ns).Update(ctx, draft, metav1.UpdateOptions{}))
 		},
 		"packagerevisionresources": func() error {
-			_, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
-			return err
+			return porchsimtest.ErrOf(c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}))
 		},
 		"packagevariants": func() error {
-			pv.Labels = map[string]string{"a": "b"}
-			_, err := c.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{})
-			return err
+			return porchsimtest.ErrOf(c.ConfigV1alpha1().PackageVariants(ns).Update(ctx, pv, metav1.UpdateOptions{}))
 		},
 		"packagevariants/status": func() error {
-			_, err := c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{})
-			return err
+			return porchsimtest.ErrOf(c.ConfigV1alpha1().PackageVariants(ns).UpdateStatus(ctx, pv, metav1.UpdateOptions{}))
 		},
 	}
 	for name, update := range cases {
@@ -749,23 +715,14 @@ func TestResourcesUpdateOnlyOnDraft(t *testing.T) {
 			s, c := fixture(t)
 			prName := inLifecycle(t, s, tc.lifecycle)
 			before := getPR(t, c, prName)
-			prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, prName, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			prr := getPRR(t, c, prName)
 			prr.Spec.Resources["new.txt"] = "hello"
 			got, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{})
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("update: got %v, want an error containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "update", err, tc.wantErr) {
 				if _, ok := resources(t, s, prName)["new.txt"]; ok {
 					t.Errorf("refused update stored the files")
 				}
 				return
-			}
-			if err != nil {
-				t.Fatalf("update: %v", err)
 			}
 			if got.Status.RenderStatus.Err != "" {
 				t.Errorf("renderStatus.error = %q, want none", got.Status.RenderStatus.Err)
@@ -786,10 +743,7 @@ func TestResourcesRenderAndMirror(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	draft := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, draft.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, draft.Name)
 	prr.Spec.Resources[kptfileName] = `apiVersion: kpt.dev/v1
 kind: Kptfile
 metadata:
@@ -844,10 +798,7 @@ func TestResourcesVerbs(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	list, err := c.PorchV1alpha1().PackageRevisionResources(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.repository=deploy"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.PorchV1alpha1().PackageRevisionResources(ns), metav1.ListOptions{FieldSelector: "spec.repository=deploy"})
 	if len(list.Items) != 1 || list.Items[0].Name != "deploy.foo.packagevariant-1" || len(list.Items[0].Spec.Resources) == 0 {
 		t.Errorf("list of resources = %+v, want the one draft with its files", list.Items)
 	}
@@ -892,10 +843,7 @@ func TestDeleteRules(t *testing.T) {
 			}
 			err := c.PorchV1alpha1().PackageRevisions(ns).Delete(context.Background(), prName, metav1.DeleteOptions{})
 			_, getErr := s.PackageRevision(ns, prName)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("delete: got %v, want an error containing %q", err, tc.wantErr)
-				}
+			if porchsimtest.WantErr(t, "delete", err, tc.wantErr) {
 				if tc.forbidden && !apierrors.IsForbidden(err) {
 					t.Errorf("delete: got %v, want 403 Forbidden", err)
 				}
@@ -903,9 +851,6 @@ func TestDeleteRules(t *testing.T) {
 					t.Errorf("a refused delete removed the revision")
 				}
 				return
-			}
-			if err != nil {
-				t.Fatalf("delete: %v", err)
 			}
 			if !apierrors.IsNotFound(getErr) {
 				t.Errorf("revision still there after delete: %v", getErr)
@@ -959,10 +904,7 @@ func TestFieldSelectors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{FieldSelector: tc.selector})
-			if err != nil {
-				t.Fatal(err)
-			}
+			list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{FieldSelector: tc.selector})
 			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
 				t.Errorf("list (-want +got):\n%s", diff)
 			}

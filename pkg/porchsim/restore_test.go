@@ -107,17 +107,11 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 		t.Errorf("ADDED events %v, want %v", added, want)
 	}
 
-	gotSet, err := c.ConfigV1alpha2().PackageVariantSets(ns).Get(ctx, "fleet", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gotSet := mustGet(t, c.ConfigV1alpha2().PackageVariantSets(ns), "fleet")
 	if d := cmp.Diff(set, gotSet, identity); d != "" {
 		t.Errorf("Get of the restored set (-restored +served):\n%s", d)
 	}
-	list, err := c.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{LabelSelector: configv1alpha2.SetLabel + "=" + string(setUID)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.ConfigV1alpha1().PackageVariants(ns), metav1.ListOptions{LabelSelector: configv1alpha2.SetLabel + "=" + string(setUID)})
 	if len(list.Items) != 1 {
 		t.Fatalf("List by the set label: %d variants, want the restored one", len(list.Items))
 	}
@@ -135,10 +129,7 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 	if _, err := s.Restore(repo); err != nil {
 		t.Fatal(err)
 	}
-	gotRepo, err := c.ConfigV1alpha1().Repositories(ns).Get(ctx, "live-repo", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	gotRepo := mustGet(t, c.ConfigV1alpha1().Repositories(ns), "live-repo")
 	if gotRepo.UID != repo.UID || gotRepo.Generation != 9 || len(gotRepo.Status.Conditions) != 1 || gotRepo.CreationTimestamp.IsZero() {
 		t.Errorf("restored repository served as %+v", gotRepo.ObjectMeta)
 	}
@@ -170,6 +161,15 @@ func TestRestoreDefaults(t *testing.T) {
 	}
 }
 
+// liveVariantWith is liveVariant changed by change.
+func liveVariantWith(change func(pv *configv1alpha1.PackageVariant)) func(*Sim) runtime.Object {
+	return func(*Sim) runtime.Object {
+		pv := liveVariant()
+		change(pv)
+		return pv
+	}
+}
+
 // TestRestoreRefusals: each refusal stores nothing.
 func TestRestoreRefusals(t *testing.T) {
 	cases := map[string]struct {
@@ -179,26 +179,10 @@ func TestRestoreRefusals(t *testing.T) {
 		"a PackageRevision": {obj: func(*Sim) runtime.Object { return snapshotRevision() }, want: "restored with Import"},
 		"another type":      {obj: func(*Sim) runtime.Object { return &porchv1alpha1.PackageRevisionResources{} }, want: "is not restorable"},
 		"a nil variant":     {obj: func(*Sim) runtime.Object { return (*configv1alpha1.PackageVariant)(nil) }, want: "no PackageVariant given"},
-		"no namespace": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Namespace = ""
-			return pv
-		}, want: "metadata.namespace is required"},
-		"invalid namespace": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Namespace = "Not_A_Namespace"
-			return pv
-		}, want: "metadata.namespace: "},
-		"no name": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Name = ""
-			return pv
-		}, want: "metadata.name is required"},
-		"invalid name": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
-			pv.Name = "Bad Name"
-			return pv
-		}, want: "metadata.name: "},
+		"no namespace":      {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Namespace = "" }), want: "metadata.namespace is required"},
+		"invalid namespace": {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Namespace = "Not_A_Namespace" }), want: "metadata.namespace: "},
+		"no name":           {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Name = "" }), want: "metadata.name is required"},
+		"invalid name":      {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) { pv.Name = "Bad Name" }), want: "metadata.name: "},
 		"name taken": {obj: func(s *Sim) runtime.Object {
 			if _, err := s.Restore(liveVariant()); err != nil {
 				panic(err)
@@ -225,12 +209,10 @@ func TestRestoreRefusals(t *testing.T) {
 			pv.UID = gone.UID
 			return pv
 		}, want: "uid of an object the Sim deleted"},
-		"being deleted without finalizers": {obj: func(*Sim) runtime.Object {
-			pv := liveVariant()
+		"being deleted without finalizers": {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) {
 			pv.Finalizers = nil
 			pv.DeletionTimestamp = ptr(metav1.Now())
-			return pv
-		}, want: "no finalizers"},
+		}), want: "no finalizers"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -28,10 +28,7 @@ func TestRequestCounting(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	prr, err := c.PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, pr.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prr := getPRR(t, c, pr.Name)
 	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -194,10 +191,7 @@ func TestFaultLateAnswer(t *testing.T) {
 		_, err := person.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
 		return err == nil
 	})
-	live, err := person.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := mustGet(t, person.PorchV1alpha1().PackageRevisions(ns), name)
 	live.Labels = map[string]string{"touched": "by-a-person"}
 	if _, err := person.PorchV1alpha1().PackageRevisions(ns).Update(context.Background(), live, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("a person's update while the answer is held back: %v", err)
@@ -243,10 +237,7 @@ func TestWatchResumesFromListResourceVersion(t *testing.T) {
 	ctx := context.Background()
 	_, c := fixture(t)
 	pvs := c.ConfigV1alpha1().PackageVariants(ns)
-	list, err := pvs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, pvs, metav1.ListOptions{})
 	// Changes between the list and the watch must not be missed.
 	pv, err := pvs.Create(ctx, newVariant("foo"), metav1.CreateOptions{})
 	if err != nil {
@@ -284,10 +275,7 @@ func TestPackageRevisionWatchReplaysEverything(t *testing.T) {
 	_, c := fixture(t)
 	prs := c.PorchV1alpha1().PackageRevisions(ns)
 	pr := create(t, c, newDraft("deploy", "foo", "packagevariant-1", cloneTask(upstreamV1)))
-	list, err := prs.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, prs, metav1.ListOptions{})
 	if list.ResourceVersion != "" {
 		t.Errorf("list resourceVersion = %q, want none (Porch's lists carry none)", list.ResourceVersion)
 	}
@@ -354,10 +342,7 @@ func TestWatchSelectors(t *testing.T) {
 func TestHoldWatchEvents(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
-	list, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{})
 	w, err := c.PorchV1alpha1().PackageRevisions(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
@@ -527,10 +512,7 @@ func TestConcurrentClients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	pv, err := pvs.Get(ctx, "counter", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pv := mustGet(t, pvs, "counter")
 	if got := len(pv.Annotations["n"]); got != workers*increments {
 		t.Errorf("%d increments stored, want %d: an update was lost", got, workers*increments)
 	}

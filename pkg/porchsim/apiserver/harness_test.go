@@ -2,19 +2,17 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 const ns = "ns"
@@ -106,59 +104,17 @@ func startServer(t *testing.T, sim *porchsim.Sim, cluster versioned.Interface) *
 		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS:             -1, // no client-side rate limit
 	}
-	waitReady(t, rc, done)
+	porchsimtest.WaitReady(t, rc, done)
 	return &testServer{sim: sim, config: rc, client: versioned.NewForConfigOrDie(rc)}
 }
 
-// waitReady waits until /readyz answers 200, or fails the test if the
-// server stops first.
-func waitReady(t *testing.T, rc *rest.Config, done <-chan error) {
-	t.Helper()
-	hc, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		t.Fatalf("http client: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			return false, errors.Join(errors.New("server stopped"), err)
-		default:
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		t.Fatalf("server not ready: %v", err)
-	}
-}
-
+// newDraft is a new revision of repo/pkg in workspace ws, made by task.
 func newDraft(repo, pkg, ws string, task porchv1alpha1.Task) *porchv1alpha1.PackageRevision {
-	return &porchv1alpha1.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns},
-		Spec: porchv1alpha1.PackageRevisionSpec{
-			RepositoryName: repo,
-			PackageName:    pkg,
-			WorkspaceName:  porchv1alpha1.WorkspaceName(ws),
-			Tasks:          []porchv1alpha1.Task{task},
-		},
-	}
+	return porchsimtest.NewDraft(ns, repo, pkg, ws, task)
 }
 
-func cloneTask(upstream string) porchv1alpha1.Task {
-	return porchv1alpha1.Task{
-		Type: porchv1alpha1.TaskTypeClone,
-		Clone: &porchv1alpha1.PackageCloneTaskSpec{
-			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: upstream}},
-		},
-	}
-}
+// cloneTask is a clone of the revision named upstream.
+var cloneTask = porchsimtest.CloneTask
 
 // cloneDraft creates deploy.<pkg>.<ws>, a clone of the blueprint.
 func (s *testServer) cloneDraft(t *testing.T, pkg, ws string) *porchv1alpha1.PackageRevision {

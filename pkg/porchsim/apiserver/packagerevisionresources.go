@@ -55,11 +55,7 @@ func (r *packageRevisionResources) GetSingularName() string { return "packagerev
 
 // Get returns the files of one PackageRevision.
 func (r *packageRevisionResources) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
-	prr, err := r.client.PackageRevisionResources(namespaceOf(ctx)).Get(ctx, name, *opts)
-	if err != nil {
-		return nil, err
-	}
-	return prr, nil
+	return served(r.client.PackageRevisionResources(namespaceOf(ctx)).Get(ctx, name, *opts))
 }
 
 // List lists the files of PackageRevisions, with Porch's field selectors.
@@ -68,11 +64,7 @@ func (r *packageRevisionResources) List(ctx context.Context, o *metainternalvers
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.client.PackageRevisionResources(namespaceOf(ctx)).List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return served(r.client.PackageRevisionResources(namespaceOf(ctx)).List(ctx, opts))
 }
 
 // Update stores the files of a Draft; the answer carries the render status.

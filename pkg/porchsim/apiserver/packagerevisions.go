@@ -54,11 +54,7 @@ func (r *packageRevisions) GetSingularName() string { return "packagerevision" }
 
 // Get returns one PackageRevision.
 func (r *packageRevisions) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
-	pr, err := r.client.PackageRevisions(namespaceOf(ctx)).Get(ctx, name, *opts)
-	if err != nil {
-		return nil, err
-	}
-	return pr, nil
+	return served(r.client.PackageRevisions(namespaceOf(ctx)).Get(ctx, name, *opts))
 }
 
 // List lists PackageRevisions; label and field selectors go to the Sim,
@@ -68,11 +64,7 @@ func (r *packageRevisions) List(ctx context.Context, o *metainternalversion.List
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.client.PackageRevisions(namespaceOf(ctx)).List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	return served(r.client.PackageRevisions(namespaceOf(ctx)).List(ctx, opts))
 }
 
 // Watch watches PackageRevisions through the Sim's watch.
@@ -113,11 +105,7 @@ func (r *packageRevisions) Create(ctx context.Context, obj runtime.Object, valid
 			return nil, err
 		}
 	}
-	out, err := r.client.PackageRevisions(namespaceOf(ctx)).Create(ctx, pr, *opts)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return served(r.client.PackageRevisions(namespaceOf(ctx)).Create(ctx, pr, *opts))
 }
 
 // Update updates (or patches) a PackageRevision. Porch never creates one on

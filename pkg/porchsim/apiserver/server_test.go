@@ -23,6 +23,7 @@ import (
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
 func TestDiscoveryListsBothResourcesWithPorchVerbs(t *testing.T) {
@@ -240,6 +241,13 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 	ctx := context.Background()
 	prs := s.client.PorchV1alpha1().PackageRevisions(ns)
 	draft := s.cloneDraft(t, "app", "v1")
+	// createClone is a request creating repo/pkg in workspace ws, a clone of
+	// the blueprint.
+	createClone := func(repo, pkg, ws string, opts metav1.CreateOptions) func() error {
+		return func() error {
+			return porchsimtest.ErrOf(prs.Create(ctx, newDraft(repo, pkg, ws, cloneTask(upstreamV1)), opts))
+		}
+	}
 
 	cases := map[string]struct {
 		do          func() error
@@ -270,27 +278,18 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 		},
 
 		"a second revision with the same workspace is refused": {
-			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "app", "v1", cloneTask(upstreamV1)), metav1.CreateOptions{})
-				return err
-			},
+			do:          createClone("deploy", "app", "v1", metav1.CreateOptions{}),
 			wantCode:    http.StatusInternalServerError,
 			wantReason:  metav1.StatusReasonInternalError,
 			wantMessage: "package revision workspaceNames must be unique; package revision with name app in repo deploy with workspaceName v1 already exists",
 		},
 		"a clone into an existing package is refused": {
-			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "app", "v2", cloneTask(upstreamV1)), metav1.CreateOptions{})
-				return err
-			},
+			do:          createClone("deploy", "app", "v2", metav1.CreateOptions{}),
 			wantCode:    http.StatusInternalServerError,
 			wantMessage: "make subsequent revisions using `copy`",
 		},
 		"a revision in an unknown repository is refused": {
-			do: func() error {
-				_, err := prs.Create(ctx, newDraft("nowhere", "app", "v1", cloneTask(upstreamV1)), metav1.CreateOptions{})
-				return err
-			},
+			do:         createClone("nowhere", "app", "v1", metav1.CreateOptions{}),
 			wantCode:   http.StatusNotFound,
 			wantReason: metav1.StatusReasonNotFound,
 		},
@@ -309,8 +308,7 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 		},
 		"a field Porch does not index cannot select": {
 			do: func() error {
-				_, err := prs.List(ctx, metav1.ListOptions{FieldSelector: "status.deployment=true"})
-				return err
+				return porchsimtest.ErrOf(prs.List(ctx, metav1.ListOptions{FieldSelector: "status.deployment=true"}))
 			},
 			wantCode:    http.StatusBadRequest,
 			wantReason:  metav1.StatusReasonBadRequest,
@@ -330,18 +328,12 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 			wantMessage: "package must be Draft",
 		},
 		"an unknown revision is not found": {
-			do: func() error {
-				_, err := prs.Get(ctx, "deploy.app.nope", metav1.GetOptions{})
-				return err
-			},
+			do:         func() error { return porchsimtest.ErrOf(prs.Get(ctx, "deploy.app.nope", metav1.GetOptions{})) },
 			wantCode:   http.StatusNotFound,
 			wantReason: metav1.StatusReasonNotFound,
 		},
 		"a dry run is refused rather than done": {
-			do: func() error {
-				_, err := prs.Create(ctx, newDraft("deploy", "other", "v1", cloneTask(upstreamV1)), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-				return err
-			},
+			do:          createClone("deploy", "other", "v1", metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}),
 			wantCode:    http.StatusBadRequest,
 			wantMessage: "dry run is not supported",
 		},

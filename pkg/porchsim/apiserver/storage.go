@@ -30,6 +30,15 @@ type object interface {
 	metav1.Object
 }
 
+// served is the Sim's answer as a storage returns it: the object, or the
+// error and no object (never a typed nil in the interface).
+func served[T runtime.Object](o T, err error) (runtime.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
 // namespaceOf is the namespace of a request ("" for a request across all
 // namespaces).
 func namespaceOf(ctx context.Context) string {

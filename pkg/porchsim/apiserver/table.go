@@ -29,57 +29,60 @@ var _ rest.TableConvertor = tableConvertor{}
 
 var objectMetaDescriptions = metav1.ObjectMeta{}.SwaggerDoc()
 
-var packageRevisionTable = tableConvertor{
-	resource: porchv1alpha1.Resource("packagerevisions"),
-	columns: []metav1.TableColumnDefinition{
+// revisionColumns are the columns both tables start with: what names a
+// revision.
+func revisionColumns() []metav1.TableColumnDefinition {
+	return []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name", Description: objectMetaDescriptions["name"]},
 		{Name: "Package", Type: "string", Description: "The package's path in its repository."},
 		{Name: "WorkspaceName", Type: "string", Description: "The revision's workspace, unique among the package's revisions."},
 		{Name: "Revision", Type: "integer", Description: "The revision number: 0 until published, -1 for the placeholder that tracks a branch."},
-		{Name: "Latest", Type: "boolean", Description: "Whether this is the latest published revision of the package."},
-		{Name: "Lifecycle", Type: "string", Description: "Draft, Proposed, Published or DeletionProposed."},
-		{Name: "Repository", Type: "string", Description: "The Repository holding the package."},
-	},
+	}
+}
+
+// repositoryColumn is the column of a revision's repository.
+var repositoryColumn = metav1.TableColumnDefinition{Name: "Repository", Type: "string", Description: "The Repository holding the package."}
+
+// revisionCells are the cells of revisionColumns.
+func revisionCells(name, pkg string, ws porchv1alpha1.WorkspaceName, revision int) []any {
+	return []any{name, pkg, string(ws), int64(revision)}
+}
+
+var packageRevisionTable = tableConvertor{
+	resource: porchv1alpha1.Resource("packagerevisions"),
+	columns: append(revisionColumns(),
+		metav1.TableColumnDefinition{Name: "Latest", Type: "boolean", Description: "Whether this is the latest published revision of the package."},
+		metav1.TableColumnDefinition{Name: "Lifecycle", Type: "string", Description: "Draft, Proposed, Published or DeletionProposed."},
+		repositoryColumn,
+	),
 	cells: func(obj runtime.Object) ([]any, bool) {
 		pr, ok := obj.(*porchv1alpha1.PackageRevision)
 		if !ok {
 			return nil, false
 		}
-		return []any{
-			pr.Name,
-			pr.Spec.PackageName,
-			string(pr.Spec.WorkspaceName),
-			int64(pr.Spec.Revision),
+		return append(revisionCells(pr.Name, pr.Spec.PackageName, pr.Spec.WorkspaceName, pr.Spec.Revision),
 			pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] == "true",
 			string(pr.Spec.Lifecycle),
 			pr.Spec.RepositoryName,
-		}, true
+		), true
 	},
 }
 
 var packageRevisionResourcesTable = tableConvertor{
 	resource: porchv1alpha1.Resource("packagerevisionresources"),
-	columns: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string", Format: "name", Description: objectMetaDescriptions["name"]},
-		{Name: "Package", Type: "string", Description: "The package's path in its repository."},
-		{Name: "WorkspaceName", Type: "string", Description: "The revision's workspace, unique among the package's revisions."},
-		{Name: "Revision", Type: "integer", Description: "The revision number: 0 until published, -1 for the placeholder that tracks a branch."},
-		{Name: "Repository", Type: "string", Description: "The Repository holding the package."},
-		{Name: "Files", Type: "integer", Description: "How many files the package revision holds."},
-	},
+	columns: append(revisionColumns(),
+		repositoryColumn,
+		metav1.TableColumnDefinition{Name: "Files", Type: "integer", Description: "How many files the package revision holds."},
+	),
 	cells: func(obj runtime.Object) ([]any, bool) {
 		prr, ok := obj.(*porchv1alpha1.PackageRevisionResources)
 		if !ok {
 			return nil, false
 		}
-		return []any{
-			prr.Name,
-			prr.Spec.PackageName,
-			string(prr.Spec.WorkspaceName),
-			int64(prr.Spec.Revision),
+		return append(revisionCells(prr.Name, prr.Spec.PackageName, prr.Spec.WorkspaceName, prr.Spec.Revision),
 			prr.Spec.RepositoryName,
 			int64(len(prr.Spec.Resources)),
-		}, true
+		), true
 	},
 }
 

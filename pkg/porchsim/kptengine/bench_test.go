@@ -2,7 +2,6 @@ package kptengine
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -14,17 +13,9 @@ import (
 // pipeline removed, which is what the fleet benchmark's package renders.
 func BenchmarkRender(b *testing.B) {
 	dir := filepath.Join("..", "..", "..", "examples", "packages", "app")
-	entries, err := os.ReadDir(dir)
+	files, err := readFiles(dir)
 	if err != nil {
 		b.Fatal(err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		files[e.Name()] = string(data)
 	}
 	noPipeline := map[string]string{}
 	for name, text := range files {

@@ -14,16 +14,20 @@ const (
 	noctxV1Commit  = "b4e77d8d8dc9b335722f7af6db12ca35812f8c66"
 )
 
+// appV1Lock is where app v1 was published.
+var appV1Lock = GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v1", Commit: appV1Commit}
+
 // TestCloneThenRender proves that a clone followed by the render Porch runs
 // after every create gives the files real Porch stored for the same
 // clone, byte for byte.
 func TestCloneThenRender(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		reason   string
-		upstream string
-		opts     CloneOptions
-		want     string
+		reason string
+		// The testdata directories of the upstream package and of the files
+		// wanted.
+		upstream, want string
+		opts           CloneOptions
 		// subset: the transcript shows only some files; compare those.
 		subset bool
 		// absent are files that must not exist.
@@ -35,7 +39,7 @@ func TestCloneThenRender(t *testing.T) {
 			opts: CloneOptions{
 				PackagePath: "app-east",
 				Deployment:  true,
-				Lock:        GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v1", Commit: appV1Commit},
+				Lock:        appV1Lock,
 			},
 			want: "clone-deploy-app-east/want",
 		},
@@ -142,67 +146,46 @@ func TestCloneBeforeRender(t *testing.T) {
 // clear error, never a panic.
 func TestCloneRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	lock := GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v1", Commit: appV1Commit}
-	good := func(t *testing.T) map[string]string { return readPackageDir(t, "upstream-app-v1") }
+	lock := appV1Lock
 	cases := map[string]struct {
-		reason  string
-		files   func(t *testing.T) map[string]string
+		reason string
+		// edit changes app v1 into the input.
+		edit    func(f map[string]string)
 		opts    CloneOptions
 		wantErr string
 	}{
 		"NoKptfile": {
-			reason: "a package without a Kptfile cannot record its upstream",
-			files: func(t *testing.T) map[string]string {
-				f := good(t)
-				delete(f, "Kptfile")
-				return f
-			},
+			reason:  "a package without a Kptfile cannot record its upstream",
+			edit:    func(f map[string]string) { delete(f, "Kptfile") },
 			opts:    CloneOptions{PackagePath: "x", Lock: lock},
 			wantErr: "upstream package has no Kptfile",
 		},
 		"KptfileNotYAML": {
-			reason: "a Kptfile that does not parse",
-			files: func(t *testing.T) map[string]string {
-				f := good(t)
-				f["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: [\n"
-				return f
-			},
+			reason:  "a Kptfile that does not parse",
+			edit:    func(f map[string]string) { f["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata: [\n" },
 			opts:    CloneOptions{PackagePath: "x", Lock: lock},
 			wantErr: `clone package "x"`,
 		},
 		"ResourceNotYAML": {
-			reason: "Porch would store an empty package here; an error says why",
-			files: func(t *testing.T) map[string]string {
-				f := good(t)
-				f["broken.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n"
-				return f
-			},
+			reason:  "Porch would store an empty package here; an error says why",
+			edit:    func(f map[string]string) { f["broken.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n" },
 			opts:    CloneOptions{PackagePath: "x", Lock: lock},
 			wantErr: "broken.yaml",
 		},
 		"ResourceNotYAMLIntoDeploymentRepository": {
-			reason: "the package context cannot be generated over a file that does not parse",
-			files: func(t *testing.T) map[string]string {
-				f := good(t)
-				f["broken.yaml"] = "a: b: c\n"
-				return f
-			},
+			reason:  "the package context cannot be generated over a file that does not parse",
+			edit:    func(f map[string]string) { f["broken.yaml"] = "a: b: c\n" },
 			opts:    CloneOptions{PackagePath: "x", Deployment: true, Lock: lock},
 			wantErr: "generate package context",
 		},
 		"NoPackagePath": {
 			reason:  "the new package needs a name",
-			files:   good,
 			opts:    CloneOptions{Lock: lock},
 			wantErr: "no package path",
 		},
 		"PathOutsideThePackage": {
-			reason: "a file path leaving the package",
-			files: func(t *testing.T) map[string]string {
-				f := good(t)
-				f["../evil.yaml"] = "a: b\n"
-				return f
-			},
+			reason:  "a file path leaving the package",
+			edit:    func(f map[string]string) { f["../evil.yaml"] = "a: b\n" },
 			opts:    CloneOptions{PackagePath: "x", Lock: lock},
 			wantErr: "invalid file path",
 		},
@@ -210,7 +193,11 @@ func TestCloneRefusesBadInput(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Clone(tc.files(t), tc.opts)
+			files := readPackageDir(t, "upstream-app-v1")
+			if tc.edit != nil {
+				tc.edit(files)
+			}
+			_, err := Clone(files, tc.opts)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s\nClone(...): error %v, want one containing %q", tc.reason, err, tc.wantErr)
 			}

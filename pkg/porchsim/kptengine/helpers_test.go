@@ -25,26 +25,18 @@ import (
 //	render-cloned-deployment    PUT of prr19b.json on the clone and what Porch stored and answered (19)
 //	render-starlark-syntax-error PUT of prr7.json with push-on-render-failure: stored files and message (05, 07)
 //	render-not-builtin-*        PUT of prr6a.json and prr6b.json and Porch's messages (06)
+//
+// Not measured (kpt's merge rules, read line by line):
+//
+//	upgrade-<case>/want         the files TestUpgrade's case must give
+//	heal/old, heal/updated      a revision's files and an update that lost a comment
+//	heal/want                   the update healed
+//	render-*/want-kptfile-*     the end of the Kptfile a render must write
 
 // readPackageDir reads a package from a testdata directory.
-func readPackageDir(t *testing.T, dir string) map[string]string {
+func readPackageDir(t testing.TB, dir string) map[string]string {
 	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(filepath.Join("testdata", dir), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(filepath.Join("testdata", dir), p)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	})
+	files, err := readFiles(filepath.Join("testdata", dir))
 	if err != nil {
 		t.Fatalf("read testdata %s: %v", dir, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -282,13 +283,12 @@ func convertResults(in *fnresult.ResultList) (kptfilev1.ResultList, error) {
 	return out, nil
 }
 
-// copyFiles returns a copy of a package's files.
+// copyFiles returns a copy of a package's files (never nil).
 func copyFiles(files map[string]string) map[string]string {
-	out := make(map[string]string, len(files))
-	for p, content := range files {
-		out[p] = content
+	if files == nil {
+		return map[string]string{}
 	}
-	return out
+	return maps.Clone(files)
 }
 
 // recoverPanic turns a panic inside the kpt or kyaml libraries into an

@@ -16,12 +16,12 @@ import (
 func TestRenderAsPorch(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
-		reason      string
-		input       string
-		wantFiles   string
-		wantResults string
-		wantFailed  bool
-		wantMessage string
+		reason string
+		// The testdata directories of the input and the files wanted, and
+		// the testdata file of the results wanted.
+		input, wantFiles, wantResults string
+		wantFailed                    bool
+		wantMessage                   string
 	}{
 		"SetNamespace": {
 			reason:      "transcript 04: resources rendered, Kptfile re-indented with the Rendered condition and renderStatus, FunctionResultList items",
@@ -254,17 +254,11 @@ func TestRenderBadInput(t *testing.T) {
 // the mutator before it never ran.
 func TestRenderExecFunctionStep(t *testing.T) {
 	t.Parallel()
-	files := readPackageDir(t, "render-set-namespace/input")
-	files["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-namespace:v0.4.5\n    configMap:\n      namespace: foo\n  - exec: ./fn\n    name: local\n"
-	res, err := Render(context.Background(), files, RenderOptions{})
-	if err != nil {
-		t.Fatalf("Render(...): %v", err)
-	}
-	want := "  renderStatus:\n    mutationSteps:\n      - name: local\n        exec: ./fn\n        executionError: must run with `--allow-exec` option to allow running function binaries\n        exitCode: 1\n" +
-		"    errorSummary: 'local: must run with `--allow-exec` option to allow running function binaries'\n"
-	if !strings.HasSuffix(res.Files["Kptfile"], want) {
-		t.Errorf("Render(...): Kptfile:\n%s\nwant it to end with:\n%s", res.Files["Kptfile"], want)
-	}
+	res := mustRender(t, setNamespaceInput(t, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-namespace:v0.4.5\n    configMap:\n      namespace: foo\n  - exec: ./fn\n    name: local\n",
+	}))
+	checkKptfileEnds(t, res, "  renderStatus:\n    mutationSteps:\n      - name: local\n        exec: ./fn\n        executionError: must run with `--allow-exec` option to allow running function binaries\n        exitCode: 1\n"+
+		"    errorSummary: 'local: must run with `--allow-exec` option to allow running function binaries'\n")
 }
 
 // TestRenderPanickingFunction proves that a built-in function that panics
@@ -278,16 +272,14 @@ func TestRenderPanickingFunction(t *testing.T) {
 			panic(errors.New("boom"))
 		}),
 	}}
-	files := readPackageDir(t, "render-set-namespace/input")
-	files["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + image + "\n    configMap:\n      k: v\n"
+	files := setNamespaceInput(t, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + image + "\n    configMap:\n      k: v\n",
+	})
 	res, err := render(context.Background(), files, runtime)
 	if err != nil {
 		t.Fatalf("render(...): %v", err)
 	}
-	want := "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: KRM function panicked with: boom"
-	if !res.Failed || res.Message != want {
-		t.Errorf("render(...): failed %v, message %q; want true, %q", res.Failed, res.Message, want)
-	}
+	checkFailed(t, res, "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: KRM function panicked with: boom")
 	if !strings.Contains(res.Files["Kptfile"], "      - image: "+image+"\n        exitCode: 1\n") {
 		t.Errorf("render(...): Kptfile does not record the failed step:\n%s", res.Files["Kptfile"])
 	}
@@ -298,16 +290,10 @@ func TestRenderPanickingFunction(t *testing.T) {
 // so Porch fails such a render, with the SDK's words.
 func TestRenderBuiltinWithoutConfig(t *testing.T) {
 	t.Parallel()
-	files := readPackageDir(t, "render-set-namespace/input")
-	files["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-namespace:v0.4.5\n"
-	res, err := Render(context.Background(), files, RenderOptions{})
-	if err != nil {
-		t.Fatalf("Render(...): %v", err)
-	}
-	want := "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: failed to read ResourceList input: expected exactly one object, got 0"
-	if !res.Failed || res.Message != want {
-		t.Errorf("Render(...): failed %v, message %q; want true, %q", res.Failed, res.Message, want)
-	}
+	res := mustRender(t, setNamespaceInput(t, map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-namespace:v0.4.5\n",
+	}))
+	checkFailed(t, res, "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: failed to read ResourceList input: expected exactly one object, got 0")
 }
 
 // TestRenderWithoutKptfile: Porch skips the render of a package that has no
@@ -390,47 +376,9 @@ metadata:
 source: |
   fail("replicas must be 2")
 `
-	res, err := Render(context.Background(), files, RenderOptions{})
-	if err != nil {
-		t.Fatalf("Render(...): %v", err)
-	}
-	if want := "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: error: function failure"; !res.Failed || res.Message != want {
-		t.Errorf("Render(...): failed %v, message %q; want true, %q", res.Failed, res.Message, want)
-	}
-	want := `status:
-  conditions:
-    - type: Rendered
-      status: "False"
-      reason: RenderFailed
-      message: |-
-        pkg.render: pkg .:
-        	pipeline.run: error: function failure
-  renderStatus:
-    mutationSteps:
-      - name: ns
-        image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.5
-        exitCode: 0
-        results:
-          - message: namespace [default] updated to "foo", 2 value(s) changed
-            severity: info
-          - message: all ` + "`depends-on`" + ` annotations are up-to-date. no ` + "`namespace`" + ` changed
-            severity: info
-      - image: ghcr.io/kptdev/krm-functions-catalog/apply-replacements:v0.1.5
-        exitCode: 0
-    validationSteps:
-      - image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5
-        exitCode: 1
-        results:
-          - message: 'fail: replicas must be 2'
-            severity: error
-        errorResults:
-          - message: 'fail: replicas must be 2'
-            severity: error
-    errorSummary: 'ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5: exit code 1'
-`
-	if !strings.HasSuffix(res.Files["Kptfile"], want) {
-		t.Errorf("Render(...): Kptfile:\n%s\nwant it to end with:\n%s", res.Files["Kptfile"], want)
-	}
+	res := mustRender(t, files)
+	checkFailed(t, res, "fn.render: pkg /:\n\tpkg.render:\n\tpipeline.run: error: function failure")
+	checkKptfileEnds(t, res, readTestdataFile(t, "render-validator-failure/want-kptfile-status.yaml"))
 	for _, p := range []string{"configmap.yaml", "deployment.yaml"} {
 		if res.Files[p] != files[p] {
 			t.Errorf("Render(...): %s changed by a failed render:\n%s", p, res.Files[p])
@@ -459,31 +407,50 @@ func TestRenderSubpackage(t *testing.T) {
 	if err != nil || res.Failed {
 		t.Fatalf("Render(...): %v %s", err, res.Message)
 	}
-	want := `  renderStatus:
-    mutationSteps:
-      - name: sub-namespace
-        image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.5
-        exitCode: 0
-        results:
-          - message: namespace [default] updated to "low", 1 value(s) changed
-            severity: info
-          - message: all ` + "`depends-on`" + ` annotations are up-to-date. no ` + "`namespace`" + ` changed
-            severity: info
-      - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.5
-        exitCode: 0
-        results:
-          - message: namespace [default low] updated to "top", 2 value(s) changed
-            severity: info
-          - message: all ` + "`depends-on`" + ` annotations are up-to-date. no ` + "`namespace`" + ` changed
-            severity: info
-`
-	if !strings.HasSuffix(res.Files["Kptfile"], want) {
-		t.Errorf("Render(...): Kptfile:\n%s\nwant it to end with:\n%s", res.Files["Kptfile"], want)
-	}
+	checkKptfileEnds(t, res, readTestdataFile(t, "render-subpackage/want-kptfile-tail.yaml"))
 	if diff := cmp.Diff(subKptfile, res.Files["sub/Kptfile"]); diff != "" {
 		t.Errorf("Render(...): sub/Kptfile: -want +got:\n%s", diff)
 	}
 	if !strings.Contains(res.Files["sub/cm.yaml"], "namespace: top") {
 		t.Errorf("Render(...): sub/cm.yaml not rendered by the root pipeline:\n%s", res.Files["sub/cm.yaml"])
+	}
+}
+
+// setNamespaceInput is the package of render-set-namespace/input with the
+// files of changed replaced or added.
+func setNamespaceInput(t *testing.T, changed map[string]string) map[string]string {
+	t.Helper()
+	files := readPackageDir(t, "render-set-namespace/input")
+	for p, content := range changed {
+		files[p] = content
+	}
+	return files
+}
+
+// mustRender renders files as Porch does, failing the test on an error
+// (a failed render is a result, not an error).
+func mustRender(t *testing.T, files map[string]string) *RenderResult {
+	t.Helper()
+	res, err := Render(context.Background(), files, RenderOptions{})
+	if err != nil {
+		t.Fatalf("Render(...): %v", err)
+	}
+	return res
+}
+
+// checkFailed checks that the render failed with exactly want.
+func checkFailed(t *testing.T, res *RenderResult, want string) {
+	t.Helper()
+	if !res.Failed || res.Message != want {
+		t.Errorf("Render(...): failed %v, message %q; want true, %q", res.Failed, res.Message, want)
+	}
+}
+
+// checkKptfileEnds checks that the rendered Kptfile ends with want, its
+// status as kpt writes it.
+func checkKptfileEnds(t *testing.T, res *RenderResult, want string) {
+	t.Helper()
+	if !strings.HasSuffix(res.Files["Kptfile"], want) {
+		t.Errorf("Render(...): Kptfile:\n%s\nwant it to end with:\n%s", res.Files["Kptfile"], want)
 	}
 }

@@ -30,7 +30,7 @@ func TestNothingOnStdout(t *testing.T) {
 		cloned, err := Clone(readPackageDir(t, "upstream-app-v1"), CloneOptions{
 			PackagePath: "app-east",
 			Deployment:  true,
-			Lock:        GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v1", Commit: appV1Commit},
+			Lock:        appV1Lock,
 		})
 		if err != nil {
 			t.Errorf("Clone(...): %v", err)

@@ -111,13 +111,23 @@ func writeDir(dir string, files map[string]string) error {
 
 // readDir reads every file under dir back into a package.
 func readDir(dir string) (map[string]string, error) {
+	files, err := readFiles(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read merged package: %w", err)
+	}
+	if _, ok := files[kptapi.KptFileName]; !ok {
+		return nil, fmt.Errorf("merged package has no Kptfile")
+	}
+	return files, nil
+}
+
+// readFiles reads every file under dir, keyed by its slash-separated path
+// relative to dir.
+func readFiles(dir string) (map[string]string, error) {
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+		if err != nil || d.IsDir() {
 			return err
-		}
-		if d.IsDir() {
-			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
@@ -130,11 +140,5 @@ func readDir(dir string) (map[string]string, error) {
 		files[filepath.ToSlash(rel)] = string(b)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read merged package: %w", err)
-	}
-	if _, ok := files[kptapi.KptFileName]; !ok {
-		return nil, fmt.Errorf("merged package has no Kptfile")
-	}
-	return files, nil
+	return files, err
 }

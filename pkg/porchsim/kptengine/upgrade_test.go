@@ -15,7 +15,9 @@ var appV2Lock = GitLock{Repo: blueprintsRepo, Directory: "app", Ref: "app/v2", C
 // render Porch runs after it. There is no transcript of a real upgrade:
 // the inputs are measured (app v1 as published, its clone into the
 // deployment repository), the edits are the test's, and the expected files
-// follow from kpt's merge rules; they were read line by line.
+// follow from kpt's merge rules; they were read line by line. Each case's
+// are in testdata/upgrade-<case>/want (the files not there are not
+// compared).
 func TestUpgrade(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
@@ -25,147 +27,27 @@ func TestUpgrade(t *testing.T) {
 		// revisions.
 		editLocal   func(t *testing.T, files map[string]string)
 		editUpdated func(t *testing.T, files map[string]string)
-		want        map[string]string
 	}{
 		"NamespaceChangedDownstream": {
 			reason: "the downstream's set-namespace moved every resource from foo to east; the upstream changed region-config's data. " +
 				"The resources are matched by their kpt-merge identity (foo/region-config), so each file keeps exactly one resource, " +
 				"in the downstream's namespace, with the upstream's change (porchsim used to end up with the resource twice)",
-			editLocal: func(t *testing.T, f map[string]string) {
-				f["Kptfile"] = replaceOnce(t, f["Kptfile"], "namespace: foo", "namespace: east")
-			},
-			editUpdated: func(t *testing.T, f map[string]string) {
-				f["configmap.yaml"] = replaceOnce(t, f["configmap.yaml"], "region: us-east1", "region: us-west1")
-			},
-			want: map[string]string{
-				"configmap.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata: # kpt-merge: foo/region-config
-  name: region-config # a comment
-  namespace: east
-  annotations:
-    internal.kpt.dev/upstream-identifier: '|ConfigMap|foo|region-config'
-data:
-  region: us-west1
-`,
-				"configmap2.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata: # kpt-merge: foo/second
-  name: second
-  namespace: east
-  annotations:
-    internal.kpt.dev/upstream-identifier: '|ConfigMap|foo|second'
-data:
-  k: v
-`,
-				"Kptfile": `apiVersion: kpt.dev/v1
-kind: Kptfile
-metadata:
-  name: app-east
-  annotations:
-    config.kubernetes.io/local-config: "true"
-    internal.kpt.dev/upstream-identifier: kpt.dev|Kptfile|default|app-east
-upstream:
-  type: git
-  git:
-    repo: http://127.0.0.1:29446/blueprints.git
-    directory: app
-    ref: app/v2
-upstreamLock:
-  type: git
-  git:
-    repo: http://127.0.0.1:29446/blueprints.git
-    directory: app
-    ref: app/v2
-    commit: 5d1c8e3f0a9b7c6d4e2f1a0b9c8d7e6f5a4b3c2d
-info:
-  description: sample app
-pipeline:
-  mutators:
-    - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.5
-      configMap:
-        namespace: east
-status:
-  conditions:
-    - type: Rendered
-      status: "True"
-      reason: RenderSuccess
-  renderStatus:
-    mutationSteps:
-      - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.5
-        exitCode: 0
-        results:
-          - message: all matching namespaces are already "east". no value changed
-            severity: info
-          - message: all ` + "`depends-on`" + ` annotations are up-to-date. no ` + "`namespace`" + ` changed
-            severity: info
-`,
-			},
+			editLocal:   replacing("Kptfile", "namespace: foo", "namespace: east"),
+			editUpdated: replacing("configmap.yaml", "region: us-east1", "region: us-west1"),
 		},
 		"LocalEditKeptUpstreamChangeTaken": {
-			reason: "the downstream changed the container image, the upstream the replicas: both survive in the one Deployment",
-			editLocal: func(t *testing.T, f map[string]string) {
-				f["deployment.yaml"] = replaceOnce(t, f["deployment.yaml"], "image: nginx:1.25", "image: nginx:1.26")
-			},
-			editUpdated: func(t *testing.T, f map[string]string) {
-				f["deployment.yaml"] = replaceOnce(t, f["deployment.yaml"], "replicas: 1", "replicas: 3")
-			},
-			want: map[string]string{
-				"deployment.yaml": `apiVersion: apps/v1
-kind: Deployment
-metadata: # kpt-merge: foo/app
-  name: app
-  namespace: foo
-  annotations:
-    internal.kpt.dev/upstream-identifier: 'apps|Deployment|foo|app'
-spec:
-  replicas: 3
-  selector:
-    matchLabels:
-      app: app
-  template:
-    metadata:
-      labels:
-        app: app
-    spec:
-      containers:
-      - name: app
-        image: nginx:1.26
-`,
-			},
+			reason:      "the downstream changed the container image, the upstream the replicas: both survive in the one Deployment",
+			editLocal:   replacing("deployment.yaml", "image: nginx:1.25", "image: nginx:1.26"),
+			editUpdated: replacing("deployment.yaml", "replicas: 1", "replicas: 3"),
 		},
 		"UpstreamAddsAndDeletesResources": {
 			reason: "a resource added upstream arrives with its merge key, and the render puts it in the downstream's namespace; " +
 				"a resource deleted upstream stays downstream, as in Porch: kpt deletes it only when the downstream copy equals the old upstream's, " +
 				"and the clone's upstream-identifier annotation already makes them differ",
-			editLocal: func(t *testing.T, f map[string]string) {
-				f["Kptfile"] = replaceOnce(t, f["Kptfile"], "namespace: foo", "namespace: east")
-			},
+			editLocal: replacing("Kptfile", "namespace: foo", "namespace: east"),
 			editUpdated: func(t *testing.T, f map[string]string) {
 				delete(f, "configmap2.yaml")
 				f["configmap3.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: third\n  namespace: foo\ndata:\n  k: v\n"
-			},
-			want: map[string]string{
-				"configmap3.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata: # kpt-merge: foo/third
-  name: third
-  namespace: east
-  annotations:
-    internal.kpt.dev/upstream-identifier: '|ConfigMap|foo|third'
-data:
-  k: v
-`,
-				"configmap2.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata: # kpt-merge: foo/second
-  name: second
-  namespace: east
-  annotations:
-    internal.kpt.dev/upstream-identifier: '|ConfigMap|foo|second'
-data:
-  k: v
-`,
 			},
 		},
 		"LocalResourceAndFileEditsKept": {
@@ -177,19 +59,6 @@ data:
 			editUpdated: func(t *testing.T, f map[string]string) {
 				f["README.md"] = replaceOnce(t, f["README.md"], "sample app\n", "sample app, second revision\n")
 				f["NOTES.txt"] = "upstream notes\n"
-			},
-			want: map[string]string{
-				"local.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata: # kpt-merge: foo/local
-  name: local
-  namespace: foo
-  annotations:
-    internal.kpt.dev/upstream-identifier: '|ConfigMap|foo|local'
-data:
-  k: v
-`,
-				"NOTES.txt": "downstream notes\n",
 			},
 		},
 	}
@@ -211,6 +80,7 @@ data:
 				local = res.Files
 			}
 
+			want := readPackageDir(t, "upgrade-"+name+"/want")
 			merged, err := Upgrade(original, updated, local, appV2Lock)
 			if err != nil {
 				t.Fatalf("%s\nUpgrade(...): %v", tc.reason, err)
@@ -219,10 +89,10 @@ data:
 			if err != nil || res.Failed {
 				t.Fatalf("%s\nRender(upgraded): %v %s", tc.reason, err, res.Message)
 			}
-			if diff := diffFiles(tc.want, res.Files, true); diff != "" {
+			if diff := diffFiles(want, res.Files, true); diff != "" {
 				t.Errorf("%s\nUpgrade then Render: -want +got:\n%s", tc.reason, diff)
 			}
-			for p := range tc.want {
+			for p := range want {
 				if _, ok := res.Files[p]; !ok {
 					t.Errorf("%s\nUpgrade then Render: %s missing", tc.reason, p)
 				}
@@ -277,5 +147,12 @@ func TestUpgradeRefusesBadInput(t *testing.T) {
 				t.Errorf("%s\nUpgrade(...): error %v, want one containing %q", tc.reason, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// replacing is an edit that replaces old with new, once, in the file at p.
+func replacing(p, old, new string) func(t *testing.T, files map[string]string) {
+	return func(t *testing.T, files map[string]string) {
+		files[p] = replaceOnce(t, files[p], old, new)
 	}
 }
