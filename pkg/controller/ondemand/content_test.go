@@ -73,6 +73,7 @@ func TestCacheKeepsMetadataOnlyUntilInjected(t *testing.T) {
 
 	changed := injected.DeepCopy()
 	changed.Object["data"] = map[string]interface{}{"region": "eu-west-2"}
+	f.waitWatching(t)
 	if _, err := f.dyn.Resource(configMapGVR).Namespace("ns").Update(context.Background(), changed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -72,6 +73,17 @@ func newFixtureWithOptions(t testing.TB, opts Options, objs ...runtime.Object) *
 	opts.Dynamic, opts.Mapper = dyn, mapper
 	f.informers = New(ctx, opts)
 	return f
+}
+
+// waitWatching waits until the informer watches ConfigMaps: the fake's
+// watch starts at "now", so a change made before is never delivered.
+func (f *fixture) waitWatching(t testing.TB) {
+	t.Helper()
+	select {
+	case <-f.watching:
+	case <-time.After(waitFor):
+		t.Fatalf("the informer did not watch ConfigMaps within %s", waitFor)
+	}
 }
 
 // newBenchFixture is newFixture for a benchmark: its lists are decoded
@@ -196,7 +208,7 @@ func TestHandlersSeeEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.informers.AddHandler(record("late"))
-	<-f.watching
+	f.waitWatching(t)
 	if _, err := f.dyn.Resource(configMapGVR).Namespace("ns").Create(context.Background(), configMap("ns", "b", nil, nil), metav1CreateOptions()); err != nil {
 		t.Fatal(err)
 	}
