@@ -70,7 +70,11 @@ proc_wait_for() {
     local name="$1" deadline="$2" what="$3" reason log_file
     shift 3
     until "$@" >/dev/null 2>&1; do
-        if ! proc_pid "${name}" >/dev/null; then
+        # Gone only if it is gone twice, half a second apart: while a
+        # process execs (setsid into the command), its /proc/PID/cmdline
+        # can read empty for a moment (seen in CI: "exited" with an empty
+        # log, alive when stopped right after).
+        if ! proc_pid "${name}" >/dev/null && { sleep 0.5; ! proc_pid "${name}" >/dev/null; }; then
             reason="${name} exited while waiting for ${what}"
         elif [ "$(date +%s)" -ge "${deadline}" ]; then
             reason="timed out waiting for ${what}"
