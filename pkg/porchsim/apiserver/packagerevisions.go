@@ -17,54 +17,31 @@ import (
 // packageRevisions serves packagerevisions from the Sim: get, list, watch,
 // create, update (and so patch) and delete.
 type packageRevisions struct {
-	client porchclient.PackageRevisionsGetter
-	tableConvertor
+	resource[*porchv1alpha1.PackageRevision, *porchv1alpha1.PackageRevisionList]
+	porch porchclient.PackageRevisionsGetter
 }
 
 var (
-	_ rest.Storage              = &packageRevisions{}
-	_ rest.Scoper               = &packageRevisions{}
-	_ rest.SingularNameProvider = &packageRevisions{}
-	_ rest.Getter               = &packageRevisions{}
-	_ rest.Lister               = &packageRevisions{}
-	_ rest.Watcher              = &packageRevisions{}
-	_ rest.Creater              = &packageRevisions{}
-	_ rest.Updater              = &packageRevisions{}
-	_ rest.GracefulDeleter      = &packageRevisions{}
+	_ rest.Storage         = &packageRevisions{}
+	_ rest.Watcher         = &packageRevisions{}
+	_ rest.Creater         = &packageRevisions{}
+	_ rest.Updater         = &packageRevisions{}
+	_ rest.GracefulDeleter = &packageRevisions{}
 )
 
 func newPackageRevisions(client porchclient.PackageRevisionsGetter) *packageRevisions {
-	return &packageRevisions{client: client, tableConvertor: packageRevisionTable}
-}
-
-// New returns an empty PackageRevision.
-func (r *packageRevisions) New() runtime.Object { return &porchv1alpha1.PackageRevision{} }
-
-// NewList returns an empty PackageRevisionList.
-func (r *packageRevisions) NewList() runtime.Object { return &porchv1alpha1.PackageRevisionList{} }
-
-// Destroy does nothing: the Sim outlives the server.
-func (r *packageRevisions) Destroy() {}
-
-// NamespaceScoped is true: PackageRevisions live in a Repository's namespace.
-func (r *packageRevisions) NamespaceScoped() bool { return true }
-
-// GetSingularName is the singular resource name.
-func (r *packageRevisions) GetSingularName() string { return "packagerevision" }
-
-// Get returns one PackageRevision.
-func (r *packageRevisions) Get(ctx context.Context, name string, opts *metav1.GetOptions) (runtime.Object, error) {
-	return served(r.client.PackageRevisions(namespaceOf(ctx)).Get(ctx, name, *opts))
-}
-
-// List lists PackageRevisions; label and field selectors go to the Sim,
-// which rejects the fields Porch does not index.
-func (r *packageRevisions) List(ctx context.Context, o *metainternalversion.ListOptions) (runtime.Object, error) {
-	opts, err := listOptions(o)
-	if err != nil {
-		return nil, err
+	return &packageRevisions{
+		resource: resource[*porchv1alpha1.PackageRevision, *porchv1alpha1.PackageRevisionList]{
+			client: func(namespace string) typedClient[*porchv1alpha1.PackageRevision, *porchv1alpha1.PackageRevisionList] {
+				return client.PackageRevisions(namespace)
+			},
+			newObj:         func() *porchv1alpha1.PackageRevision { return &porchv1alpha1.PackageRevision{} },
+			newList:        func() *porchv1alpha1.PackageRevisionList { return &porchv1alpha1.PackageRevisionList{} },
+			singular:       "packagerevision",
+			tableConvertor: packageRevisionTable,
+		},
+		porch: client,
 	}
-	return served(r.client.PackageRevisions(namespaceOf(ctx)).List(ctx, opts))
 }
 
 // Watch watches PackageRevisions through the Sim's watch.
@@ -73,7 +50,7 @@ func (r *packageRevisions) Watch(ctx context.Context, o *metainternalversion.Lis
 	if err != nil {
 		return nil, err
 	}
-	client := r.client.PackageRevisions(namespaceOf(ctx))
+	client := r.porch.PackageRevisions(namespaceOf(ctx))
 	// Like Porch, every watch replays every revision as ADDED and then marks
 	// the end of that replay with a bookmark, whatever resourceVersion it
 	// names: so a watch-list client gets its initial state from the watch
@@ -105,23 +82,7 @@ func (r *packageRevisions) Create(ctx context.Context, obj runtime.Object, valid
 			return nil, err
 		}
 	}
-	return served(r.client.PackageRevisions(namespaceOf(ctx)).Create(ctx, pr, *opts))
-}
-
-// Update updates (or patches) a PackageRevision. Porch never creates one on
-// update, so forceAllowCreate has no effect: a missing one is NotFound.
-func (r *packageRevisions) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc,
-	validate rest.ValidateObjectUpdateFunc, _ bool, opts *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	if err := refuseDryRun(opts.DryRun); err != nil {
-		return nil, false, err
-	}
-	client := r.client.PackageRevisions(namespaceOf(ctx))
-	out, err := updateThrough(ctx, objInfo, validate,
-		func() (*porchv1alpha1.PackageRevision, error) { return client.Get(ctx, name, metav1.GetOptions{}) },
-		func(pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
-			return client.Update(ctx, pr, *opts)
-		})
-	return out, false, err
+	return served(r.porch.PackageRevisions(namespaceOf(ctx)).Create(ctx, pr, *opts))
 }
 
 // Delete deletes a PackageRevision with the request's preconditions and
@@ -131,7 +92,7 @@ func (r *packageRevisions) Delete(ctx context.Context, name string, validate res
 	if err := refuseDryRun(opts.DryRun); err != nil {
 		return nil, false, err
 	}
-	client := r.client.PackageRevisions(namespaceOf(ctx))
+	client := r.porch.PackageRevisions(namespaceOf(ctx))
 	cur, err := client.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false, err
