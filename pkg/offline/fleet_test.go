@@ -20,6 +20,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 // The fleet scenario (issue 5) is one PackageVariantSet fanning the
@@ -53,27 +54,7 @@ var fleetRegions = []string{"eu-west", "us-east", "ap-south"}
 // Deployment and a ConfigMap. input.Revision 2 changes the Deployment and the
 // ConfigMap, so an upgrade has something to merge.
 func fleetBlueprint(revision int) map[string]string {
-	return map[string]string{
-		"Kptfile": `apiVersion: kpt.dev/v1
-kind: Kptfile
-metadata:
-  name: app
-info:
-  description: the fleet benchmark's blueprint
-`,
-		"deployment.yaml": fmt.Sprintf(`# The app, the same at every site.
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app
-spec:
-  replicas: %d
-  template:
-    spec:
-      containers:
-      - name: app
-        image: registry.example.com/app:v%d
-`, revision, revision),
+	return ctrlfixture.Blueprint(revision, "the fleet benchmark's blueprint", map[string]string{
 		"configmap.yaml": fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -82,7 +63,7 @@ data:
   logLevel: info
   blueprintRevision: "%d"
 `, revision),
-	}
+	})
 }
 
 // fleetSetObject selects the prod repositories and computes each variant's

@@ -21,19 +21,12 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 // The blueprint of the diff test has an injection point: the region's
 // settings ConfigMap.
-const diffSettings = `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  annotations:
-    kpt.dev/config-injection: required
-data:
-  region: unset
-`
+var diffSettings = ctrlfixture.InjectionPoint("settings", "region")
 
 // TestDiff runs variantctl diff, as a ServiceAccount that may only read,
 // against a settled fleet the controller made on each backend, for every

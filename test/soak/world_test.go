@@ -17,17 +17,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
-	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
-	"sigs.k8s.io/yaml"
-
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 const (
@@ -98,36 +98,9 @@ type world struct {
 }
 
 func blueprint(revision int) map[string]string {
-	return map[string]string{
-		"Kptfile": `apiVersion: kpt.dev/v1
-kind: Kptfile
-metadata:
-  name: app
-info:
-  description: the soak's blueprint
-`,
-		"deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app
-spec:
-  replicas: %d
-  template:
-    spec:
-      containers:
-      - name: app
-        image: registry.example.com/app:v%d
-`, revision, revision),
-		"settings.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  annotations:
-    kpt.dev/config-injection: required
-data:
-  color: unset
-`,
-	}
+	return ctrlfixture.Blueprint(revision, "the soak's blueprint", map[string]string{
+		"settings.yaml": ctrlfixture.InjectionPoint("settings", "color"),
+	})
 }
 
 func configMap(namespace, name, value string) *unstructured.Unstructured {

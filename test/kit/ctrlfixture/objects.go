@@ -1,6 +1,8 @@
 package ctrlfixture
 
 import (
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -29,4 +31,50 @@ func MustContain(t testing.TB, what, text string, want ...string) {
 			t.Errorf("%s does not contain %q:\n%s", what, w, text)
 		}
 	}
+}
+
+// Blueprint is revision `revision` of package app, the upstream the bench's
+// and the soak's fleets start from: a Kptfile described as description and
+// a Deployment whose replicas and image tag are the revision, so that every
+// revision changes it and an upgrade has something to merge; extra files
+// are added as they are.
+func Blueprint(revision int, description string, extra map[string]string) map[string]string {
+	files := map[string]string{
+		"Kptfile": fmt.Sprintf(`apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+info:
+  description: %s
+`, description),
+		"deployment.yaml": fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+spec:
+  replicas: %d
+  template:
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/app:v%d
+`, revision, revision),
+	}
+	maps.Copy(files, extra)
+	return files
+}
+
+// InjectionPoint is a package's ConfigMap name that a variant must fill from
+// an in-cluster object (kpt.dev/config-injection: required); until then its
+// key is "unset".
+func InjectionPoint(name, key string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  annotations:
+    kpt.dev/config-injection: required
+data:
+  %s: unset
+`, name, key)
 }
