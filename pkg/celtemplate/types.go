@@ -2,7 +2,8 @@ package celtemplate
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -80,12 +81,7 @@ func (p *objectProvider) FindStructFieldNames(name string) ([]string, bool) {
 	if !ok {
 		return p.Provider.FindStructFieldNames(name)
 	}
-	names := make([]string, 0, len(fields))
-	for f := range fields {
-		names = append(names, f)
-	}
-	sort.Strings(names)
-	return names, true
+	return slices.Sorted(maps.Keys(fields)), true
 }
 
 // FindStructFieldType gives the type of a field but no accessor: without

@@ -2,6 +2,8 @@ package mutate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -132,13 +134,8 @@ func addReadinessGates(kf object, types []string) error {
 	if !missing {
 		return nil
 	}
-	all := make([]string, 0, len(byType))
-	for t := range byType {
-		all = append(all, t)
-	}
-	sort.Strings(all)
-	content := make([]*yaml.Node, 0, len(all)+len(untyped))
-	for _, t := range all {
+	content := make([]*yaml.Node, 0, len(byType)+len(untyped))
+	for _, t := range slices.Sorted(maps.Keys(byType)) {
 		content = append(content, byType[t])
 	}
 	// Entries without a conditionType are not ours to judge; keep them.

@@ -13,6 +13,8 @@ package kit
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -88,12 +90,7 @@ func Start(t *testing.T, o Options) *Harness {
 	_, ctx := ktesting.NewTestContext(t)
 	sim := porchsim.New()
 	sim.AddRepository(o.Namespace, UpstreamRepo, false, nil)
-	repos := make([]string, 0, len(o.Repositories))
-	for name := range o.Repositories {
-		repos = append(repos, name)
-	}
-	sort.Strings(repos)
-	for _, name := range repos {
+	for _, name := range slices.Sorted(maps.Keys(o.Repositories)) {
 		sim.AddRepository(o.Namespace, name, true, o.Repositories[name])
 	}
 	if _, err := sim.AddPublished(o.Namespace, UpstreamRepo, UpstreamPackage, 1, o.Blueprint); err != nil {

@@ -19,8 +19,9 @@ package soak
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,15 +143,6 @@ func sum(m map[string]int) int {
 	return n
 }
 
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func (c *counts) report(seeds int, first int64, d time.Duration, sites int, failed []int64, took time.Duration) string {
 	var b strings.Builder
 	busy := 0
@@ -163,14 +155,14 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 		seeds, first, first+int64(seeds)-1, busy, d, sites, took.Round(time.Second))
 	fmt.Fprintf(&b, "| what | count |\n|---|---:|\n")
 	fmt.Fprintf(&b, "| controller requests | %d |\n", c.requests)
-	for _, k := range sortedKeys(c.faults) {
+	for _, k := range slices.Sorted(maps.Keys(c.faults)) {
 		fmt.Fprintf(&b, "| fault: %s | %d |\n", k, c.faults[k])
 	}
 	fmt.Fprintf(&b, "| faults in all | %d |\n", sum(c.faults))
 	fmt.Fprintf(&b, "| watch holds (lagging caches) | %d |\n", c.holds)
 	fmt.Fprintf(&b, "| broken watches | %d |\n", c.breaks)
 	fmt.Fprintf(&b, "| controller restarts | %d |\n", c.restarts)
-	for _, k := range sortedKeys(c.actions) {
+	for _, k := range slices.Sorted(maps.Keys(c.actions)) {
 		fmt.Fprintf(&b, "| person: %s | %d |\n", k, c.actions[k])
 	}
 	fmt.Fprintf(&b, "| people's actions in all | %d |\n", sum(c.actions))

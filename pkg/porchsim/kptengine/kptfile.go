@@ -3,8 +3,9 @@ package kptengine
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	kptapi "github.com/kptdev/kpt/pkg/api/kptfile/v1"
@@ -260,10 +261,5 @@ func stripRenderStatuses(files map[string]string) (map[string]string, map[string
 // sortedPaths returns the paths of the files in lexical order, so that
 // everything done file by file is done in the same order every time.
 func sortedPaths(files map[string]string) []string {
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	return paths
+	return slices.Sorted(maps.Keys(files))
 }
