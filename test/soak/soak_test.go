@@ -154,20 +154,22 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over %d site repositories and 10 hand-written variants; %s in all.\n\n",
 		seeds, first, first+int64(seeds)-1, busy, d, sites, took.Round(time.Second))
 	fmt.Fprintf(&b, "| what | count |\n|---|---:|\n")
-	fmt.Fprintf(&b, "| controller requests | %d |\n", c.requests)
-	for _, k := range slices.Sorted(maps.Keys(c.faults)) {
-		fmt.Fprintf(&b, "| fault: %s | %d |\n", k, c.faults[k])
+	row := func(what string, n int) { fmt.Fprintf(&b, "| %s | %d |\n", what, n) }
+	// each of m by name, then their sum
+	breakdown := func(prefix string, m map[string]int, total string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			row(prefix+k, m[k])
+		}
+		row(total, sum(m))
 	}
-	fmt.Fprintf(&b, "| faults in all | %d |\n", sum(c.faults))
-	fmt.Fprintf(&b, "| watch holds (lagging caches) | %d |\n", c.holds)
-	fmt.Fprintf(&b, "| broken watches | %d |\n", c.breaks)
-	fmt.Fprintf(&b, "| controller restarts | %d |\n", c.restarts)
-	for _, k := range slices.Sorted(maps.Keys(c.actions)) {
-		fmt.Fprintf(&b, "| person: %s | %d |\n", k, c.actions[k])
-	}
-	fmt.Fprintf(&b, "| people's actions in all | %d |\n", sum(c.actions))
-	fmt.Fprintf(&b, "| DraftEdited without a person's edit (draft kept) | %d |\n", c.falseEdited)
-	fmt.Fprintf(&b, "| violations | %d |\n", c.violations)
+	row("controller requests", c.requests)
+	breakdown("fault: ", c.faults, "faults in all")
+	row("watch holds (lagging caches)", c.holds)
+	row("broken watches", c.breaks)
+	row("controller restarts", c.restarts)
+	breakdown("person: ", c.actions, "people's actions in all")
+	row("DraftEdited without a person's edit (draft kept)", c.falseEdited)
+	row("violations", c.violations)
 	if len(failed) > 0 {
 		fmt.Fprintf(&b, "\nFailed seeds: %v\n", failed)
 	}
