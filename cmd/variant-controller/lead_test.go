@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/porch-variants/variant-controller/pkg/workloop"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 const testID = "replica-a"
@@ -101,18 +102,6 @@ func startLeader(t *testing.T, ctx context.Context, grace time.Duration) *leader
 	return l
 }
 
-func waitOn[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		var zero T
-		return zero
-	}
-}
-
 // TestLostLeaseCutsWritesOffAndExits: when renewing the Lease fails for the
 // renew deadline, the sync in progress is cut off, events are fenced,
 // runLeading returns errLostLease (the process exits non-zero and the
@@ -121,12 +110,12 @@ func waitOn[T any](t *testing.T, ch <-chan T, what string) T {
 func TestLostLeaseCutsWritesOffAndExits(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	l := startLeader(t, ctx, time.Minute)
-	waitOn(t, l.started, "the leader's sync to start")
+	ctrlfixture.Receive(t, l.started, "the leader's sync to start")
 	l.refuse.Store(true)
-	if err := waitOn(t, l.syncErr, "the sync to end"); !errors.Is(err, context.Canceled) {
+	if err := ctrlfixture.Receive(t, l.syncErr, "the sync to end"); !errors.Is(err, context.Canceled) {
 		t.Errorf("the sync in progress ended with %v, want it cut off (context.Canceled)", err)
 	}
-	if err := waitOn(t, l.result, "runLeading to return"); !errors.Is(err, errLostLease) {
+	if err := ctrlfixture.Receive(t, l.result, "runLeading to return"); !errors.Is(err, errLostLease) {
 		t.Fatalf("runLeading returned %v, want errLostLease", err)
 	}
 	if !l.fence.isClosed() {
@@ -148,7 +137,7 @@ func TestShutdownReleasesTheLeaseAfterWrites(t *testing.T) {
 	ctx, signal := context.WithCancel(ctx)
 	defer signal()
 	l := startLeader(t, ctx, time.Minute)
-	waitOn(t, l.started, "the leader's sync to start")
+	ctrlfixture.Receive(t, l.started, "the leader's sync to start")
 	signal()
 	// The loop stops taking keys; the sync must still be running and the
 	// Lease still held until it is let go.
@@ -157,10 +146,10 @@ func TestShutdownReleasesTheLeaseAfterWrites(t *testing.T) {
 	}
 	l.syncDone.Store(true)
 	close(l.release)
-	if err := waitOn(t, l.syncErr, "the sync to end"); err != nil {
+	if err := ctrlfixture.Receive(t, l.syncErr, "the sync to end"); err != nil {
 		t.Errorf("the sync in progress was cut off on a graceful shutdown: %v", err)
 	}
-	if err := waitOn(t, l.result, "runLeading to return"); err != nil {
+	if err := ctrlfixture.Receive(t, l.result, "runLeading to return"); err != nil {
 		t.Fatalf("runLeading returned %v on a graceful shutdown, want nil", err)
 	}
 	if l.releasedEarly.Load() {
@@ -200,7 +189,7 @@ func TestSignalWhileWaitingForTheLease(t *testing.T) {
 			func(context.Context) { t.Error("the controllers ran without the Lease") })
 	}()
 	signal()
-	if err := waitOn(t, result, "runLeading to return"); err != nil {
+	if err := ctrlfixture.Receive(t, result, "runLeading to return"); err != nil {
 		t.Errorf("runLeading returned %v, want nil", err)
 	}
 	if got := leaseHolder(t, client); got != other {

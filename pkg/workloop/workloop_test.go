@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/porch-variants/variant-controller/pkg/metrics"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 const testLoop = "test"
@@ -269,7 +270,7 @@ func syncUntilSucceeded(t *testing.T, ctx context.Context, l *Loop, q *recording
 	t.Helper()
 	runLoop(t, ctx, l, 1)
 	q.Add(keyA)
-	waitFor(t, succeeded, what)
+	ctrlfixture.Receive(t, succeeded, what)
 	poll(t, ctx, "key forgotten after success", func() bool { return q.NumRequeues(keyA) == 0 })
 }
 
@@ -342,18 +343,6 @@ func runLoop(t *testing.T, ctx context.Context, l *Loop, workers int) (stop func
 	return stop
 }
 
-func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
-}
-
 func poll(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
@@ -378,7 +367,7 @@ func TestRunSyncsAddedKeys(t *testing.T) {
 		q.Add(k)
 	}
 	for len(want) > 0 {
-		k := waitFor(t, synced, "keys to be synced")
+		k := ctrlfixture.Receive(t, synced, "keys to be synced")
 		if !want[k] {
 			t.Fatalf("unexpected or repeated sync of %s", k)
 		}
@@ -403,8 +392,8 @@ func TestRunUsesTheWorkers(t *testing.T) {
 	q.Add(keyA)
 	q.Add(keyB)
 	// Both syncs block until released: they only both start if two workers run.
-	waitFor(t, started, "first sync to start")
-	waitFor(t, started, "second sync to start while the first is running")
+	ctrlfixture.Receive(t, started, "first sync to start")
+	ctrlfixture.Receive(t, started, "second sync to start while the first is running")
 	unblock()
 	stop()
 }
@@ -467,7 +456,7 @@ func TestRunDropsKeyAfterMaxRetries(t *testing.T) {
 	// within the 10ms backoff cap; the barrier sync proves the worker
 	// moved on.
 	q.Add(keyB)
-	waitFor(t, barrier, "another key to be synced after the drop")
+	ctrlfixture.Receive(t, barrier, "another key to be synced after the drop")
 	if n := calls.Load(); n != MaxRetries+1 {
 		t.Errorf("sync called %d times for the failing key, want %d", n, MaxRetries+1)
 	}
@@ -545,7 +534,7 @@ func TestRunShutdown(t *testing.T) {
 	}()
 
 	q.Add(keyA)
-	waitFor(t, started, "the slow sync to start")
+	ctrlfixture.Receive(t, started, "the slow sync to start")
 	q.Add(keyB) // queued behind the busy worker
 	cancel()
 	poll(t, context.Background(), "queue shut down after cancel", q.ShuttingDown)
@@ -559,10 +548,10 @@ func TestRunShutdown(t *testing.T) {
 	}
 
 	unblock()
-	if err := waitFor(t, finished, "the in-flight sync to finish"); err != nil {
+	if err := ctrlfixture.Receive(t, finished, "the in-flight sync to finish"); err != nil {
 		t.Errorf("in-flight sync saw a cancelled context: %v", err)
 	}
-	waitFor(t, done, "Run to return")
+	ctrlfixture.Receive(t, done, "Run to return")
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -579,7 +568,7 @@ func TestRunWithCancelledContextReturns(t *testing.T) {
 		defer close(done)
 		l.Run(ctx, 3)
 	}()
-	waitFor(t, done, "Run to return")
+	ctrlfixture.Receive(t, done, "Run to return")
 	if !q.ShuttingDown() {
 		t.Error("Run returned without shutting the queue down")
 	}
@@ -632,11 +621,11 @@ func TestRunFenceCutsSyncsOff(t *testing.T) {
 		l.Run(WithFence(ctx, fence), 1)
 	}()
 	q.Add(keyA)
-	waitFor(t, started, "the sync to start")
+	ctrlfixture.Receive(t, started, "the sync to start")
 	lose()
-	if err := waitFor(t, cutOff, "the sync to be cut off"); !errors.Is(err, context.Canceled) {
+	if err := ctrlfixture.Receive(t, cutOff, "the sync to be cut off"); !errors.Is(err, context.Canceled) {
 		t.Errorf("sync context error = %v, want context.Canceled", err)
 	}
 	cancel()
-	waitFor(t, done, "Run to return")
+	ctrlfixture.Receive(t, done, "Run to return")
 }

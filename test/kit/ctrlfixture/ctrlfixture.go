@@ -9,6 +9,8 @@ package ctrlfixture
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -105,14 +107,23 @@ func WaitForKeys(t testing.TB, ch <-chan cache.ObjectName, what string, want ...
 		case k := <-ch:
 			delete(missing, k.String())
 		case <-timeout:
-			var keys []string
-			for k := range missing {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			t.Fatalf("%s: sync handler never saw %v", what, keys)
+			t.Fatalf("%s: sync handler never saw %v", what, slices.Sorted(maps.Keys(missing)))
 		}
 	}
+}
+
+// Receive returns the next value sent on ch, and fails the test when none
+// comes within 30 seconds.
+func Receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
 }
 
 // RunInBackground runs a controller's Run until ctx ends, failing the test
