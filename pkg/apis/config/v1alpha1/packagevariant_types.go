@@ -27,6 +27,42 @@ const DraftWorkspacePrefix = "packagevariant-"
 // or set back to Draft if its files changed after all.
 const ReplacingAnnotation = "config.porch.kpt.dev/replacing"
 
+// PausedAnnotation, set to "true" on a PackageVariant or a
+// PackageVariantSet by a person, makes its controller write nothing for it
+// (no package revision, no variant) until it is removed; the object reports
+// the condition Paused meanwhile.
+const PausedAnnotation = "config.porch.kpt.dev/paused"
+
+// Condition types and reasons a PackageVariant reports that other
+// controllers read: a PackageVariantSet's rollout waits on Published and
+// counts the reasons below as failures (something a person must fix).
+const (
+	// ConditionPublished is True when the downstream's latest Published
+	// revision carries the variant's current upstream revision and changes
+	// and no draft or proposal of the variant is open.
+	ConditionPublished = "Published"
+	// ConditionPaused is True while PausedAnnotation holds the object.
+	ConditionPaused = "Paused"
+
+	// ReasonWaitingForApproval: a draft or proposal of the variant waits
+	// for a person (or a bot) to publish it.
+	ReasonWaitingForApproval = "WaitingForApproval"
+	// ReasonNotPublished: the variant's change has no revision yet, or its
+	// latest Published revision does not carry it.
+	ReasonNotPublished = "NotPublished"
+	// ReasonPublished: Published=True.
+	ReasonPublished = "Published"
+	// ReasonPaused: the object is paused by PausedAnnotation.
+	ReasonPaused = "Paused"
+
+	// ReasonRenderFailed: the downstream's pipeline did not render.
+	ReasonRenderFailed = "RenderFailed"
+	// ReasonRefused: Porch refused a write the variant needs.
+	ReasonRefused = "Refused"
+	// ReasonConflict: another variant controls the same downstream package.
+	ReasonConflict = "Conflict"
+)
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
@@ -222,8 +258,8 @@ type PackageVariantStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Stalled (True when a person must act, for example on an
-	// invalid spec or a missing upstream) and Ready (True when the
-	// downstream is up to date).
+	// invalid spec or a missing upstream), Ready (True when the downstream
+	// is up to date), Published (True when that is published) and Paused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -2,6 +2,7 @@ package v1alpha2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -23,6 +24,8 @@ const SetLabel = "config.porch.kpt.dev/packagevariantset"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredVariants`
 // +kubebuilder:printcolumn:name="Variants Ready",type=integer,JSONPath=`.status.readyVariants`
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.rollout.currentWave`
+// +kubebuilder:printcolumn:name="Rolled Out",type=string,JSONPath=`.status.rollout.progress`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PackageVariantSet fans one upstream package out to many downstream
@@ -62,6 +65,78 @@ type PackageVariantSetSpec struct {
 	// per repository and package name it yields.
 	// +optional
 	Targets []Target `json:"targets,omitempty"`
+	// Rollout makes a change reach the variants in waves, each started
+	// only once the one before it is published. Without it every variant
+	// gets a change at once.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// ApproveWaveAnnotation approves a Manual wave of a set's rollout: its value
+// is "<wave>@<rollout id>" (the id is status.rollout.id). Approving a wave
+// approves the waves before it in the same rollout; an approval naming
+// another rollout approves nothing.
+const ApproveWaveAnnotation = "config.porch.kpt.dev/approve-wave"
+
+// Rollout says how a change (a new template, or a new latest upstream
+// revision) reaches the set's variants: wave by wave, at most so many
+// variants of a wave at once, the next wave starting only when every
+// variant of the one before has published the change.
+type Rollout struct {
+	// Waves, in order. A variant is in the first wave whose selector
+	// matches its labels (spec.labels of the PackageVariant the set makes);
+	// a wave without a selector takes every variant no earlier wave took.
+	// Variants no wave takes belong to the last wave.
+	// +optional
+	Waves []Wave `json:"waves,omitempty"`
+	// SoakSeconds is how long to wait after a wave finishes before the next
+	// starts. Default 0.
+	// +optional
+	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
+	// MaxFailures is how many failed variants a wave tolerates (Stalled, or
+	// Ready=False because rendering failed, Porch refused a write or
+	// another variant owns the package); with more, the rollout halts until
+	// they recover or the limit is raised. Default 0.
+	// +optional
+	MaxFailures *int32 `json:"maxFailures,omitempty"`
+	// ProgressDeadlineSeconds reports a wave not finished this long after it
+	// started (condition RolledOut reason ProgressDeadlineExceeded, and a
+	// Warning event); the wave keeps going.
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// Paused starts nothing new: no wave and no variant's change. What is
+	// open stays open.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// WaveApproval says whether a wave starts by itself.
+type WaveApproval string
+
+const (
+	// WaveApprovalAutomatic starts the wave when the one before has
+	// finished and soaked.
+	WaveApprovalAutomatic WaveApproval = "Automatic"
+	// WaveApprovalManual also waits for ApproveWaveAnnotation.
+	WaveApprovalManual WaveApproval = "Manual"
+)
+
+// Wave is one group of a set's variants.
+type Wave struct {
+	// Name of the wave: a DNS label, unique in the list. Required.
+	Name string `json:"name"`
+	// Selector over the labels of the variants; none: every variant no
+	// earlier wave took.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// MaxConcurrent is how many variants of the wave may have an unfinished
+	// change at once: a number, or a percentage of the wave's variants
+	// ("25%", rounded up, at least 1). Default: all of them.
+	// +optional
+	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
+	// Approval: Automatic (default) or Manual.
+	// +optional
+	Approval WaveApproval `json:"approval,omitempty"`
 }
 
 // Target is one way of choosing downstream repositories. Exactly one of
@@ -270,8 +345,10 @@ type PackageVariantSetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Stalled (True when a person must act, for example on an
-	// invalid spec) and Ready (True when every generated variant exists with
-	// the spec the set renders for it).
+	// invalid spec), Ready (True when every generated variant exists with
+	// the spec the set renders for it), RolledOut (with spec.rollout: True
+	// when every variant carries the set's current change and published it)
+	// and Paused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -285,4 +362,69 @@ type PackageVariantSetStatus struct {
 	// ReadyVariants is how many of them report Ready=True.
 	// +optional
 	ReadyVariants int32 `json:"readyVariants,omitempty"`
+	// Rollout reports the progress of spec.rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// WavePhase is where a wave of a rollout stands.
+type WavePhase string
+
+const (
+	// WavePending: an earlier wave has not finished.
+	WavePending WavePhase = "Pending"
+	// WaveWaitingForApproval: a Manual wave may start once approved.
+	WaveWaitingForApproval WavePhase = "WaitingForApproval"
+	// WaveProgressing: the wave's variants are getting the change.
+	WaveProgressing WavePhase = "Progressing"
+	// WaveSoaking: the wave before has finished; this one waits for the
+	// soak time.
+	WaveSoaking WavePhase = "Soaking"
+	// WaveFinished: every variant of the wave published the change (or
+	// failed, within maxFailures).
+	WaveFinished WavePhase = "Finished"
+	// WaveHalted: more variants failed than maxFailures allows.
+	WaveHalted WavePhase = "Halted"
+)
+
+// RolloutStatus is the progress of a set's rollout.
+type RolloutStatus struct {
+	// ID names what is being rolled out: a short hash of the upstream
+	// revision and the targets' templates.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// UpstreamRevision is the upstream revision being rolled out.
+	// +optional
+	UpstreamRevision int `json:"upstreamRevision,omitempty"`
+	// CurrentWave is the wave started last; empty when none has.
+	// +optional
+	CurrentWave string `json:"currentWave,omitempty"`
+	// Progress is "<finished>/<variants>" over every wave.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+	// Waves, in the order of spec.rollout.waves.
+	// +optional
+	Waves []WaveStatus `json:"waves,omitempty"`
+}
+
+// WaveStatus is the progress of one wave.
+type WaveStatus struct {
+	// Name of the wave.
+	Name string `json:"name"`
+	// Variants is how many variants are in the wave.
+	Variants int32 `json:"variants"`
+	// Updated is how many of them carry the rollout's change.
+	Updated int32 `json:"updated"`
+	// Finished is how many of them published it.
+	Finished int32 `json:"finished"`
+	// Failed is how many of them failed (see spec.rollout.maxFailures).
+	Failed int32 `json:"failed"`
+	// Phase of the wave.
+	Phase WavePhase `json:"phase"`
+	// StartedAt is when the wave started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// FinishedAt is when it finished.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }

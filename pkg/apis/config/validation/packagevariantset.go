@@ -47,6 +47,7 @@ func ValidatePackageVariantSet(pvs *configv1alpha2.PackageVariantSet, check Expr
 	for i := range pvs.Spec.Targets {
 		errs = append(errs, validateTarget(&pvs.Spec.Targets[i], confighelper.TargetPath(i), check)...)
 	}
+	errs = append(errs, validateRollout(pvs.Spec.Rollout, field.NewPath("spec", "rollout"))...)
 	return errs
 }
 

@@ -1,0 +1,76 @@
+package validation
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+func TestValidateRollout(t *testing.T) {
+	i32 := func(v int32) *int32 { return &v }
+	mc := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
+	cases := map[string]struct {
+		rollout *configv1alpha2.Rollout
+		want    []string
+	}{
+		"no rollout": {},
+		"a valid rollout": {rollout: &configv1alpha2.Rollout{
+			Waves: []configv1alpha2.Wave{
+				{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: mc(intstr.FromInt32(1))},
+				{Name: "prod", MaxConcurrent: mc(intstr.FromString("25%")), Approval: configv1alpha2.WaveApprovalManual},
+			},
+			SoakSeconds: i32(600), MaxFailures: i32(0), ProgressDeadlineSeconds: i32(86400),
+		}},
+		"no waves": {
+			rollout: &configv1alpha2.Rollout{},
+			want:    []string{"spec.rollout.waves: Required value: a rollout needs at least one wave"},
+		},
+		"names: missing, not a DNS label, repeated": {
+			rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{}, {Name: "Canary_1"}, {Name: "a"}, {Name: "a"}}},
+			want: []string{
+				"spec.rollout.waves[0].name: Required value: every wave needs a name",
+				`spec.rollout.waves[1].name: Invalid value: "Canary_1": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+				`spec.rollout.waves[3].name: Duplicate value: "a"`,
+			},
+		},
+		"maxConcurrent: zero, a bad percentage, a word": {
+			rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+				{Name: "a", MaxConcurrent: mc(intstr.FromInt32(0))},
+				{Name: "b", MaxConcurrent: mc(intstr.FromString("150%"))},
+				{Name: "c", MaxConcurrent: mc(intstr.FromString("half"))},
+			}},
+			want: []string{
+				`spec.rollout.waves[0].maxConcurrent: Invalid value: "0": must be a number of variants (1 or more) or a percentage of the wave such as "25%", not "0"`,
+				`spec.rollout.waves[1].maxConcurrent: Invalid value: "150%": a percentage must be a whole number from 1% to 100%, not "150%"`,
+				`spec.rollout.waves[2].maxConcurrent: Invalid value: "half": must be a number of variants (1 or more) or a percentage of the wave such as "25%", not "half"`,
+			},
+		},
+		"an unknown approval, a bad selector, negative times": {
+			rollout: &configv1alpha2.Rollout{
+				Waves: []configv1alpha2.Wave{{Name: "a", Approval: "Sometimes", Selector: &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}}},
+				SoakSeconds: i32(-1), MaxFailures: i32(-2), ProgressDeadlineSeconds: i32(0),
+			},
+			want: []string{
+				`spec.rollout.waves[0].selector is not a valid label selector: "Near" is not a valid label selector operator`,
+				`spec.rollout.waves[0].approval: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"`,
+				"spec.rollout.soakSeconds: Invalid value: -1: must be 0 or more",
+				"spec.rollout.maxFailures: Invalid value: -2: must be 0 or more",
+				"spec.rollout.progressDeadlineSeconds: Invalid value: 0: must be 1 or more (leave it out for no deadline)",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Messages(validateRollout(tc.rollout, field.NewPath("spec", "rollout")))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("messages (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

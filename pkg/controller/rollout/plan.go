@@ -1,0 +1,227 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// decision is one Compute in progress.
+type decision struct {
+	in       Input
+	plan     Plan
+	previous map[string]configv1alpha2.WaveStatus
+	// stop is set by the wave that holds the ones after it back; the
+	// condition reports it.
+	stop *stopped
+}
+
+// stopped is why the rollout goes no further than a wave for now.
+type stopped struct {
+	wave   configv1alpha2.WaveStatus
+	reason string
+	detail string
+}
+
+// Compute decides the rollout of a set's change.
+func Compute(in Input) (Plan, error) {
+	waves, err := Waves(in.Spec, in.Variants)
+	if err != nil {
+		return Plan{}, err
+	}
+	d := &decision{in: in, previous: map[string]configv1alpha2.WaveStatus{}}
+	if in.Previous != nil && in.Previous.ID == in.ID {
+		for _, w := range in.Previous.Waves {
+			d.previous[w.Name] = w
+		}
+	}
+	d.plan.Status = &configv1alpha2.RolloutStatus{ID: in.ID, UpstreamRevision: in.UpstreamRevision}
+	for i, w := range in.Spec.Waves {
+		ws := d.wave(i, w, waves[i])
+		d.plan.Status.Waves = append(d.plan.Status.Waves, ws)
+		if ws.StartedAt != nil {
+			d.plan.Status.CurrentWave = ws.Name
+		}
+	}
+	d.summarise()
+	return d.plan, nil
+}
+
+// wave decides wave i, whose variants are vs.
+func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) configv1alpha2.WaveStatus {
+	ws := configv1alpha2.WaveStatus{Name: w.Name, Phase: configv1alpha2.WavePending}
+	if d.stop != nil {
+		count(&ws, vs, nil)
+		return ws
+	}
+	prev := d.previous[w.Name]
+	ws.StartedAt, ws.FinishedAt = prev.StartedAt, prev.FinishedAt
+	if ws.StartedAt == nil && !d.start(i, w, &ws, vs) {
+		return ws
+	}
+	maxFailures := int32(intOr(d.in.Spec.MaxFailures, 0))
+	if ws.FinishedAt == nil && failures(vs) > maxFailures {
+		count(&ws, vs, nil)
+		ws.Phase = configv1alpha2.WaveHalted
+		d.stop = &stopped{wave: ws, reason: ReasonHalted, detail: fmt.Sprintf(
+			"more variants failed than spec.rollout.maxFailures (%d) allows: %s; fix them or raise maxFailures",
+			maxFailures, failedList(vs))}
+		return ws
+	}
+	var open map[string]bool
+	if !d.in.Spec.Paused {
+		open = d.open(w, vs)
+	}
+	count(&ws, vs, open)
+	if ws.FinishedAt == nil && done(vs, open, maxFailures) {
+		ws.FinishedAt = d.now()
+		d.event(false, EventWaveFinished, "wave %q of rollout %s finished: %d of %d variants published the change", w.Name, d.in.ID, ws.Finished, ws.Variants)
+	}
+	switch {
+	case ws.FinishedAt == nil:
+		ws.Phase = configv1alpha2.WaveProgressing
+		d.stop = &stopped{wave: ws, reason: ReasonWaveProgressing, detail: progress(vs, open)}
+		d.deadline(ws)
+	case i < len(d.in.Spec.Waves)-1 && d.in.Now.Before(d.soakEnd(ws)):
+		ws.Phase = configv1alpha2.WaveSoaking
+		d.requeue(d.soakEnd(ws))
+		d.stop = &stopped{wave: ws, reason: ReasonSoaking, detail: fmt.Sprintf(
+			"finished; the next wave starts after soaking until %s", d.soakEnd(ws).UTC().Format(time.RFC3339))}
+	default:
+		ws.Phase = configv1alpha2.WaveFinished
+	}
+	return ws
+}
+
+// start reports whether wave i starts now (the waves before it have
+// finished and soaked), and if not, records why.
+func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveStatus, vs []Variant) bool {
+	switch {
+	case d.in.Spec.Paused:
+		count(ws, vs, nil)
+		d.stop = &stopped{wave: *ws, reason: ReasonPaused, detail: "spec.rollout.paused is true: no wave and no variant starts; set it to false to go on"}
+		return false
+	case w.Approval == configv1alpha2.WaveApprovalManual && !approved(d.in.Spec, d.in.Approval, d.in.ID, i):
+		count(ws, vs, nil)
+		ws.Phase = configv1alpha2.WaveWaitingForApproval
+		d.stop = &stopped{wave: *ws, reason: ReasonWaitingForApproval, detail: fmt.Sprintf(
+			"waits for approval: kubectl annotate -n %s packagevariantset %s %s=%s@%s --overwrite",
+			d.in.Namespace, d.in.Set, configv1alpha2.ApproveWaveAnnotation, w.Name, d.in.ID)}
+		return false
+	}
+	ws.StartedAt = d.now()
+	d.event(false, EventWaveStarted, "wave %q of rollout %s started: %d variants", w.Name, d.in.ID, len(vs))
+	return true
+}
+
+// open chooses the variants of a started wave that get the change now: in
+// name order, as many as maxConcurrent leaves room for beside the unfinished
+// ones.
+func (d *decision) open(w configv1alpha2.Wave, vs []Variant) map[string]bool {
+	room := MaxConcurrent(w, len(vs))
+	for _, v := range vs {
+		if v.Updated && !v.Finished {
+			room--
+		}
+	}
+	open := map[string]bool{}
+	for _, v := range vs {
+		if room <= 0 {
+			break
+		}
+		if !v.Updated {
+			open[v.Name] = true
+			d.plan.Open = append(d.plan.Open, v.Name)
+			room--
+		}
+	}
+	return open
+}
+
+// deadline reports a progressing wave past its progress deadline.
+func (d *decision) deadline(ws configv1alpha2.WaveStatus) {
+	secs := d.in.Spec.ProgressDeadlineSeconds
+	if secs == nil || ws.StartedAt == nil {
+		return
+	}
+	at := ws.StartedAt.Add(time.Duration(*secs) * time.Second)
+	if d.in.Now.Before(at) {
+		d.requeue(at)
+		return
+	}
+	d.stop.reason = ReasonProgressDeadlineExceeded
+	d.stop.detail = fmt.Sprintf("not finished within spec.rollout.progressDeadlineSeconds (%d) of its start at %s: %s",
+		*secs, ws.StartedAt.UTC().Format(time.RFC3339), d.stop.detail)
+}
+
+func (d *decision) soakEnd(ws configv1alpha2.WaveStatus) time.Time {
+	return ws.FinishedAt.Add(time.Duration(intOr(d.in.Spec.SoakSeconds, 0)) * time.Second)
+}
+
+// requeue asks for a decision again at t at the latest.
+func (d *decision) requeue(t time.Time) {
+	after := t.Sub(d.in.Now)
+	if after <= 0 {
+		return
+	}
+	if d.plan.RequeueAfter == 0 || after < d.plan.RequeueAfter {
+		d.plan.RequeueAfter = after
+	}
+}
+
+func (d *decision) now() *metav1.Time {
+	t := metav1.NewTime(d.in.Now)
+	return &t
+}
+
+func (d *decision) event(warning bool, reason, format string, args ...any) {
+	d.plan.Events = append(d.plan.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// summarise sets the progress, the RolledOut condition and the events that
+// follow from it.
+func (d *decision) summarise() {
+	st := d.plan.Status
+	var finished, total int32
+	for _, w := range st.Waves {
+		finished += w.Finished
+		total += w.Variants
+	}
+	st.Progress = fmt.Sprintf("%d/%d", finished, total)
+	if d.stop == nil {
+		d.plan.Condition = Condition{Status: metav1.ConditionTrue, Reason: ReasonRolledOut, Message: fmt.Sprintf(
+			"rollout %s (upstream revision %d) is complete: every wave finished, %d of %d variants published it", d.in.ID, d.in.UpstreamRevision, finished, total)}
+		if d.in.PreviousReason != ReasonRolledOut || d.in.Previous == nil || d.in.Previous.ID != d.in.ID {
+			d.event(false, EventRolloutComplete, "%s", d.plan.Condition.Message)
+		}
+		return
+	}
+	reason := d.stop.reason
+	if d.in.Spec.Paused {
+		reason = ReasonPaused
+	}
+	message := fmt.Sprintf("rollout %s (upstream revision %d), wave %q: %s", d.in.ID, d.in.UpstreamRevision, d.stop.wave.Name, d.stop.detail)
+	if d.in.Spec.Paused && d.stop.reason != ReasonPaused {
+		message += "; spec.rollout.paused is true: nothing new starts until it is false"
+	}
+	d.plan.Condition = Condition{Status: metav1.ConditionFalse, Reason: reason, Message: message}
+	if reason == d.in.PreviousReason {
+		return
+	}
+	switch reason {
+	case ReasonHalted:
+		d.event(true, EventRolloutHalted, "%s", message)
+	case ReasonProgressDeadlineExceeded:
+		d.event(true, EventProgressDeadlineExceeded, "%s", message)
+	}
+}
+
+func intOr(p *int32, def int) int {
+	if p == nil {
+		return def
+	}
+	return int(*p)
+}

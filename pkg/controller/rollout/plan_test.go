@@ -1,0 +1,363 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+var t0 = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *metav1.Time {
+	t := metav1.NewTime(t0.Add(d))
+	return &t
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// threeWaves: canary (tier=canary, one at a time, automatic), prod
+// (tier=prod, Manual, 50%) and the rest.
+func threeWaves() *configv1alpha2.Rollout {
+	return &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
+		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, MaxConcurrent: ptr(intstr.FromString("50%")), Approval: configv1alpha2.WaveApprovalManual},
+		{Name: "rest"},
+	}}
+}
+
+// fleet: c1, c2 canary; p1..p4 prod; r1 untiered; each as state says
+// ("" pending, "open", "waiting", "done", "failed").
+func fleet(state map[string]string) []Variant {
+	tier := map[string]string{"c1": "canary", "c2": "canary", "p1": "prod", "p2": "prod", "p3": "prod", "p4": "prod", "r1": ""}
+	var out []Variant
+	for name, t := range tier {
+		v := Variant{Name: name, Labels: map[string]string{}}
+		if t != "" {
+			v.Labels["tier"] = t
+		}
+		switch state[name] {
+		case "open":
+			v.Updated = true
+		case "waiting":
+			v.Updated, v.WaitingFor = true, "edge."+name+".packagevariant-2"
+		case "done":
+			v.Updated, v.Finished = true, true
+		case "failed":
+			v.Updated, v.Failed = true, "RenderFailed"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// started is a previous status of rollout "id1" with the given waves'
+// start and finish times (minutes after t0; -1 for none).
+func started(times ...[2]int) *configv1alpha2.RolloutStatus {
+	st := &configv1alpha2.RolloutStatus{ID: "id1"}
+	for i, name := range []string{"canary", "prod", "rest"} {
+		ws := configv1alpha2.WaveStatus{Name: name}
+		if i < len(times) {
+			if times[i][0] >= 0 {
+				ws.StartedAt = at(time.Duration(times[i][0]) * time.Minute)
+			}
+			if times[i][1] >= 0 {
+				ws.FinishedAt = at(time.Duration(times[i][1]) * time.Minute)
+			}
+		}
+		st.Waves = append(st.Waves, ws)
+	}
+	return st
+}
+
+// phases is "<wave>:<phase> ..." of a status.
+func phases(st *configv1alpha2.RolloutStatus) string {
+	var out []string
+	for _, w := range st.Waves {
+		out = append(out, fmt.Sprintf("%s:%s", w.Name, w.Phase))
+	}
+	return strings.Join(out, " ")
+}
+
+func eventReasons(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func TestCompute(t *testing.T) {
+	cases := map[string]struct {
+		spec           func(*configv1alpha2.Rollout)
+		previous       *configv1alpha2.RolloutStatus
+		previousReason string
+		approval       string
+		state          map[string]string
+		now            time.Duration
+
+		wantOpen     []string
+		wantPhases   string
+		wantReason   string
+		wantMessage  []string
+		wantEvents   []string
+		wantRequeue  time.Duration
+		wantCurrent  string
+		wantProgress string
+	}{
+		"a new rollout starts the first wave and opens one variant of it, in name order": {
+			wantOpen:     []string{"c1"},
+			wantPhases:   "canary:Progressing prod:Pending rest:Pending",
+			wantReason:   ReasonWaveProgressing,
+			wantMessage:  []string{`wave "canary": 0 of 2 finished, 1 not started yet`},
+			wantEvents:   []string{EventWaveStarted},
+			wantCurrent:  "canary",
+			wantProgress: "0/7",
+		},
+		"maxConcurrent 1: no second variant while the first waits for approval": {
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "waiting"},
+			now:         time.Minute,
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantMessage: []string{`0 of 2 finished, 1 waiting for approval (edge.c1.packagevariant-2), 1 not started yet`},
+			wantCurrent: "canary",
+		},
+		"the next variant opens as one finishes": {
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "done"},
+			now:         time.Minute,
+			wantOpen:    []string{"c2"},
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantCurrent: "canary",
+		},
+		"a Manual wave waits for approval after the one before finishes": {
+			previous:     started([2]int{0, -1}),
+			state:        map[string]string{"c1": "done", "c2": "done"},
+			now:          time.Minute,
+			wantPhases:   "canary:Finished prod:WaitingForApproval rest:Pending",
+			wantReason:   ReasonWaitingForApproval,
+			wantMessage:  []string{"kubectl annotate -n ns packagevariantset s config.porch.kpt.dev/approve-wave=prod@id1 --overwrite"},
+			wantEvents:   []string{EventWaveFinished},
+			wantCurrent:  "canary",
+			wantProgress: "2/7",
+		},
+		"an approval of another rollout approves nothing": {
+			previous:   started([2]int{0, 1}),
+			approval:    "prod@id0",
+			state:       map[string]string{"c1": "done", "c2": "done"},
+			now:         2 * time.Minute,
+			wantPhases:  "canary:Finished prod:WaitingForApproval rest:Pending",
+			wantReason:  ReasonWaitingForApproval,
+			wantCurrent: "canary",
+		},
+		"an approved Manual wave starts and opens 50% of its four variants": {
+			previous:    started([2]int{0, 1}),
+			approval:    "prod@id1",
+			state:       map[string]string{"c1": "done", "c2": "done"},
+			now:         2 * time.Minute,
+			wantOpen:    []string{"p1", "p2"},
+			wantPhases:  "canary:Finished prod:Progressing rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantEvents:  []string{EventWaveStarted},
+			wantCurrent: "prod",
+		},
+		"approving a later wave approves the Manual waves before it": {
+			spec:       func(r *configv1alpha2.Rollout) { r.Waves[2].Approval = configv1alpha2.WaveApprovalManual },
+			previous:   started([2]int{0, 1}),
+			approval:   "rest@id1",
+			state:      map[string]string{"c1": "done", "c2": "done"},
+			now:        2 * time.Minute,
+			wantOpen:   []string{"p1", "p2"},
+			wantPhases: "canary:Finished prod:Progressing rest:Pending",
+			wantReason: ReasonWaveProgressing,
+			wantEvents: []string{EventWaveStarted}, wantCurrent: "prod",
+		},
+		"a finished wave soaks before the next starts, and the sync comes back when the soak ends": {
+			spec:        func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr(int32(600)) },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "done", "c2": "done"},
+			now:         4 * time.Minute,
+			wantPhases:  "canary:Soaking prod:Pending rest:Pending",
+			wantReason:  ReasonSoaking,
+			wantMessage: []string{"soaking until 2026-11-26T12:14:00Z"},
+			wantEvents:  []string{EventWaveFinished},
+			wantRequeue: 10 * time.Minute,
+			wantCurrent: "canary",
+		},
+		"after the soak the next wave starts": {
+			spec:       func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr(int32(600)); r.Waves[1].Approval = "" },
+			previous:   started([2]int{0, 4}),
+			state:      map[string]string{"c1": "done", "c2": "done"},
+			now:        14 * time.Minute,
+			wantOpen:   []string{"p1", "p2"},
+			wantPhases: "canary:Finished prod:Progressing rest:Pending",
+			wantReason: ReasonWaveProgressing,
+			wantEvents: []string{EventWaveStarted}, wantCurrent: "prod",
+		},
+		"a failure beyond maxFailures halts the rollout: nothing new opens": {
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "failed"},
+			now:         time.Minute,
+			wantPhases:  "canary:Halted prod:Pending rest:Pending",
+			wantReason:  ReasonHalted,
+			wantMessage: []string{"more variants failed than spec.rollout.maxFailures (0) allows: c1 (RenderFailed); fix them or raise maxFailures"},
+			wantEvents:  []string{EventRolloutHalted},
+			wantCurrent: "canary",
+		},
+		"a halt is announced once": {
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonHalted,
+			state:          map[string]string{"c1": "failed"},
+			now:            time.Minute,
+			wantPhases:     "canary:Halted prod:Pending rest:Pending",
+			wantReason:     ReasonHalted,
+			wantCurrent:    "canary",
+		},
+		"a failure within maxFailures lets the wave finish": {
+			spec:       func(r *configv1alpha2.Rollout) { r.MaxFailures = ptr(int32(1)); r.Waves[1].Approval = "" },
+			previous:   started([2]int{0, -1}),
+			state:      map[string]string{"c1": "failed", "c2": "done"},
+			now:        time.Minute,
+			wantOpen:   []string{"p1", "p2"},
+			wantPhases: "canary:Finished prod:Progressing rest:Pending",
+			wantReason: ReasonWaveProgressing,
+			wantEvents: []string{EventWaveFinished, EventWaveStarted}, wantCurrent: "prod",
+		},
+		"a recovered variant lets a halted rollout go on": {
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonHalted,
+			state:          map[string]string{"c1": "done"},
+			now:            time.Minute,
+			wantOpen:       []string{"c2"},
+			wantPhases:     "canary:Progressing prod:Pending rest:Pending",
+			wantReason:     ReasonWaveProgressing, wantCurrent: "canary",
+		},
+		"a wave past its progress deadline is reported once and keeps going": {
+			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "done"},
+			now:         61 * time.Minute,
+			wantOpen:    []string{"c2"},
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonProgressDeadlineExceeded,
+			wantMessage: []string{"not finished within spec.rollout.progressDeadlineSeconds (3600) of its start at 2026-11-26T12:00:00Z"},
+			wantEvents:  []string{EventProgressDeadlineExceeded},
+			wantCurrent: "canary",
+		},
+		"before its deadline a wave asks to be synced when it passes": {
+			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "waiting"},
+			now:         20 * time.Minute,
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantRequeue: 40 * time.Minute,
+			wantCurrent: "canary",
+		},
+		"a paused rollout starts no wave": {
+			spec:        func(r *configv1alpha2.Rollout) { r.Paused = true },
+			wantPhases:  "canary:Pending prod:Pending rest:Pending",
+			wantReason:  ReasonPaused,
+			wantMessage: []string{"spec.rollout.paused is true"},
+		},
+		"a paused rollout opens no more variants; the open one stays open": {
+			spec:        func(r *configv1alpha2.Rollout) { r.Paused = true },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "done"},
+			now:         time.Minute,
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonPaused,
+			wantMessage: []string{"1 of 2 finished, 1 not started yet; spec.rollout.paused is true"},
+			wantCurrent: "canary",
+		},
+		"a change mid-rollout starts again from the first wave": {
+			previous:    &configv1alpha2.RolloutStatus{ID: "id0", Waves: started([2]int{0, 1}, [2]int{1, -1}).Waves},
+			approval:    "prod@id0",
+			state:       map[string]string{"p1": "waiting"},
+			now:         time.Hour,
+			wantOpen:    []string{"c1"},
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantEvents:  []string{EventWaveStarted},
+			wantCurrent: "canary",
+		},
+		"every wave finished: rolled out, announced once": {
+			previous:       started([2]int{0, 1}, [2]int{1, 2}, [2]int{2, -1}),
+			previousReason: ReasonWaveProgressing,
+			state:          map[string]string{"c1": "done", "c2": "done", "p1": "done", "p2": "done", "p3": "done", "p4": "done", "r1": "done"},
+			now:            3 * time.Minute,
+			wantPhases:     "canary:Finished prod:Finished rest:Finished",
+			wantReason:     ReasonRolledOut,
+			wantMessage:    []string{"rollout id1 (upstream revision 3) is complete: every wave finished, 7 of 7 variants published it"},
+			wantEvents:     []string{EventWaveFinished, EventRolloutComplete},
+			wantCurrent:    "rest",
+			wantProgress:   "7/7",
+		},
+		"a variant of a finished wave that changes again is opened, without holding back the next wave": {
+			previous:    started([2]int{0, 1}, [2]int{1, -1}),
+			approval:    "prod@id1",
+			state:       map[string]string{"c1": "done", "p1": "waiting", "p2": "waiting"},
+			now:         3 * time.Minute,
+			wantOpen:    []string{"c2"},
+			wantPhases:  "canary:Finished prod:Progressing rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantCurrent: "prod",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := threeWaves()
+			if tc.spec != nil {
+				tc.spec(spec)
+			}
+			got, err := Compute(Input{
+				Spec: spec, Previous: tc.previous, PreviousReason: tc.previousReason, ID: "id1", UpstreamRevision: 3,
+				Approval: tc.approval, Variants: fleet(tc.state), Now: t0.Add(tc.now), Namespace: "ns", Set: "s",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantOpen, got.Open); diff != "" {
+				t.Errorf("opened (-want +got):\n%s", diff)
+			}
+			if p := phases(got.Status); p != tc.wantPhases {
+				t.Errorf("phases %q, want %q", p, tc.wantPhases)
+			}
+			if got.Condition.Reason != tc.wantReason {
+				t.Errorf("reason %q, want %q (%s)", got.Condition.Reason, tc.wantReason, got.Condition.Message)
+			}
+			wantStatus := metav1.ConditionFalse
+			if tc.wantReason == ReasonRolledOut {
+				wantStatus = metav1.ConditionTrue
+			}
+			if got.Condition.Status != wantStatus {
+				t.Errorf("RolledOut=%s, want %s", got.Condition.Status, wantStatus)
+			}
+			for _, m := range tc.wantMessage {
+				if !strings.Contains(got.Condition.Message, m) {
+					t.Errorf("message %q does not contain %q", got.Condition.Message, m)
+				}
+			}
+			if diff := cmp.Diff(tc.wantEvents, eventReasons(got.Events)); diff != "" {
+				t.Errorf("events (-want +got):\n%s\n%v", diff, got.Events)
+			}
+			if got.RequeueAfter != tc.wantRequeue {
+				t.Errorf("requeue after %v, want %v", got.RequeueAfter, tc.wantRequeue)
+			}
+			if got.Status.CurrentWave != tc.wantCurrent {
+				t.Errorf("current wave %q, want %q", got.Status.CurrentWave, tc.wantCurrent)
+			}
+			if tc.wantProgress != "" && got.Status.Progress != tc.wantProgress {
+				t.Errorf("progress %q, want %q", got.Status.Progress, tc.wantProgress)
+			}
+		})
+	}
+}

@@ -1,0 +1,201 @@
+// Package rollout decides how a PackageVariantSet's change reaches its
+// variants when the set has spec.rollout: which wave has started, which
+// variants get the change now, the status of every wave, the RolledOut
+// condition and the events to send. It is pure: the set's sync reads the
+// caches, hands the plain facts here and writes what comes back, and
+// variantctl's preview runs the same code.
+//
+// A change is finished for a variant when the variant carries it and has
+// published it (its Published condition). Waves run one at a time: a
+// started wave opens the change for at most maxConcurrent of its variants
+// at once, in name order, and opens the next as each finishes. A wave whose
+// variants all carry the change and finished it (or failed, within
+// maxFailures) is finished; after soakSeconds the next wave starts, once
+// approved if it is Manual. A finished wave stays finished for its rollout
+// (a variant of it that changes again later is still opened within its
+// maxConcurrent, but does not hold back the waves after it).
+package rollout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+)
+
+// Condition type and reasons of a set with a rollout.
+const (
+	// ConditionRolledOut is True when every variant of the set carries the
+	// set's current change and has published it.
+	ConditionRolledOut = "RolledOut"
+
+	ReasonRolledOut                = "RolledOut"
+	ReasonWaveProgressing          = "WaveProgressing"
+	ReasonWaitingForApproval       = "WaitingForApproval"
+	ReasonSoaking                  = "Soaking"
+	ReasonPaused                   = "Paused"
+	ReasonHalted                   = "Halted"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+)
+
+// Event reasons.
+const (
+	EventWaveStarted              = "WaveStarted"
+	EventWaveFinished             = "WaveFinished"
+	EventRolloutComplete          = "RolloutComplete"
+	EventRolloutHalted            = "RolloutHalted"
+	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+)
+
+// Variant is what a rollout knows of one variant the set wants.
+type Variant struct {
+	// Name of the PackageVariant.
+	Name string
+	// Labels the set gives it (spec.labels): they decide its wave.
+	Labels map[string]string
+	// Updated: it carries the change, or will when it is created (a
+	// variant for a new target is never held back).
+	Updated bool
+	// Finished: it carries the change and has published it.
+	Finished bool
+	// Failed names why the variant failed (something a person must fix);
+	// empty when it has not.
+	Failed string
+	// WaitingFor names the draft or proposal of the variant that waits for
+	// approval, for messages; empty when none does.
+	WaitingFor string
+}
+
+// Input is everything a rollout decision depends on.
+type Input struct {
+	// Spec is the set's spec.rollout.
+	Spec *configv1alpha2.Rollout
+	// Previous is the set's status.rollout as last written (nil if none).
+	Previous *configv1alpha2.RolloutStatus
+	// PreviousReason is the reason of the set's RolledOut condition as last
+	// written: an event is sent only when it changes.
+	PreviousReason string
+	// Namespace and Set name the set, for the messages that tell a person
+	// what to run.
+	Namespace, Set string
+	// ID names the change being rolled out (see ID).
+	ID string
+	// UpstreamRevision is the upstream revision being rolled out.
+	UpstreamRevision int
+	// Approval is the value of the set's ApproveWaveAnnotation.
+	Approval string
+	// Variants are every variant the set wants, in any order.
+	Variants []Variant
+	// Now is the time of the decision.
+	Now time.Time
+}
+
+// Condition is the RolledOut condition's status, reason and message.
+type Condition struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// Event is an event to send on the set.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// Plan is a rollout decision.
+type Plan struct {
+	// Open are the variants that get the change now (they do not carry it
+	// yet). The others that do not carry it keep the spec they have.
+	Open []string
+	// Status is the set's new status.rollout.
+	Status *configv1alpha2.RolloutStatus
+	// Condition is the set's RolledOut condition.
+	Condition Condition
+	// Events happened in this decision (a wave started or finished...).
+	Events []Event
+	// RequeueAfter is when the decision changes with time alone (a soak
+	// ends, a deadline passes); 0 when it does not.
+	RequeueAfter time.Duration
+}
+
+// ID names a change: a short hash of the upstream revision and what the set
+// renders its variants from (the targets' templates, never their selectors:
+// a target that only selects more repositories makes no change to roll out).
+func ID(upstreamRevision int, templates []*configv1alpha2.PackageVariantTemplate) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n", upstreamRevision)
+	// Marshalling the API types cannot fail: they hold strings, maps and
+	// slices only.
+	b, _ := json.Marshal(templates)
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// Waves puts each variant in its wave: the first whose selector matches its
+// labels, a wave without a selector taking every variant no earlier wave
+// took, and the last wave those no wave took. Each wave's variants are in
+// name order.
+func Waves(spec *configv1alpha2.Rollout, variants []Variant) ([][]Variant, error) {
+	selectors := make([]labels.Selector, len(spec.Waves))
+	for i, w := range spec.Waves {
+		if w.Selector == nil {
+			selectors[i] = labels.Everything()
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.rollout.waves[%d].selector: %w", i, err)
+		}
+		selectors[i] = sel
+	}
+	out := make([][]Variant, len(spec.Waves))
+	for _, v := range variants {
+		i := slices.IndexFunc(selectors, func(s labels.Selector) bool { return s.Matches(labels.Set(v.Labels)) })
+		if i < 0 {
+			i = len(out) - 1
+		}
+		out[i] = append(out[i], v)
+	}
+	for _, w := range out {
+		slices.SortFunc(w, func(a, b Variant) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return out, nil
+}
+
+// MaxConcurrent is how many variants of a wave of n may have an unfinished
+// change at once: all of them by default, a percentage rounded up, never
+// less than 1.
+func MaxConcurrent(w configv1alpha2.Wave, n int) int {
+	if w.MaxConcurrent == nil {
+		return max(n, 1)
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(w.MaxConcurrent, n, true)
+	if err != nil || v < 1 {
+		// Validation refuses both; a set that slipped through opens one
+		// variant at a time rather than none or all.
+		return 1
+	}
+	return v
+}
+
+// approved reports whether the Manual wave i of the rollout id is approved:
+// the annotation names it, or a later wave, of the same rollout.
+func approved(spec *configv1alpha2.Rollout, annotation, id string, i int) bool {
+	wave, rid, ok := strings.Cut(annotation, "@")
+	if !ok || rid != id {
+		return false
+	}
+	j := slices.IndexFunc(spec.Waves, func(w configv1alpha2.Wave) bool { return w.Name == wave })
+	return j >= i
+}
