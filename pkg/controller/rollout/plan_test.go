@@ -150,7 +150,7 @@ func TestCompute(t *testing.T) {
 			wantProgress: "2/7",
 		},
 		"an approval of another rollout approves nothing": {
-			previous:   started([2]int{0, 1}),
+			previous:    started([2]int{0, 1}),
 			approval:    "prod@id0",
 			state:       map[string]string{"c1": "done", "c2": "done"},
 			now:         2 * time.Minute,
