@@ -47,6 +47,27 @@ type Metrics struct {
 
 	requestLatency *prometheus.HistogramVec
 	requestResult  *prometheus.CounterVec
+
+	rolloutVariants *prometheus.GaugeVec
+}
+
+// States of a variant in a rollout's wave, the values of the "state" label
+// of rollout_wave_variants.
+const (
+	// WaveVariantPending: the variant does not carry the change yet.
+	WaveVariantPending = "pending"
+	// WaveVariantOpen: it carries the change and has not published it.
+	WaveVariantOpen = "open"
+	// WaveVariantFinished: it published the change.
+	WaveVariantFinished = "finished"
+	// WaveVariantFailed: it failed (a person must act).
+	WaveVariantFailed = "failed"
+)
+
+// WaveVariants are the variants of one wave of a set's rollout by state.
+type WaveVariants struct {
+	Wave                            string
+	Pending, Open, Finished, Failed int
 }
 
 // New makes a Metrics with a fresh registry.
@@ -104,7 +125,12 @@ func New() *Metrics {
 		Help: "API requests, by status code, method and host.",
 	}, []string{"code", "method", "host"})
 
-	m.Registry.MustRegister(m.syncTotal, m.syncDuration,
+	m.rolloutVariants = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "rollout_wave_variants",
+		Help: "Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).",
+	}, []string{"namespace", "set", "wave", "state"})
+
+	m.Registry.MustRegister(m.rolloutVariants, m.syncTotal, m.syncDuration,
 		m.queueDepth, m.queueAdds, m.queueLatency, m.queueWorkDuration,
 		m.queueUnfinished, m.queueLongestRunning, m.queueRetries,
 		m.requestLatency, m.requestResult)
@@ -118,6 +144,20 @@ func (m *Metrics) ObserveSync(controller, result string, d time.Duration) {
 	}
 	m.syncTotal.WithLabelValues(controller, result).Inc()
 	m.syncDuration.WithLabelValues(controller, result).Observe(d.Seconds())
+}
+
+// SetRollout records the waves of a set's rollout, replacing what was
+// recorded for the set before (none: the set has no rollout, or is gone).
+func (m *Metrics) SetRollout(namespace, set string, waves []WaveVariants) {
+	if m == nil {
+		return
+	}
+	m.rolloutVariants.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "set": set})
+	for _, w := range waves {
+		for state, n := range map[string]int{WaveVariantPending: w.Pending, WaveVariantOpen: w.Open, WaveVariantFinished: w.Finished, WaveVariantFailed: w.Failed} {
+			m.rolloutVariants.WithLabelValues(namespace, set, w.Wave, state).Set(float64(n))
+		}
+	}
 }
 
 // QueueMetricsProvider returns a workqueue.MetricsProvider that records on
