@@ -108,6 +108,9 @@ type Controller struct {
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 
+	// clock, when set, is the time rollouts decide by (tests set it).
+	clock func() time.Time
+
 	// syncHandler reconciles one set; a field so tests can replace it.
 	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }

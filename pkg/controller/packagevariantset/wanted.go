@@ -15,6 +15,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // wanted is what a set asks for, read from the caches alone: the variants
@@ -43,6 +44,9 @@ type wanted struct {
 	problems []string
 	// renderFailed says that some target has no valid spec.
 	renderFailed bool
+	// rollout is the decision of spec.rollout (nil: the set has none, or
+	// the sync did not get that far); changes holds only what it opens.
+	rollout *rollout.Plan
 }
 
 // setProblem is the reason and message of a Stalled set.

@@ -28,6 +28,25 @@ func count(ws *configv1alpha2.WaveStatus, vs []Variant, open map[string]bool) {
 	}
 }
 
+// states counts the variants of a wave by state, once the open ones carry
+// the change.
+func states(vs []Variant, open map[string]bool) States {
+	var s States
+	for _, v := range vs {
+		switch {
+		case v.Failed != "":
+			s.Failed++
+		case v.Updated && v.Finished:
+			s.Finished++
+		case v.Updated || open[v.Name]:
+			s.Open++
+		default:
+			s.Pending++
+		}
+	}
+	return s
+}
+
 func failures(vs []Variant) int32 {
 	var n int32
 	for _, v := range vs {

@@ -46,6 +46,13 @@ func Compute(in Input) (Plan, error) {
 			d.plan.Status.CurrentWave = ws.Name
 		}
 	}
+	open := make(map[string]bool, len(d.plan.Open))
+	for _, name := range d.plan.Open {
+		open[name] = true
+	}
+	for _, vs := range waves {
+		d.plan.States = append(d.plan.States, states(vs, open))
+	}
 	d.summarise()
 	return d.plan, nil
 }

@@ -358,6 +358,14 @@ func TestCompute(t *testing.T) {
 			if tc.wantProgress != "" && got.Status.Progress != tc.wantProgress {
 				t.Errorf("progress %q, want %q", got.Status.Progress, tc.wantProgress)
 			}
+			// Each variant is in one state, and the states agree with the
+			// wave's counts.
+			for i, ws := range got.Status.Waves {
+				s := got.States[i]
+				if n := s.Pending + s.Open + s.Finished + s.Failed; n != int(ws.Variants) || s.Finished != int(ws.Finished) || s.Failed != int(ws.Failed) {
+					t.Errorf("wave %s: states %+v do not add up to its counts %+v", ws.Name, s, ws)
+				}
+			}
 		})
 	}
 }

@@ -99,6 +99,12 @@ type Input struct {
 	Now time.Time
 }
 
+// States counts the variants of a wave by state: pending (without the
+// change), open (with it, not published), finished, failed.
+type States struct {
+	Pending, Open, Finished, Failed int
+}
+
 // Condition is the RolledOut condition's status, reason and message.
 type Condition struct {
 	Status  metav1.ConditionStatus
@@ -120,6 +126,9 @@ type Plan struct {
 	Open []string
 	// Status is the set's new status.rollout.
 	Status *configv1alpha2.RolloutStatus
+	// States are the variants of each wave (in the order of Status.Waves)
+	// by state, each variant counted once.
+	States []States
 	// Condition is the set's RolledOut condition.
 	Condition Condition
 	// Events happened in this decision (a wave started or finished...).

@@ -1,0 +1,142 @@
+package packagevariantset
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/pkg/metrics"
+)
+
+// A set with spec.rollout pins the upstream revision it resolved into each
+// variant's spec (a variant that follows the latest revision by itself
+// would take every new one at once), and holds back the updates of the
+// variants whose wave has not opened them yet: they keep the spec they
+// have. Creates (new targets) and deletes (vanished targets) are never
+// held back. pkg/controller/rollout decides; this file hands it the facts
+// from the caches and applies its plan to the set's writes.
+
+// planRollout decides the rollout of w's change and drops from w.changes
+// the updates it holds back. existing are the set's variants by
+// identifier.
+func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
+	variants := make([]rollout.Variant, 0, len(w.variants))
+	for _, v := range w.variants {
+		rv := rollout.Variant{Name: variantName(v.id), Labels: v.spec.Labels, Updated: true}
+		if cur, ok := existing[v.id]; ok {
+			rv.Name = cur.Name
+			rv.Updated = specEqual(&cur.Spec, v.spec)
+			rv.Finished, rv.Failed, rv.WaitingFor = variantProgress(cur)
+		}
+		variants = append(variants, rv)
+	}
+	var previousReason string
+	if cond := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut); cond != nil {
+		previousReason = cond.Reason
+	}
+	plan, err := rollout.Compute(rollout.Input{
+		Spec:             pvs.Spec.Rollout,
+		Previous:         pvs.Status.Rollout,
+		PreviousReason:   previousReason,
+		ID:               rollout.ID(upstream.Spec.Revision, templatesOf(pvs)),
+		UpstreamRevision: upstream.Spec.Revision,
+		Approval:         pvs.Annotations[configv1alpha2.ApproveWaveAnnotation],
+		Variants:         variants,
+		Now:              c.now(),
+		Namespace:        pvs.Namespace,
+		Set:              pvs.Name,
+	})
+	if err != nil {
+		return err
+	}
+	open := make(map[string]bool, len(plan.Open))
+	for _, name := range plan.Open {
+		open[name] = true
+	}
+	kept := w.changes[:0]
+	for _, ch := range w.changes {
+		if ch.current == nil || open[ch.current.Name] {
+			kept = append(kept, ch)
+		}
+	}
+	w.changes = kept
+	w.rollout = &plan
+	return nil
+}
+
+// variantProgress is where a variant stands with its current spec: it has
+// published it (Published=True for its generation), it failed (the reason:
+// Stalled, or Ready=False for something a person must fix, for its
+// generation), and the draft or proposal waiting for approval.
+func variantProgress(pv *configv1alpha1.PackageVariant) (finished bool, failed, waitingFor string) {
+	current := func(condType string) *metav1.Condition {
+		cond := meta.FindStatusCondition(pv.Status.Conditions, condType)
+		if cond == nil || cond.ObservedGeneration != pv.Generation {
+			return nil
+		}
+		return cond
+	}
+	if cond := current(conditions.Stalled); cond != nil && cond.Status == metav1.ConditionTrue {
+		failed = "Stalled: " + cond.Reason
+	}
+	if cond := current(conditions.Ready); failed == "" && cond != nil && cond.Status == metav1.ConditionFalse {
+		switch cond.Reason {
+		case configv1alpha1.ReasonRenderFailed, configv1alpha1.ReasonRefused, configv1alpha1.ReasonConflict:
+			failed = cond.Reason
+		}
+	}
+	pub := current(configv1alpha1.ConditionPublished)
+	finished = pub != nil && pub.Status == metav1.ConditionTrue
+	if pub != nil && pub.Reason == configv1alpha1.ReasonWaitingForApproval && len(pv.Status.DownstreamTargets) > 0 {
+		waitingFor = pv.Status.DownstreamTargets[0].Name
+	}
+	return finished, failed, waitingFor
+}
+
+// templatesOf are the templates of the set's targets, in order: with the
+// upstream revision, what a change to roll out is made of.
+func templatesOf(pvs *configv1alpha2.PackageVariantSet) []*configv1alpha2.PackageVariantTemplate {
+	out := make([]*configv1alpha2.PackageVariantTemplate, 0, len(pvs.Spec.Targets))
+	for i := range pvs.Spec.Targets {
+		out = append(out, pvs.Spec.Targets[i].Template)
+	}
+	return out
+}
+
+// rolloutStatus records a rollout decision in the set's status, and the
+// wave counts in the metrics. No decision (the set has no rollout) takes
+// the rollout's status away; a set whose sync stopped before deciding
+// keeps what it had.
+func (c *Controller) rolloutStatus(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+	if pvs.Spec.Rollout == nil {
+		status.Rollout = nil
+		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
+		c.metrics.SetRollout(pvs.Namespace, pvs.Name, nil)
+		return
+	}
+	if plan == nil {
+		return
+	}
+	status.Rollout = plan.Status
+	conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
+	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
+	for i, ws := range plan.Status.Waves {
+		s := plan.States[i]
+		waves = append(waves, metrics.WaveVariants{Wave: ws.Name, Pending: s.Pending, Open: s.Open, Finished: s.Finished, Failed: s.Failed})
+	}
+	c.metrics.SetRollout(pvs.Namespace, pvs.Name, waves)
+}
+
+// now is the controller's clock (tests set it).
+func (c *Controller) now() time.Time {
+	if c.clock != nil {
+		return c.clock()
+	}
+	return time.Now()
+}
