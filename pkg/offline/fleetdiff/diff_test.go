@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -21,37 +22,33 @@ import (
 // deleting what it drops; a staging repository it does not select; the
 // hand-written variant dev-app. prod-a's draft was published, prod-b's and
 // dev-app's are still drafts.
-const diffFleet = `
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: prod-a, namespace: fleet, labels: {env: prod, region: a}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/prod-a.git", branch: main}}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: prod-b, namespace: fleet, labels: {env: prod, region: b}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/prod-b.git", branch: main}}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: staging-a, namespace: fleet, labels: {env: staging, region: a}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/staging-a.git", branch: main}}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: dev-a, namespace: fleet, labels: {env: dev, region: a}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/dev-a.git", branch: main}}
----
+var diffFleet = strings.Join([]string{
+	diffRepository("prod-a", "prod", "a"),
+	diffRepository("prod-b", "prod", "b"),
+	diffRepository("staging-a", "staging", "a"),
+	diffRepository("dev-a", "dev", "a"),
+	`
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings-a, namespace: fleet}
 data: {region: region-a}
----
+`, `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings-b, namespace: fleet}
 data: {region: region-b}
-`
+`}, "---")
+
+// diffRepository is a deployment repository of the live fleet, labelled
+// with its env and region.
+func diffRepository(name, env, region string) string {
+	return fmt.Sprintf(`
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: Repository
+metadata: {name: %[1]s, namespace: fleet, labels: {env: %[2]s, region: %[3]s}}
+spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/%[1]s.git", branch: main}}
+`, name, env, region)
+}
 
 const diffSet = `
 apiVersion: config.porch.kpt.dev/v1alpha2
