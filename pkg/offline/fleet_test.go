@@ -338,18 +338,12 @@ func (f *fleet) checkVariants() []string {
 // checkConverged: every prod repository has a Ready variant and exactly
 // one draft, cloned from revision 1 with the variant's package context.
 func (f *fleet) checkConverged() []string {
-	problems := f.checkVariants()
-	drafts := f.downstream(porchv1alpha1.PackageRevisionLifecycleDraft)
-	perRepo := map[string]int{}
-	for _, pr := range drafts {
-		perRepo[pr.Spec.RepositoryName]++
+	problems, drafts := f.checkDrafts("drafts", func(pr *porchv1alpha1.PackageRevision) string {
 		if len(pr.Spec.Tasks) == 0 || pr.Spec.Tasks[0].Type != porchv1alpha1.TaskTypeClone {
-			problems = append(problems, fmt.Sprintf("draft %s is not a clone", pr.Name))
+			return fmt.Sprintf("draft %s is not a clone", pr.Name)
 		}
-	}
-	if len(drafts) != f.n || len(perRepo) != f.n {
-		problems = append(problems, fmt.Sprintf("%d drafts in %d repositories, want %d in %d", len(drafts), len(perRepo), f.n, f.n))
-	}
+		return ""
+	})
 	// One draft's files in full; checking all would make the check, not
 	// the controllers, the slow part at 10,000.
 	if len(drafts) > 0 {
@@ -394,20 +388,34 @@ func (f *fleet) checkPublished() []string {
 // checkUpgraded: every prod repository has exactly one upgrade draft from
 // its published revision to blueprint revision 2.
 func (f *fleet) checkUpgraded() []string {
+	problems, _ := f.checkDrafts("upgrade drafts", func(pr *porchv1alpha1.PackageRevision) string {
+		t := pr.Spec.Tasks
+		if len(t) == 0 || t[0].Type != porchv1alpha1.TaskTypeUpgrade || t[0].Upgrade.NewUpstream.Name != "blueprints.app.v2" {
+			return fmt.Sprintf("draft %s is not an upgrade to blueprints.app.v2: %+v", pr.Name, t)
+		}
+		return ""
+	})
+	return append(problems, f.checkSet()...)
+}
+
+// checkDrafts: the variants are as checkVariants wants them, and every
+// prod repository has exactly one draft, of which wrong says what is
+// wrong ("" when nothing); what names the drafts in a problem. It returns
+// the problems and the drafts.
+func (f *fleet) checkDrafts(what string, wrong func(pr *porchv1alpha1.PackageRevision) string) ([]string, []porchv1alpha1.PackageRevision) {
 	problems := f.checkVariants()
 	drafts := f.downstream(porchv1alpha1.PackageRevisionLifecycleDraft)
 	perRepo := map[string]int{}
-	for _, pr := range drafts {
-		perRepo[pr.Spec.RepositoryName]++
-		t := pr.Spec.Tasks
-		if len(t) == 0 || t[0].Type != porchv1alpha1.TaskTypeUpgrade || t[0].Upgrade.NewUpstream.Name != "blueprints.app.v2" {
-			problems = append(problems, fmt.Sprintf("draft %s is not an upgrade to blueprints.app.v2: %+v", pr.Name, t))
+	for i := range drafts {
+		perRepo[drafts[i].Spec.RepositoryName]++
+		if msg := wrong(&drafts[i]); msg != "" {
+			problems = append(problems, msg)
 		}
 	}
 	if len(drafts) != f.n || len(perRepo) != f.n {
-		problems = append(problems, fmt.Sprintf("%d upgrade drafts in %d repositories, want %d in %d", len(drafts), len(perRepo), f.n, f.n))
+		problems = append(problems, fmt.Sprintf("%d %s in %d repositories, want %d in %d", len(drafts), what, len(perRepo), f.n, f.n))
 	}
-	return append(problems, f.checkSet()...)
+	return problems, drafts
 }
 
 // fleetStep is one phase of the scenario and what must hold after it.

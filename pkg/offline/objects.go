@@ -83,22 +83,27 @@ func (c *clusterObjects) resourceOf(ctx context.Context, obj *unstructured.Unstr
 // kind (or ctx ends): a change made before that would never reach them. A
 // kind nothing reads is never watched, so give ctx a deadline.
 func (r *Runner) CreateObject(ctx context.Context, obj *unstructured.Unstructured) error {
-	res, err := r.objects.resourceOf(ctx, obj)
-	if err != nil {
-		return err
-	}
-	_, err = res.Create(ctx, obj, metav1.CreateOptions{})
-	return err
+	return r.objects.write(ctx, obj, func(res dynamic.ResourceInterface) (*unstructured.Unstructured, error) {
+		return res.Create(ctx, obj, metav1.CreateOptions{})
+	})
 }
 
 // UpdateObject changes an in-cluster object while the controllers run,
 // once they watch its kind, as CreateObject does.
 func (r *Runner) UpdateObject(ctx context.Context, obj *unstructured.Unstructured) error {
-	res, err := r.objects.resourceOf(ctx, obj)
+	return r.objects.write(ctx, obj, func(res dynamic.ResourceInterface) (*unstructured.Unstructured, error) {
+		return res.Update(ctx, obj, metav1.UpdateOptions{})
+	})
+}
+
+// write writes obj with do through its resource's client, once the
+// controllers watch its kind.
+func (c *clusterObjects) write(ctx context.Context, obj *unstructured.Unstructured, do func(dynamic.ResourceInterface) (*unstructured.Unstructured, error)) error {
+	res, err := c.resourceOf(ctx, obj)
 	if err != nil {
 		return err
 	}
-	_, err = res.Update(ctx, obj, metav1.UpdateOptions{})
+	_, err = do(res)
 	return err
 }
 

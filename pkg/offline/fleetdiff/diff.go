@@ -19,6 +19,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -39,29 +40,21 @@ func CaptureState(ctx context.Context, sim *porchsim.Sim) (*State, error) {
 		Variants:  map[string]*configv1alpha1.PackageVariant{},
 		Revisions: map[string]*porchv1alpha1.PackageRevision{},
 	}
-	sets, err := client.ConfigV1alpha2().PackageVariantSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list PackageVariantSets: %w", err)
-	}
-	for i := range sets.Items {
-		o := &sets.Items[i]
-		st.Sets[o.Namespace+"/"+o.Name] = o
-	}
-	pvs, err := client.ConfigV1alpha1().PackageVariants("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list PackageVariants: %w", err)
-	}
-	for i := range pvs.Items {
-		o := &pvs.Items[i]
-		st.Variants[o.Namespace+"/"+o.Name] = o
-	}
-	prs, err := client.PorchV1alpha1().PackageRevisions("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list PackageRevisions: %w", err)
-	}
-	for i := range prs.Items {
-		o := &prs.Items[i]
-		st.Revisions[o.Namespace+"/"+o.Name] = o
+	for _, k := range []input.ServedKind{input.PackageVariantSetKind, input.PackageVariantKind, input.PackageRevisionKind} {
+		objs, err := k.List(ctx, client, "")
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", k.Plural, err)
+		}
+		for _, obj := range objs {
+			switch o := obj.(type) {
+			case *configv1alpha2.PackageVariantSet:
+				st.Sets[o.Namespace+"/"+o.Name] = o
+			case *configv1alpha1.PackageVariant:
+				st.Variants[o.Namespace+"/"+o.Name] = o
+			case *porchv1alpha1.PackageRevision:
+				st.Revisions[o.Namespace+"/"+o.Name] = o
+			}
+		}
 	}
 	return st, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -21,37 +22,33 @@ import (
 // deleting what it drops; a staging repository it does not select; the
 // hand-written variant dev-app. prod-a's draft was published, prod-b's and
 // dev-app's are still drafts.
-const diffFleet = `
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: prod-a, namespace: fleet, labels: {env: prod, region: a}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/prod-a.git", branch: main}}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: prod-b, namespace: fleet, labels: {env: prod, region: b}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/prod-b.git", branch: main}}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: staging-a, namespace: fleet, labels: {env: staging, region: a}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/staging-a.git", branch: main}}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: Repository
-metadata: {name: dev-a, namespace: fleet, labels: {env: dev, region: a}}
-spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/dev-a.git", branch: main}}
----
+var diffFleet = strings.Join([]string{
+	diffRepository("prod-a", "prod", "a"),
+	diffRepository("prod-b", "prod", "b"),
+	diffRepository("staging-a", "staging", "a"),
+	diffRepository("dev-a", "dev", "a"),
+	`
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings-a, namespace: fleet}
 data: {region: region-a}
----
+`, `
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings-b, namespace: fleet}
 data: {region: region-b}
-`
+`}, "---")
+
+// diffRepository is a deployment repository of the live fleet, labelled
+// with its env and region.
+func diffRepository(name, env, region string) string {
+	return fmt.Sprintf(`
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: Repository
+metadata: {name: %[1]s, namespace: fleet, labels: {env: %[2]s, region: %[3]s}}
+spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/%[1]s.git", branch: main}}
+`, name, env, region)
+}
 
 const diffSet = `
 apiVersion: config.porch.kpt.dev/v1alpha2
@@ -118,6 +115,16 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *input.Input) 
 	return sim, live
 }
 
+// diffLive runs a diff of the change (YAML, with del deleted) against a
+// live fleet made for the test, and returns it with its text.
+func diffLive(t *testing.T, change string, del bool) (*Diff, *Stats, string) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	_, live := liveFleet(t, ctx)
+	d, stats := diffOf(t, ctx, live, change, del)
+	return d, stats, textOf(t, d)
+}
+
 // diffOf runs a diff of the change (YAML) against the live fleet.
 func diffOf(t *testing.T, ctx context.Context, live *input.Input, change string, del bool) (*Diff, *Stats) {
 	t.Helper()
@@ -152,17 +159,15 @@ func textOf(t *testing.T, d *Diff) string {
 }
 
 func TestDiffOfTheFleetsOwnManifestsIsEmpty(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, live := liveFleet(t, ctx)
-	d, stats := diffOf(t, ctx, live, diffSet+"---"+diffVariant, false)
+	d, stats, text := diffLive(t, diffSet+"---"+diffVariant, false)
 	if !d.Empty() {
-		t.Errorf("the fleet's own manifests make a difference:\n%s", textOf(t, d))
+		t.Errorf("the fleet's own manifests make a difference:\n%s", text)
 	}
 	if len(stats.FilesRead) != 0 {
 		t.Errorf("an unchanged fleet read package files %v, want none", stats.FilesRead)
 	}
-	if !strings.Contains(textOf(t, d), "No difference") {
-		t.Errorf("the text does not say there is no difference:\n%s", textOf(t, d))
+	if !strings.Contains(text, "No difference") {
+		t.Errorf("the text does not say there is no difference:\n%s", text)
 	}
 }
 
@@ -179,11 +184,8 @@ func TestDiffShowInjected(t *testing.T) {
 }
 
 func TestDiffSelectorGainsARepository(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, live := liveFleet(t, ctx)
 	change := strings.Replace(diffSet, "matchLabels: {env: prod}", "matchExpressions: [{key: env, operator: In, values: [prod, staging]}]", 1)
-	d, stats := diffOf(t, ctx, live, change, false)
-	text := textOf(t, d)
+	d, stats, text := diffLive(t, change, false)
 	if len(d.Sets) != 1 || d.Sets[0].Action != DiffChanged || !strings.Contains(d.Sets[0].SpecDiff, "+      - staging") {
 		t.Errorf("the set's change is not shown:\n%s", text)
 	}
@@ -271,11 +273,7 @@ func TestDiffPackageContextChange(t *testing.T) {
 }
 
 func TestDiffUpstreamPinMoved(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, live := liveFleet(t, ctx)
-	change := strings.Replace(diffSet, "revision: 1", "revision: 2", 1)
-	d, _ := diffOf(t, ctx, live, change, false)
-	text := textOf(t, d)
+	d, _, text := diffLive(t, strings.Replace(diffSet, "revision: 1", "revision: 2", 1), false)
 	got := map[string]RevisionDiff{}
 	for _, v := range d.Variants {
 		for _, r := range v.Revisions {
@@ -297,10 +295,7 @@ func TestDiffUpstreamPinMoved(t *testing.T) {
 }
 
 func TestDiffDeleteSet(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, live := liveFleet(t, ctx)
-	d, _ := diffOf(t, ctx, live, diffSet, true)
-	text := textOf(t, d)
+	d, _, text := diffLive(t, diffSet, true)
 	if len(d.Sets) != 1 || d.Sets[0].Action != DiffRemoved {
 		t.Errorf("the set is not shown removed:\n%s", text)
 	}
@@ -327,11 +322,7 @@ func TestDiffDeleteSet(t *testing.T) {
 }
 
 func TestDiffInjectorOfAMissingObject(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, live := liveFleet(t, ctx)
-	change := strings.Replace(diffVariant, "- name: settings-a", "- name: settings-missing", 1)
-	d, _ := diffOf(t, ctx, live, change, false)
-	text := textOf(t, d)
+	d, _, text := diffLive(t, strings.Replace(diffVariant, "- name: settings-a", "- name: settings-missing", 1), false)
 	if len(d.Variants) != 1 || d.Variants[0].Name != "dev-app" {
 		t.Fatalf("want dev-app alone:\n%s", text)
 	}
@@ -352,10 +343,7 @@ func TestDiffInjectorOfAMissingObject(t *testing.T) {
 }
 
 func TestDiffMachineReadable(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	_, live := liveFleet(t, ctx)
-	change := strings.Replace(diffSet, "revision: 1", "revision: 2", 1)
-	d, _ := diffOf(t, ctx, live, change, false)
+	d, _, _ := diffLive(t, strings.Replace(diffSet, "revision: 1", "revision: 2", 1), false)
 	var b bytes.Buffer
 	if err := d.WriteJSON(&b); err != nil {
 		t.Fatal(err)

@@ -172,37 +172,23 @@ func apply(ctx context.Context, sim *porchsim.Sim, live, change *input.Input, ns
 		return nil, input.Errors{{Source: r.Source, Object: "PackageRevision " + r.PR.Name,
 			Msg: "variantctl diff applies PackageVariantSets, PackageVariants, Repositories and the objects injectors and objectSelectors read; package revisions are the controllers' output, not something to apply"}}
 	}
-	nsOf := func(m *metav1.ObjectMeta) {
-		if m.Namespace == "" {
-			m.Namespace = ns
-		}
-	}
-	for _, o := range change.Repositories {
-		repo := o.Obj.DeepCopy()
-		nsOf(&repo.ObjectMeta)
-		fail(o.Source, "Repository "+repo.Namespace+"/"+repo.Name,
-			applyOne(ctx, client.ConfigV1alpha1().Repositories(repo.Namespace), repo, del, func(cur *configv1alpha1.Repository) {
-				cur.Labels, cur.Annotations, cur.Spec = repo.Labels, repo.Annotations, repo.Spec
-			}))
-	}
-	for _, o := range change.Sets {
-		set := o.Obj.DeepCopy()
-		nsOf(&set.ObjectMeta)
+	applyAll(change.Repositories, "Repository", ns, fail, func(repo *configv1alpha1.Repository) error {
+		return applyOne(ctx, client.ConfigV1alpha1().Repositories(repo.Namespace), repo, del, func(cur *configv1alpha1.Repository) {
+			cur.Labels, cur.Annotations, cur.Spec = repo.Labels, repo.Annotations, repo.Spec
+		})
+	})
+	applyAll(change.Sets, "PackageVariantSet", ns, fail, func(set *configv1alpha2.PackageVariantSet) error {
 		set.Status = configv1alpha2.PackageVariantSetStatus{}
-		fail(o.Source, "PackageVariantSet "+set.Namespace+"/"+set.Name,
-			applyOne(ctx, client.ConfigV1alpha2().PackageVariantSets(set.Namespace), set, del, func(cur *configv1alpha2.PackageVariantSet) {
-				cur.Labels, cur.Annotations, cur.Spec = set.Labels, set.Annotations, set.Spec
-			}))
-	}
-	for _, o := range change.Variants {
-		pv := o.Obj.DeepCopy()
-		nsOf(&pv.ObjectMeta)
+		return applyOne(ctx, client.ConfigV1alpha2().PackageVariantSets(set.Namespace), set, del, func(cur *configv1alpha2.PackageVariantSet) {
+			cur.Labels, cur.Annotations, cur.Spec = set.Labels, set.Annotations, set.Spec
+		})
+	})
+	applyAll(change.Variants, "PackageVariant", ns, fail, func(pv *configv1alpha1.PackageVariant) error {
 		pv.Status = configv1alpha1.PackageVariantStatus{}
-		fail(o.Source, "PackageVariant "+pv.Namespace+"/"+pv.Name,
-			applyOne(ctx, client.ConfigV1alpha1().PackageVariants(pv.Namespace), pv, del, func(cur *configv1alpha1.PackageVariant) {
-				cur.Labels, cur.Annotations, cur.Spec = pv.Labels, pv.Annotations, pv.Spec
-			}))
-	}
+		return applyOne(ctx, client.ConfigV1alpha1().PackageVariants(pv.Namespace), pv, del, func(cur *configv1alpha1.PackageVariant) {
+			cur.Labels, cur.Annotations, cur.Spec = pv.Labels, pv.Annotations, pv.Spec
+		})
+	})
 
 	// In-cluster objects: the change's replace the fleet's (or, deleted,
 	// are left out).
@@ -258,6 +244,22 @@ func objectID(u *unstructured.Unstructured, ns string) string {
 		n = ns
 	}
 	return u.GroupVersionKind().GroupKind().String() + " " + n + "/" + u.GetName()
+}
+
+// applyAll applies a copy of each of objs, in namespace ns when it names
+// none, and reports what fails as kind namespace/name.
+func applyAll[T interface {
+	metav1.Object
+	DeepCopy() T
+}](objs []input.Sourced[T], kind, ns string, fail func(input.Source, string, error), apply func(obj T) error) {
+	for _, o := range objs {
+		obj := o.Obj.DeepCopy()
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(ns)
+		}
+		name := kind + " " + obj.GetNamespace() + "/" + obj.GetName()
+		fail(o.Source, name, apply(obj))
+	}
 }
 
 // typedClient is what applyOne needs of a typed client.

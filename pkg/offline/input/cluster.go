@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 )
 
@@ -54,33 +52,14 @@ func ReadCluster(ctx context.Context, client versioned.Interface, namespaces []s
 	in := &Input{}
 	for _, ns := range namespaces {
 		src := Source{File: "cluster namespace " + ns}
-		repos, err := client.ConfigV1alpha1().Repositories(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, &ClusterError{What: "list Repositories in namespace " + ns, Err: err}
-		}
-		for i := range repos.Items {
-			in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{&repos.Items[i], src})
-		}
-		sets, err := client.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, &ClusterError{What: "list PackageVariantSets in namespace " + ns, Err: err}
-		}
-		for i := range sets.Items {
-			in.Sets = append(in.Sets, Sourced[*configv1alpha2.PackageVariantSet]{&sets.Items[i], src})
-		}
-		pvs, err := client.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, &ClusterError{What: "list PackageVariants in namespace " + ns, Err: err}
-		}
-		for i := range pvs.Items {
-			in.Variants = append(in.Variants, Sourced[*configv1alpha1.PackageVariant]{&pvs.Items[i], src})
-		}
-		prs, err := client.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, &ClusterError{What: "list PackageRevisions in namespace " + ns, Err: err}
-		}
-		for i := range prs.Items {
-			in.Revisions = append(in.Revisions, &Revision{PR: &prs.Items[i], Source: src})
+		for _, k := range clusterKinds {
+			objs, err := k.List(ctx, client, ns)
+			if err != nil {
+				return nil, &ClusterError{What: "list " + k.Plural + " in namespace " + ns, Err: err}
+			}
+			for _, obj := range objs {
+				in.hold(obj, src)
+			}
 		}
 	}
 	in.FileSource = func(ctx context.Context, namespace, name string) (map[string]string, error) {

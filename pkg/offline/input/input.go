@@ -336,44 +336,18 @@ func (in *Input) add(src Source, js []byte) Errors {
 		return nil
 	}
 	group := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind).Group
-	// read decodes into obj and checks its metadata by rule.
-	read := func(obj metav1.Object, rule nameRule) Errors {
+	if k, ok := servedKindOf(tm); ok {
+		obj := k.empty()
 		if errs := strict(obj, tm.Kind); errs != nil {
 			return errs
 		}
-		return in.checkMetadata(src, group, tm.Kind, obj, rule)
+		if errs := in.checkMetadata(src, group, tm.Kind, obj, k.rule); errs != nil {
+			return errs
+		}
+		in.hold(obj, src)
+		return nil
 	}
 	switch {
-	case tm.APIVersion == configV1alpha1 && tm.Kind == "PackageVariant":
-		pv := &configv1alpha1.PackageVariant{}
-		if errs := read(pv, customResourceName); errs != nil {
-			return errs
-		}
-		in.Variants = append(in.Variants, Sourced[*configv1alpha1.PackageVariant]{pv, src})
-	case tm.APIVersion == configV1alpha2 && tm.Kind == "PackageVariantSet":
-		pvs := &configv1alpha2.PackageVariantSet{}
-		if errs := read(pvs, customResourceName); errs != nil {
-			return errs
-		}
-		in.Sets = append(in.Sets, Sourced[*configv1alpha2.PackageVariantSet]{pvs, src})
-	case tm.APIVersion == configV1alpha1 && tm.Kind == "Repository":
-		repo := &configv1alpha1.Repository{}
-		if errs := read(repo, customResourceName); errs != nil {
-			return errs
-		}
-		in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{repo, src})
-	case tm.APIVersion == porchV1alpha1 && tm.Kind == "PackageRevision":
-		pr := &porchv1alpha1.PackageRevision{}
-		if errs := read(pr, packageRevisionName); errs != nil {
-			return errs
-		}
-		in.Revisions = append(in.Revisions, &Revision{PR: pr, Source: src})
-	case tm.APIVersion == porchV1alpha1 && tm.Kind == "PackageRevisionResources":
-		prr := &porchv1alpha1.PackageRevisionResources{}
-		if errs := read(prr, customResourceName); errs != nil {
-			return errs
-		}
-		in.resources[prr.Namespace+"/"+prr.Name] = Sourced[*porchv1alpha1.PackageRevisionResources]{prr, src}
 	case strings.HasPrefix(tm.APIVersion, "config.porch.kpt.dev/") || strings.HasPrefix(tm.APIVersion, "porch.kpt.dev/"):
 		return fail(tm.Kind+" "+nameOf(js), "apiVersion %s kind %s is not served; use %s PackageVariant or Repository, %s PackageVariantSet, %s PackageRevision or PackageRevisionResources",
 			tm.APIVersion, tm.Kind, configV1alpha1, configV1alpha2, porchV1alpha1)

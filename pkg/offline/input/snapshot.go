@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 )
 
@@ -31,51 +32,26 @@ func WriteSnapshot(ctx context.Context, client versioned.Interface, ns string, o
 		items = append(items, m)
 		return nil
 	}
-	repos, err := client.ConfigV1alpha1().Repositories(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list Repositories: %w", err)
-	}
-	for i := range repos.Items {
-		if err := add(&repos.Items[i], configV1alpha1, "Repository"); err != nil {
-			return err
-		}
-	}
-	sets, err := client.ConfigV1alpha2().PackageVariantSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list PackageVariantSets: %w", err)
-	}
-	for i := range sets.Items {
-		if err := add(&sets.Items[i], configV1alpha2, "PackageVariantSet"); err != nil {
-			return err
-		}
-	}
-	pvs, err := client.ConfigV1alpha1().PackageVariants(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list PackageVariants: %w", err)
-	}
-	for i := range pvs.Items {
-		if err := add(&pvs.Items[i], configV1alpha1, "PackageVariant"); err != nil {
-			return err
-		}
-	}
-	prs, err := client.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list PackageRevisions: %w", err)
-	}
-	for i := range prs.Items {
-		pr := &prs.Items[i]
-		if err := add(pr, porchV1alpha1, "PackageRevision"); err != nil {
-			return err
-		}
-		if !files {
-			continue
-		}
-		prr, err := client.PorchV1alpha1().PackageRevisionResources(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+	for _, k := range clusterKinds {
+		objs, err := k.List(ctx, client, ns)
 		if err != nil {
-			return fmt.Errorf("get PackageRevisionResources %s/%s: %w", pr.Namespace, pr.Name, err)
+			return fmt.Errorf("list %s: %w", k.Plural, err)
 		}
-		if err := add(prr, porchV1alpha1, "PackageRevisionResources"); err != nil {
-			return err
+		for _, obj := range objs {
+			if err := add(obj, k.APIVersion, k.Kind); err != nil {
+				return err
+			}
+			pr, ok := obj.(*porchv1alpha1.PackageRevision)
+			if !ok || !files {
+				continue
+			}
+			prr, err := client.PorchV1alpha1().PackageRevisionResources(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("get PackageRevisionResources %s/%s: %w", pr.Namespace, pr.Name, err)
+			}
+			if err := add(prr, packageRevisionResourcesKind.APIVersion, packageRevisionResourcesKind.Kind); err != nil {
+				return err
+			}
 		}
 	}
 	for _, o := range objects {
