@@ -213,6 +213,7 @@ func New(ctx context.Context, client versioned.Interface,
 					c.expectations.Forget(m.GetUID())
 					c.statusWrites.Delete(m.GetUID())
 					c.written.Forget(m.GetUID())
+					c.metrics.SetRollout(m.GetNamespace(), m.GetName(), nil)
 				}
 			},
 		}},
@@ -275,7 +276,9 @@ func both(handle func(obj interface{})) cache.ResourceEventHandlerFuncs {
 
 // handleVariantUpdate wakes the set when what it manages changed (the
 // spec, labels, owner, deletion): at once; when only the variant's
-// readiness changed: after the readiness delay, batched with the others.
+// readiness or where it stands with its change (published, failed: what a
+// rollout waits on) changed: after the readiness delay, batched with the
+// others.
 // Other status writes do not concern the set.
 func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj interface{}) {
 	o, ok1 := oldObj.(*configv1alpha1.PackageVariant)
@@ -292,7 +295,7 @@ func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj inte
 		c.handleVariant(logger, newObj, 0)
 		return
 	}
-	if meta.IsStatusConditionTrue(o.Status.Conditions, "Ready") != meta.IsStatusConditionTrue(n.Status.Conditions, "Ready") {
+	if meta.IsStatusConditionTrue(o.Status.Conditions, "Ready") != meta.IsStatusConditionTrue(n.Status.Conditions, "Ready") || progressChanged(o, n) {
 		c.handleVariant(logger, newObj, c.readinessDelay)
 	}
 }

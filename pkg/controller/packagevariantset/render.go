@@ -29,9 +29,16 @@ type renderer struct {
 // the design document gives: downstream.repoExpr first (without the
 // repository variable), then the downstream Repository is loaded and every
 // other expression evaluated. The upstream is copied as written, so each
-// variant resolves (and follows) it itself.
+// variant resolves (and follows) it itself; with a rollout, it names the
+// revision the set resolved.
 func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) {
 	up := *r.pvs.Spec.Upstream
+	if r.pvs.Spec.Rollout != nil {
+		// Each variant keeps the revision its wave last opened it for:
+		// one following the latest revision would take every new one at
+		// once.
+		up.Revision = r.upstream.Spec.Revision
+	}
 	spec := &configv1alpha1.PackageVariantSpec{
 		Upstream:   &up,
 		Downstream: &configv1alpha1.Downstream{Repo: t.repoDefault, Package: t.packageDefault},

@@ -3,6 +3,7 @@ package packagevariantset
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -99,6 +100,14 @@ func variantProgress(pv *configv1alpha1.PackageVariant) (finished bool, failed, 
 	return finished, failed, waitingFor
 }
 
+// progressChanged reports whether a variant's update changed where it
+// stands with its change (variantProgress).
+func progressChanged(o, n *configv1alpha1.PackageVariant) bool {
+	of, ofail, _ := variantProgress(o)
+	nf, nfail, _ := variantProgress(n)
+	return of != nf || ofail != nfail
+}
+
 // templatesOf are the templates of the set's targets, in order: with the
 // upstream revision, what a change to roll out is made of.
 func templatesOf(pvs *configv1alpha2.PackageVariantSet) []*configv1alpha2.PackageVariantTemplate {
@@ -109,11 +118,11 @@ func templatesOf(pvs *configv1alpha2.PackageVariantSet) []*configv1alpha2.Packag
 	return out
 }
 
-// rolloutStatus records a rollout decision in the set's status, and the
-// wave counts in the metrics. No decision (the set has no rollout) takes
-// the rollout's status away; a set whose sync stopped before deciding
-// keeps what it had.
-func (c *Controller) rolloutStatus(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+// recordRollout records a rollout decision in the set's status, its events
+// on the set and the wave counts in the metrics. No decision (the set has
+// no rollout) takes the rollout's status away; a set whose sync stopped
+// before deciding keeps what it had.
+func (c *Controller) recordRollout(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
 	if pvs.Spec.Rollout == nil {
 		status.Rollout = nil
 		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
@@ -124,6 +133,13 @@ func (c *Controller) rolloutStatus(pvs *configv1alpha2.PackageVariantSet, status
 		return
 	}
 	status.Rollout = plan.Status
+	for _, e := range plan.Events {
+		eventType := corev1.EventTypeNormal
+		if e.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(pvs, eventType, e.Reason, e.Message)
+	}
 	conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
 	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
 	for i, ws := range plan.Status.Waves {

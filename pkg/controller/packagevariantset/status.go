@@ -22,6 +22,8 @@ import (
 const (
 	ConditionStalled = conditions.Stalled
 	ConditionReady   = conditions.Ready
+	// ConditionPaused is True while a person pauses the set.
+	ConditionPaused = configv1alpha1.ConditionPaused
 
 	ReasonValidationError   = "ValidationError"
 	ReasonUpstreamNotFound  = "UpstreamNotFound"

@@ -7,12 +7,16 @@ import (
 	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
@@ -61,6 +65,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // (manage.go); the status, computed from both without a client
 // (status.go).
 func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	if confighelper.Paused(pvs) {
+		// Everything else stays as the last sync left it.
+		conditions.Set(&pvs.Status.Conditions, pvs.Generation, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
+			confighelper.PausedMessage("PackageVariantSet", pvs))
+		return nil
+	}
+	meta.RemoveStatusCondition(&pvs.Status.Conditions, ConditionPaused)
 	existing, byName := c.variantsOf(pvs)
 	w := c.wantedVariants(ctx, pvs, existing)
 	var managed manageResult
@@ -72,6 +83,9 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 		}
 	}
 	pvs.Status = calculateStatus(pvs, byName, w, managed, manageErr)
+	if manageErr == nil {
+		c.recordRollout(pvs, &pvs.Status, w.rollout)
+	}
 	switch {
 	case manageErr != nil:
 		return manageErr
@@ -81,8 +95,13 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	if err := errors.Join(managed.writeErrs...); err != nil {
 		return err
 	}
-	if managed.recheck > 0 {
-		return workloop.RecheckAfter(managed.recheck)
+	recheck := managed.recheck
+	if r := w.rollout; r != nil && r.RequeueAfter > 0 && (recheck == 0 || r.RequeueAfter < recheck) {
+		// A soak ends, or a progress deadline passes.
+		recheck = r.RequeueAfter
+	}
+	if recheck > 0 {
+		return workloop.RecheckAfter(recheck)
 	}
 	return nil
 }

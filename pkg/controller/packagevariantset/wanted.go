@@ -116,6 +116,11 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 		return &wanted{targetsErr: stopped}
 	}
 	c.planChanges(pvs, existing, w)
+	if pvs.Spec.Rollout != nil {
+		if err := c.planRollout(pvs, existing, w, upstream); err != nil {
+			return &wanted{stalled: &setProblem{ReasonValidationError, err.Error()}}
+		}
+	}
 	return w
 }
 
