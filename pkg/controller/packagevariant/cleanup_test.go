@@ -73,58 +73,28 @@ func TestRelease(t *testing.T) {
 		published        = porchv1alpha1.PackageRevisionLifecyclePublished
 		deletionProposed = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
 	)
-	keepOnly := []metav1.OwnerReference{keeper}
+	deleted := prWrite{Verb: "delete", Name: "deploy.app.ws"}
+	// released is the update that leaves the revision at lifecycle with
+	// only the other owners.
+	released := func(lifecycle porchv1alpha1.PackageRevisionLifecycle) prWrite {
+		return prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: lifecycle, Owners: []metav1.OwnerReference{keeper}}
+	}
+	del, orphan := configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan
 	cases := map[string]struct {
 		reason    string
 		policy    configv1alpha1.DeletionPolicy
 		lifecycle porchv1alpha1.PackageRevisionLifecycle
 		want      prWrite
 	}{
-		"DeleteDraft": {
-			reason: "delete policy deletes a Draft",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: draft,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
-		},
-		"DeleteProposed": {
-			reason: "delete policy deletes a Proposed revision",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: proposed,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
-		},
-		"DefaultPolicyIsDelete": {
-			reason: "an empty deletion policy deletes",
-			policy: "", lifecycle: draft,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
-		},
-		"DeletePublished": {
-			reason: "delete policy proposes deletion of a Published revision and lets go of it, other owners kept",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: published,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
-		},
-		"DeleteDeletionProposed": {
-			reason: "delete policy only lets go of a revision already proposed for deletion",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: deletionProposed,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
-		},
-		"OrphanDraft": {
-			reason: "orphan policy removes only our owner reference from a Draft",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: draft,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: draft, Owners: keepOnly},
-		},
-		"OrphanProposed": {
-			reason: "orphan policy keeps a Proposed revision as it is",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: proposed,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: proposed, Owners: keepOnly},
-		},
-		"OrphanPublished": {
-			reason: "orphan policy keeps a Published revision Published",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: published,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: published, Owners: keepOnly},
-		},
-		"OrphanDeletionProposed": {
-			reason: "orphan policy keeps a DeletionProposed revision as it is",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: deletionProposed,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
-		},
+		"DeleteDraft":            {"delete policy deletes a Draft", del, draft, deleted},
+		"DeleteProposed":         {"delete policy deletes a Proposed revision", del, proposed, deleted},
+		"DefaultPolicyIsDelete":  {"an empty deletion policy deletes", "", draft, deleted},
+		"DeletePublished":        {"delete policy proposes deletion of a Published revision and lets go of it, other owners kept", del, published, released(deletionProposed)},
+		"DeleteDeletionProposed": {"delete policy only lets go of a revision already proposed for deletion", del, deletionProposed, released(deletionProposed)},
+		"OrphanDraft":            {"orphan policy removes only our owner reference from a Draft", orphan, draft, released(draft)},
+		"OrphanProposed":         {"orphan policy keeps a Proposed revision as it is", orphan, proposed, released(proposed)},
+		"OrphanPublished":        {"orphan policy keeps a Published revision Published", orphan, published, released(published)},
+		"OrphanDeletionProposed": {"orphan policy keeps a DeletionProposed revision as it is", orphan, deletionProposed, released(deletionProposed)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
