@@ -46,10 +46,7 @@ func validSet() *configv1alpha2.PackageVariantSet {
 }
 
 func TestValidatePackageVariantSet(t *testing.T) {
-	cases := map[string]struct {
-		change func(*configv1alpha2.PackageVariantSet)
-		want   []string
-	}{
+	testChanges(t, map[string]changeCase[*configv1alpha2.PackageVariantSet]{
 		"valid": {change: func(*configv1alpha2.PackageVariantSet) {}},
 		"no upstream": {
 			change: func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream = nil },
@@ -151,17 +148,9 @@ func TestValidatePackageVariantSet(t *testing.T) {
 				"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].valueExpr: syntax error",
 			},
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s := validSet()
-			tc.change(s)
-			f := &fakeCheck{}
-			if diff := cmp.Diff(tc.want, Messages(ValidatePackageVariantSet(s, f.check))); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, validSet, func(s *configv1alpha2.PackageVariantSet) field.ErrorList {
+		return ValidatePackageVariantSet(s, (&fakeCheck{}).check)
+	})
 }
 
 // TestValidateRepoExprHasNoRepository: downstream.repoExpr is checked
