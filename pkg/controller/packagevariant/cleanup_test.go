@@ -104,7 +104,7 @@ func TestRelease(t *testing.T) {
 			pr := ownedRev(pv, "ws", tc.lifecycle)
 			f := newFixture(t)
 			f.revs = []*porchv1alpha1.PackageRevision{pr}
-			f.objects = []runtime.Object{pr}
+			f.Objects = []runtime.Object{pr}
 			c, _ := f.newController(ctx)
 			before := pr.DeepCopy()
 			if err := c.release(ctx, pv, pr, "test"); err != nil {
@@ -161,7 +161,7 @@ func TestReleaseReadsLiveBeforeDeleting(t *testing.T) {
 			tc.live(pv, live)
 			f := newFixture(t)
 			f.revs = []*porchv1alpha1.PackageRevision{cached}
-			f.objects = []runtime.Object{live}
+			f.Objects = []runtime.Object{live}
 			c, _ := f.newController(ctx)
 			if err := c.release(ctx, pv, cached, "test"); err != nil {
 				t.Fatalf("release: %v", err)
@@ -261,9 +261,9 @@ func TestCleanup(t *testing.T) {
 			f := newFixture(t)
 			f.pvs = []*configv1alpha1.PackageVariant{tc.pv}
 			f.revs = []*porchv1alpha1.PackageRevision{d1, d2, p1, elsewhere, notOurs, otherNS}
-			f.objects = []runtime.Object{tc.pv}
+			f.Objects = []runtime.Object{tc.pv}
 			for _, pr := range f.revs {
-				f.objects = append(f.objects, pr)
+				f.Objects = append(f.Objects, pr)
 			}
 			c, _ := f.newController(ctx)
 			if tc.failOn != "" {
@@ -319,7 +319,7 @@ func TestCleanupFailureIsReportedOnce(t *testing.T) {
 	d1 := ownedRev(pv, "packagevariant-1", porchv1alpha1.PackageRevisionLifecycleDraft)
 	f := newFixture(t)
 	f.revs = []*porchv1alpha1.PackageRevision{d1}
-	f.objects = []runtime.Object{pv, d1}
+	f.Objects = []runtime.Object{pv, d1}
 	c, _ := f.newController(ctx)
 	f.Client.PrependReactor("delete", "packagerevisions", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("porch is down")
@@ -370,7 +370,7 @@ func TestCleanupConfirmsLiveBeforeRemovingFinalizer(t *testing.T) {
 	cached.OwnerReferences = []metav1.OwnerReference{keeper} // before the adoption
 	f := newFixture(t)
 	f.revs = []*porchv1alpha1.PackageRevision{cached}
-	f.objects = []runtime.Object{pv, adopted}
+	f.Objects = []runtime.Object{pv, adopted}
 	c, _ := f.newController(ctx)
 
 	err := c.cleanup(ctx, pv)

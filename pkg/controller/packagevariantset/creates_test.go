@@ -39,7 +39,7 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1", "edge-2"))
 	f.sets = append(f.sets, s)
 	f.repos = append(f.repos, repository("ns", "edge-1", nil), repository("ns", "edge-2", nil))
-	f.objects = append(f.objects, s)
+	f.Objects = append(f.Objects, s)
 	f.revisions = append(f.revisions, publishedUpstream())
 	c, _ := f.newController(ctx)
 	failOnce := true
@@ -96,7 +96,7 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
 	s.Generation, s.ResourceVersion = 1, "10"
 	f.sets = append(f.sets, s)
-	f.objects = append(f.objects, s)
+	f.Objects = append(f.Objects, s)
 	c, _ := f.newController(ctx)
 	f.Client.PrependReactor("update", "packagevariantsets", func(a core.Action) (bool, runtime.Object, error) {
 		obj := a.(core.UpdateAction).GetObject().(*configv1alpha2.PackageVariantSet).DeepCopy()
@@ -160,7 +160,7 @@ func TestSetGoingCreatesNothing(t *testing.T) {
 			f.sets = append(f.sets, s)
 			f.repos = append(f.repos, repository("ns", "edge-1", nil))
 			if l := live(s); l != nil {
-				f.objects = append(f.objects, l)
+				f.Objects = append(f.Objects, l)
 			}
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
@@ -201,7 +201,7 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	f.sets = append(f.sets, s)
 	f.repos = append(f.repos, repository("ns", "edge-1", nil))
 	stranger := variantOf("ns", "s-edge-1-app", "s", "uid-old")
-	f.objects = append(f.objects, s, stranger)
+	f.Objects = append(f.Objects, s, stranger)
 	f.revisions = append(f.revisions, publishedUpstream())
 	c, _ := f.newController(ctx)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)

@@ -93,13 +93,13 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
 			s.Generation = 2
 			f.sets = append(f.sets, s)
-			f.objects = append(f.objects, s)
+			f.Objects = append(f.Objects, s)
 			for _, r := range tc.targets {
 				f.repos = append(f.repos, repository("ns", r, nil))
 			}
 			for _, pv := range tc.existing {
 				f.variants = append(f.variants, pv)
-				f.objects = append(f.objects, pv)
+				f.Objects = append(f.Objects, pv)
 			}
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
@@ -146,7 +146,7 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 			}}
 			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
 			f.sets = append(f.sets, s)
-			f.objects = append(f.objects, s)
+			f.Objects = append(f.Objects, s)
 			for _, r := range []string{"edge-1", "edge-2", "edge-3"} {
 				f.repos = append(f.repos, repository("ns", r, map[string]string{"region": "eu", "tier": "gold"}))
 			}
