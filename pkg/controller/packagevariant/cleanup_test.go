@@ -276,7 +276,7 @@ func TestCleanup(t *testing.T) {
 			}
 
 			var got outcome
-			if err := c.syncHandler(ctx, cache.MetaObjectToName(tc.pv)); err != nil {
+			if err := c.sync(ctx, cache.MetaObjectToName(tc.pv)); err != nil {
 				got.Err = err.Error()
 			}
 			actions := f.WriteActions()

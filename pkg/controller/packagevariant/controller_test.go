@@ -92,7 +92,7 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 			f.pvs = append(f.pvs, pv)
 			f.Objects = append(f.Objects, pv)
 			c, _ := f.newController(ctx)
-			if err := c.syncHandler(ctx, tc.key); err != nil {
+			if err := c.sync(ctx, tc.key); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			var got []string
@@ -167,7 +167,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 	c, factory := f.newController(ctx)
 	c.loop.Synced = nil // wait for the real informers
 	var synced <-chan cache.ObjectName
-	c.syncHandler, synced = ctrlfixture.Synced(100)
+	c.loop.Sync, synced = ctrlfixture.Synced(100)
 	factory.Start(ctx.Done())
 	stop := ctrlfixture.RunInBackground(t, cancel, func() error { return c.Run(ctx, 2) })
 

@@ -367,7 +367,7 @@ func TestSyncMakesNoWrites(t *testing.T) {
 			f.sets = append(f.sets, s)
 			f.Objects = append(f.Objects, s)
 			c, _ := f.newController(ctx)
-			if err := c.syncHandler(ctx, tc.key); err != nil {
+			if err := c.sync(ctx, tc.key); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			if got := f.WriteActions(); len(got) != 0 {
@@ -407,7 +407,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 		t.Fatal("HasSynced is true before the informers started")
 	}
 	var synced <-chan cache.ObjectName
-	c.syncHandler, synced = ctrlfixture.Synced(1000)
+	c.loop.Sync, synced = ctrlfixture.Synced(1000)
 	factory.Start(ctx.Done())
 	defer func() {
 		cancel()

@@ -56,7 +56,7 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 		f.Client.ClearActions()
 		// A sync that waits for its own variants to reach the cache asks
 		// to be run again; that is not a failure.
-		if err := c.syncHandler(ctx, key); (err != nil && !workloop.IsRetryAfter(err)) != wantErr {
+		if err := c.sync(ctx, key); (err != nil && !workloop.IsRetryAfter(err)) != wantErr {
 			t.Fatalf("sync: error %v, want error: %v", err, wantErr)
 		}
 		return createdVariants(f.Client.Actions())
@@ -104,7 +104,7 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 		return true, obj, nil
 	})
 	// No upstream revision: the sync reports it in status, which it writes.
-	if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+	if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	echo := s.DeepCopy()
@@ -165,7 +165,7 @@ func TestSetGoingCreatesNothing(t *testing.T) {
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
 			f.Client.ClearActions()
-			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+			if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			created := createdVariants(f.Client.Actions())
@@ -210,7 +210,7 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	sync := func() ([]string, error) {
 		t.Helper()
 		f.Client.ClearActions()
-		err := c.syncHandler(ctx, key)
+		err := c.sync(ctx, key)
 		return createdVariants(f.Client.Actions()), err
 	}
 

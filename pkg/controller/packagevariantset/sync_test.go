@@ -104,7 +104,7 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
 
-			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+			if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, variantWrites(f.Client.Actions())); diff != "" {
@@ -153,7 +153,7 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
 			c.celBudget = tc.budget
-			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+			if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, variantWrites(f.Client.Actions())); diff != "" {
