@@ -116,6 +116,27 @@ type Loop struct {
 	Synced []cache.InformerSynced
 }
 
+// NewLoop is a controller's Loop: named name, on a new queue (NewQueue),
+// syncing with sync. tracker, when set, follows its syncs and its queue.
+func NewLoop(name string, m *metrics.Metrics, tracker *Tracker, sync func(ctx context.Context, key cache.ObjectName) error) *Loop {
+	l := &Loop{Name: name, Queue: NewQueue(name, m), Sync: sync, Metrics: m, Tracker: tracker}
+	if tracker != nil {
+		tracker.Watch(l.Queue.Len)
+	}
+	return l
+}
+
+// Watch registers handler with informer and adds the registration to
+// Synced; what names the watched kind in the error.
+func (l *Loop) Watch(informer cache.SharedIndexInformer, what string, handler cache.ResourceEventHandler) error {
+	reg, err := informer.AddEventHandler(handler)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", what, err)
+	}
+	l.Synced = append(l.Synced, reg.HasSynced)
+	return nil
+}
+
 // HasSynced reports whether every cache in Synced has synced.
 func (l *Loop) HasSynced() bool {
 	for _, synced := range l.Synced {

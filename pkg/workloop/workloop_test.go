@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -628,4 +629,33 @@ func TestRunFenceCutsSyncsOff(t *testing.T) {
 	}
 	cancel()
 	ctrlfixture.Receive(t, done, "Run to return")
+}
+
+// TestNewLoopAndWatch: a controller's loop syncs with the given handler,
+// its queue counts in the tracker, and a watch makes the loop wait for
+// the registration's cache.
+func TestNewLoopAndWatch(t *testing.T) {
+	tr := NewTracker()
+	var synced []cache.ObjectName
+	l := NewLoop(testLoop, nil, tr, func(_ context.Context, key cache.ObjectName) error {
+		synced = append(synced, key)
+		return nil
+	})
+	if l.Name != testLoop || l.Tracker != tr {
+		t.Errorf("loop %q with tracker %p, want %q with %p", l.Name, l.Tracker, testLoop, tr)
+	}
+	l.Queue.Add(keyA)
+	if got := tr.Queued(); got != 1 {
+		t.Errorf("tracker counts %d queued keys, want 1", got)
+	}
+	if err := l.Sync(context.Background(), keyB); err != nil || len(synced) != 1 || synced[0] != keyB {
+		t.Errorf("Sync = %v, synced %v; want the handler called with %v", err, synced, keyB)
+	}
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	if err := l.Watch(informer, "ConfigMaps", cache.ResourceEventHandlerFuncs{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Synced) != 1 || l.HasSynced() {
+		t.Errorf("after Watch: %d caches to wait for, synced %v; want 1, not synced before the informer runs", len(l.Synced), l.HasSynced())
+	}
 }

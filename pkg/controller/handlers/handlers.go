@@ -78,3 +78,16 @@ func ByIndex(logger klog.Logger, indexer cache.Indexer, index string, values ...
 	}
 	return keys
 }
+
+// Both is the event handler that calls handle for the object of every
+// event, and for both the old and the new object of an update.
+func Both(handle func(obj interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: handle,
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			handle(oldObj)
+			handle(newObj)
+		},
+		DeleteFunc: handle,
+	}
+}

@@ -66,3 +66,14 @@ func TestIndexFuncAndByIndex(t *testing.T) {
 		t.Errorf("keys of a missing index = %v, want none", got)
 	}
 }
+
+func TestBoth(t *testing.T) {
+	var got []string
+	h := Both(func(obj interface{}) { got = append(got, obj.(string)) })
+	h.OnAdd("added", false)
+	h.OnUpdate("old", "new")
+	h.OnDelete("deleted")
+	if diff := cmp.Diff([]string{"added", "old", "new", "deleted"}, got); diff != "" {
+		t.Errorf("objects handled (-want +got):\n%s", diff)
+	}
+}

@@ -6,10 +6,16 @@
 package ownwrites
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // Objects holds, per object UID, what the controller's last write of it
@@ -53,6 +59,26 @@ func (o *Objects[T]) Latest(cached T) T {
 	}
 	delete(o.entries, cached.GetUID())
 	return cached
+}
+
+// Get starts the sync of the object of key, a kind ("PackageVariant"): ctx
+// gets a logger naming the object (as "packageVariant"), and the object is
+// what get (a namespace lister's Get) returns for its name, in its newest
+// known state (Latest). An object the cache does not have is gone: nil and
+// no error.
+func (o *Objects[T]) Get(ctx context.Context, kind string, key cache.ObjectName, get func(name string) (T, error)) (context.Context, T, error) {
+	logger := klog.FromContext(ctx).WithValues(strings.ToLower(kind[:1])+kind[1:], key.String())
+	ctx = klog.NewContext(ctx, logger)
+	var none T
+	cached, err := get(key.Name)
+	if apierrors.IsNotFound(err) {
+		logger.V(4).Info(kind + " is gone")
+		return ctx, none, nil
+	}
+	if err != nil {
+		return ctx, none, fmt.Errorf("get %s %s: %w", kind, key, err)
+	}
+	return ctx, o.Latest(cached), nil
 }
 
 // Forget drops what is remembered of an object that is gone.

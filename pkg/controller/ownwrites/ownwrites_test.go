@@ -1,10 +1,17 @@
 package ownwrites
 
 import (
+	"context"
+	"errors"
 	"testing"
 
+	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 func cm(rv, data string) *corev1.ConfigMap {
@@ -38,5 +45,57 @@ func TestLatest(t *testing.T) {
 	o.Forget("u")
 	if got := o.Latest(cm("6", "cached")); got.ResourceVersion != "6" {
 		t.Errorf("after Forget: got rv %s, want the cached 6", got.ResourceVersion)
+	}
+}
+
+// TestGet: the object is the newest known state of what the lister has; a
+// missing object is gone (nil, no error); any other lister error is
+// returned, naming the object; the context's logger names the object.
+func TestGet(t *testing.T) {
+	var o Objects[*corev1.ConfigMap]
+	o.Record("1", cm("2", "written"))
+	key := cache.ObjectName{Namespace: "ns", Name: "c"}
+	var logged []string
+	logger := funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{Verbosity: 4})
+	ctx := klog.NewContext(context.Background(), logger)
+	cases := map[string]struct {
+		cached  *corev1.ConfigMap
+		listErr error
+		wantRV  string // "": no object
+		wantErr string
+		gone    bool // logged as gone
+	}{
+		"CacheBehind": {cached: cm("1", "cached"), wantRV: "2"},
+		"Gone":        {listErr: apierrors.NewNotFound(corev1.Resource("configmaps"), "c"), gone: true},
+		"ListerFails": {listErr: errors.New("boom"), wantErr: "get ConfigMap ns/c: boom"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			logged = nil
+			syncCtx, got, err := o.Get(ctx, "ConfigMap", key, func(name string) (*corev1.ConfigMap, error) {
+				if name != "c" {
+					t.Errorf("lister asked for %q, want c", name)
+				}
+				return tc.cached, tc.listErr
+			})
+			var gotRV, gotErr string
+			if got != nil {
+				gotRV = got.ResourceVersion
+			}
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotRV != tc.wantRV || gotErr != tc.wantErr {
+				t.Errorf("got rv %q, error %q; want rv %q, error %q", gotRV, gotErr, tc.wantRV, tc.wantErr)
+			}
+			klog.FromContext(syncCtx).Info("sync")
+			want := []string{`"level"=0 "msg"="sync" "configMap"="ns/c"`}
+			if tc.gone {
+				want = append([]string{`"level"=4 "msg"="ConfigMap is gone" "configMap"="ns/c"`}, want...)
+			}
+			if diff := cmp.Diff(want, logged); diff != "" {
+				t.Errorf("logs (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -73,58 +73,28 @@ func TestRelease(t *testing.T) {
 		published        = porchv1alpha1.PackageRevisionLifecyclePublished
 		deletionProposed = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
 	)
-	keepOnly := []metav1.OwnerReference{keeper}
+	deleted := prWrite{Verb: "delete", Name: "deploy.app.ws"}
+	// released is the update that leaves the revision at lifecycle with
+	// only the other owners.
+	released := func(lifecycle porchv1alpha1.PackageRevisionLifecycle) prWrite {
+		return prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: lifecycle, Owners: []metav1.OwnerReference{keeper}}
+	}
+	del, orphan := configv1alpha1.DeletionPolicyDelete, configv1alpha1.DeletionPolicyOrphan
 	cases := map[string]struct {
 		reason    string
 		policy    configv1alpha1.DeletionPolicy
 		lifecycle porchv1alpha1.PackageRevisionLifecycle
 		want      prWrite
 	}{
-		"DeleteDraft": {
-			reason: "delete policy deletes a Draft",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: draft,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
-		},
-		"DeleteProposed": {
-			reason: "delete policy deletes a Proposed revision",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: proposed,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
-		},
-		"DefaultPolicyIsDelete": {
-			reason: "an empty deletion policy deletes",
-			policy: "", lifecycle: draft,
-			want: prWrite{Verb: "delete", Name: "deploy.app.ws"},
-		},
-		"DeletePublished": {
-			reason: "delete policy proposes deletion of a Published revision and lets go of it, other owners kept",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: published,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
-		},
-		"DeleteDeletionProposed": {
-			reason: "delete policy only lets go of a revision already proposed for deletion",
-			policy: configv1alpha1.DeletionPolicyDelete, lifecycle: deletionProposed,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
-		},
-		"OrphanDraft": {
-			reason: "orphan policy removes only our owner reference from a Draft",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: draft,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: draft, Owners: keepOnly},
-		},
-		"OrphanProposed": {
-			reason: "orphan policy keeps a Proposed revision as it is",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: proposed,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: proposed, Owners: keepOnly},
-		},
-		"OrphanPublished": {
-			reason: "orphan policy keeps a Published revision Published",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: published,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: published, Owners: keepOnly},
-		},
-		"OrphanDeletionProposed": {
-			reason: "orphan policy keeps a DeletionProposed revision as it is",
-			policy: configv1alpha1.DeletionPolicyOrphan, lifecycle: deletionProposed,
-			want: prWrite{Verb: "update", Name: "deploy.app.ws", Lifecycle: deletionProposed, Owners: keepOnly},
-		},
+		"DeleteDraft":            {"delete policy deletes a Draft", del, draft, deleted},
+		"DeleteProposed":         {"delete policy deletes a Proposed revision", del, proposed, deleted},
+		"DefaultPolicyIsDelete":  {"an empty deletion policy deletes", "", draft, deleted},
+		"DeletePublished":        {"delete policy proposes deletion of a Published revision and lets go of it, other owners kept", del, published, released(deletionProposed)},
+		"DeleteDeletionProposed": {"delete policy only lets go of a revision already proposed for deletion", del, deletionProposed, released(deletionProposed)},
+		"OrphanDraft":            {"orphan policy removes only our owner reference from a Draft", orphan, draft, released(draft)},
+		"OrphanProposed":         {"orphan policy keeps a Proposed revision as it is", orphan, proposed, released(proposed)},
+		"OrphanPublished":        {"orphan policy keeps a Published revision Published", orphan, published, released(published)},
+		"OrphanDeletionProposed": {"orphan policy keeps a DeletionProposed revision as it is", orphan, deletionProposed, released(deletionProposed)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -134,7 +104,7 @@ func TestRelease(t *testing.T) {
 			pr := ownedRev(pv, "ws", tc.lifecycle)
 			f := newFixture(t)
 			f.revs = []*porchv1alpha1.PackageRevision{pr}
-			f.objects = []runtime.Object{pr}
+			f.Objects = []runtime.Object{pr}
 			c, _ := f.newController(ctx)
 			before := pr.DeepCopy()
 			if err := c.release(ctx, pv, pr, "test"); err != nil {
@@ -191,7 +161,7 @@ func TestReleaseReadsLiveBeforeDeleting(t *testing.T) {
 			tc.live(pv, live)
 			f := newFixture(t)
 			f.revs = []*porchv1alpha1.PackageRevision{cached}
-			f.objects = []runtime.Object{live}
+			f.Objects = []runtime.Object{live}
 			c, _ := f.newController(ctx)
 			if err := c.release(ctx, pv, cached, "test"); err != nil {
 				t.Fatalf("release: %v", err)
@@ -291,9 +261,9 @@ func TestCleanup(t *testing.T) {
 			f := newFixture(t)
 			f.pvs = []*configv1alpha1.PackageVariant{tc.pv}
 			f.revs = []*porchv1alpha1.PackageRevision{d1, d2, p1, elsewhere, notOurs, otherNS}
-			f.objects = []runtime.Object{tc.pv}
+			f.Objects = []runtime.Object{tc.pv}
 			for _, pr := range f.revs {
-				f.objects = append(f.objects, pr)
+				f.Objects = append(f.Objects, pr)
 			}
 			c, _ := f.newController(ctx)
 			if tc.failOn != "" {
@@ -306,7 +276,7 @@ func TestCleanup(t *testing.T) {
 			}
 
 			var got outcome
-			if err := c.syncHandler(ctx, cache.MetaObjectToName(tc.pv)); err != nil {
+			if err := c.sync(ctx, cache.MetaObjectToName(tc.pv)); err != nil {
 				got.Err = err.Error()
 			}
 			actions := f.WriteActions()
@@ -349,7 +319,7 @@ func TestCleanupFailureIsReportedOnce(t *testing.T) {
 	d1 := ownedRev(pv, "packagevariant-1", porchv1alpha1.PackageRevisionLifecycleDraft)
 	f := newFixture(t)
 	f.revs = []*porchv1alpha1.PackageRevision{d1}
-	f.objects = []runtime.Object{pv, d1}
+	f.Objects = []runtime.Object{pv, d1}
 	c, _ := f.newController(ctx)
 	f.Client.PrependReactor("delete", "packagerevisions", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("porch is down")
@@ -400,7 +370,7 @@ func TestCleanupConfirmsLiveBeforeRemovingFinalizer(t *testing.T) {
 	cached.OwnerReferences = []metav1.OwnerReference{keeper} // before the adoption
 	f := newFixture(t)
 	f.revs = []*porchv1alpha1.PackageRevision{cached}
-	f.objects = []runtime.Object{pv, adopted}
+	f.Objects = []runtime.Object{pv, adopted}
 	c, _ := f.newController(ctx)
 
 	err := c.cleanup(ctx, pv)

@@ -32,54 +32,30 @@ func TestDownstreamWinner(t *testing.T) {
 	otherNS.CreationTimestamp = metav1.NewTime(epoch.Add(-time.Hour))
 	gone := targeting("gone", "uid-gone", -60)
 
+	pvs := func(pvs ...*configv1alpha1.PackageVariant) []*configv1alpha1.PackageVariant { return pvs }
+	revs := func(prs ...*porchv1alpha1.PackageRevision) []*porchv1alpha1.PackageRevision { return prs }
+	olderWins := map[string]string{"older": "older", "younger": "older"}
 	cases := map[string]struct {
 		reason string
 		pvs    []*configv1alpha1.PackageVariant
 		revs   []*porchv1alpha1.PackageRevision
 		want   map[string]string // variant -> winner it sees
 	}{
-		"SingleVariant": {
-			reason: "a variant alone on its downstream manages it",
-			pvs:    []*configv1alpha1.PackageVariant{younger, elsewhere, otherNS},
-			want:   map[string]string{"younger": "younger"},
-		},
-		"OldestWins": {
-			reason: "with no revision controlled by either, the older variant wins, seen the same from both sides",
-			pvs:    []*configv1alpha1.PackageVariant{younger, older},
-			revs:   []*porchv1alpha1.PackageRevision{revision("ns", "deploy", "app", "v1", nil)},
-			want:   map[string]string{"older": "older", "younger": "older"},
-		},
-		"ControllerWins": {
-			reason: "the variant that already controls a revision keeps it, even when younger",
-			pvs:    []*configv1alpha1.PackageVariant{younger, older},
-			revs: []*porchv1alpha1.PackageRevision{
-				revision("ns", "deploy", "app", "v1", nil),
-				revision("ns", "deploy", "app", "packagevariant-1", younger),
-			},
-			want: map[string]string{"older": "younger", "younger": "younger"},
-		},
-		"ControllerOfAnotherPackageDoesNotCount": {
-			reason: "a revision the younger one controls elsewhere does not make it win here",
-			pvs:    []*configv1alpha1.PackageVariant{younger, older},
-			revs:   []*porchv1alpha1.PackageRevision{revision("ns", "deploy", "db", "packagevariant-1", younger)},
-			want:   map[string]string{"older": "older", "younger": "older"},
-		},
-		"StaleControllerIgnored": {
-			reason: "a revision controlled by a variant that no longer targets the package (or is gone) does not decide",
-			pvs:    []*configv1alpha1.PackageVariant{younger, older},
-			revs:   []*porchv1alpha1.PackageRevision{revision("ns", "deploy", "app", "packagevariant-1", gone)},
-			want:   map[string]string{"older": "older", "younger": "older"},
-		},
-		"TieByName": {
-			reason: "variants created in the same second are ordered by name",
-			pvs:    []*configv1alpha1.PackageVariant{twinB, twinA},
-			want:   map[string]string{"twin-a": "twin-a", "twin-b": "twin-a"},
-		},
-		"OtherNamespaceDoesNotCompete": {
-			reason: "a same-named downstream in another namespace is another package",
-			pvs:    []*configv1alpha1.PackageVariant{younger, otherNS},
-			want:   map[string]string{"younger": "younger"},
-		},
+		"SingleVariant": {"a variant alone on its downstream manages it",
+			pvs(younger, elsewhere, otherNS), nil, map[string]string{"younger": "younger"}},
+		"OldestWins": {"with no revision controlled by either, the older variant wins, seen the same from both sides",
+			pvs(younger, older), revs(revision("ns", "deploy", "app", "v1", nil)), olderWins},
+		"ControllerWins": {"the variant that already controls a revision keeps it, even when younger",
+			pvs(younger, older), revs(revision("ns", "deploy", "app", "v1", nil), revision("ns", "deploy", "app", "packagevariant-1", younger)),
+			map[string]string{"older": "younger", "younger": "younger"}},
+		"ControllerOfAnotherPackageDoesNotCount": {"a revision the younger one controls elsewhere does not make it win here",
+			pvs(younger, older), revs(revision("ns", "deploy", "db", "packagevariant-1", younger)), olderWins},
+		"StaleControllerIgnored": {"a revision controlled by a variant that no longer targets the package (or is gone) does not decide",
+			pvs(younger, older), revs(revision("ns", "deploy", "app", "packagevariant-1", gone)), olderWins},
+		"TieByName": {"variants created in the same second are ordered by name",
+			pvs(twinB, twinA), nil, map[string]string{"twin-a": "twin-a", "twin-b": "twin-a"}},
+		"OtherNamespaceDoesNotCompete": {"a same-named downstream in another namespace is another package",
+			pvs(younger, otherNS), nil, map[string]string{"younger": "younger"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -89,9 +89,6 @@ type Controller struct {
 	queue    workloop.Queue
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
-
-	// syncHandler reconciles one variant; a field so tests can replace it.
-	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
 // Options are what callers other than the binary give a Controller at
@@ -128,16 +125,11 @@ func New(ctx context.Context, client versioned.Interface,
 		access:        opts.Access,
 		expectations:  expectations.New(expectationTimeout),
 		renderRetries: newRenderRetries(),
-		queue:         workloop.NewQueue(ControllerName, m),
 		recorder:      recorder,
 		metrics:       m,
 	}
-	c.syncHandler = c.sync
-	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m, Tracker: opts.Tracker,
-		Sync: func(ctx context.Context, key cache.ObjectName) error { return c.syncHandler(ctx, key) }}
-	if opts.Tracker != nil {
-		opts.Tracker.Watch(c.queue.Len)
-	}
+	c.loop = workloop.NewLoop(ControllerName, m, opts.Tracker, c.sync)
+	c.queue = c.loop.Queue
 	if opts.Resync != nil {
 		opts.Resync.Add(c.enqueueAll)
 	}
@@ -164,7 +156,7 @@ func New(ctx context.Context, client versioned.Interface,
 		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
-	pvReg, err := pvInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := c.loop.Watch(pvInformer.Informer(), "PackageVariants", cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			c.enqueueVariant(obj)
 			c.enqueuePeers(obj)
@@ -183,22 +175,13 @@ func New(ctx context.Context, client versioned.Interface,
 			c.enqueueVariant(obj)
 			c.enqueuePeers(obj)
 		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch PackageVariants: %w", err)
+	}); err != nil {
+		return nil, err
 	}
-	prReg, err := prInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { c.handlePackageRevision(logger, obj) },
-		UpdateFunc: func(oldObj, newObj interface{}) {
-			c.handlePackageRevision(logger, oldObj)
-			c.handlePackageRevision(logger, newObj)
-		},
-		DeleteFunc: func(obj interface{}) { c.handlePackageRevision(logger, obj) },
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watch PackageRevisions: %w", err)
+	if err := c.loop.Watch(prInformer.Informer(), "PackageRevisions",
+		handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })); err != nil {
+		return nil, err
 	}
-	c.loop.Synced = []cache.InformerSynced{pvReg.HasSynced, prReg.HasSynced}
 	return c, nil
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -25,32 +24,26 @@ import (
 // indexers, the caches report synced, and the sync handler is called
 // directly.
 type fixture struct {
-	// Fixture is the fake clientset and informers, made by newController.
-	*ctrlfixture.Fixture
-	t       *testing.T
-	pvs     []*configv1alpha1.PackageVariant
-	revs    []*porchv1alpha1.PackageRevision
-	objects []runtime.Object
+	// Fixture is the fake clientset (with Objects) and informers, made by
+	// newController.
+	ctrlfixture.Fixture
+	pvs  []*configv1alpha1.PackageVariant
+	revs []*porchv1alpha1.PackageRevision
 }
 
 func newFixture(t *testing.T) *fixture {
-	return &fixture{t: t}
+	return &fixture{Fixture: ctrlfixture.Fixture{T: t}}
 }
 
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
-	f.Fixture = ctrlfixture.New(f.t, f.objects...)
-	factory := f.Factory
-	c, err := New(ctx, f.Client,
-		factory.Config().V1alpha1().PackageVariants(),
-		factory.Porch().V1alpha1().PackageRevisions(),
-		nil, record.NewFakeRecorder(10), nil, Options{})
-	if err != nil {
-		f.t.Fatalf("New: %v", err)
-	}
+	c := ctrlfixture.Start(&f.Fixture, func() (*Controller, error) {
+		return New(ctx, f.Client, f.Factory.Config().V1alpha1().PackageVariants(), f.Factory.Porch().V1alpha1().PackageRevisions(),
+			nil, record.NewFakeRecorder(10), nil, Options{})
+	})
 	c.loop.Synced = []cache.InformerSynced{ctrlfixture.AlwaysReady}
-	ctrlfixture.Index(f.t, factory.Config().V1alpha1().PackageVariants().Informer(), f.pvs)
-	ctrlfixture.Index(f.t, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revs)
-	return c, factory
+	ctrlfixture.Index(f.T, f.Factory.Config().V1alpha1().PackageVariants().Informer(), f.pvs)
+	ctrlfixture.Index(f.T, f.Factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revs)
+	return c, f.Factory
 }
 
 func variant(ns, name string, uid types.UID, upstream, downstream [2]string) *configv1alpha1.PackageVariant {
@@ -97,9 +90,9 @@ func TestSyncWritesOnlyWhatChanged(t *testing.T) {
 			f := newFixture(t)
 			pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
 			f.pvs = append(f.pvs, pv)
-			f.objects = append(f.objects, pv)
+			f.Objects = append(f.Objects, pv)
 			c, _ := f.newController(ctx)
-			if err := c.syncHandler(ctx, tc.key); err != nil {
+			if err := c.sync(ctx, tc.key); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			var got []string
@@ -174,7 +167,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 	c, factory := f.newController(ctx)
 	c.loop.Synced = nil // wait for the real informers
 	var synced <-chan cache.ObjectName
-	c.syncHandler, synced = ctrlfixture.Synced(100)
+	c.loop.Sync, synced = ctrlfixture.Synced(100)
 	factory.Start(ctx.Done())
 	stop := ctrlfixture.RunInBackground(t, cancel, func() error { return c.Run(ctx, 2) })
 

@@ -60,7 +60,7 @@ func TestCreateDraft(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			f := newFixture(t)
-			f.objects = tc.objects
+			f.Objects = tc.objects
 			c, _ := f.newController(ctx)
 			created, err := c.createDraft(ctx, pv, existing, editTask(published), "edit of "+published.Name)
 			if !errors.Is(err, tc.wantErr) {

@@ -66,6 +66,21 @@ func (h *harness) stuckProposedForReplacement() string {
 	return draft
 }
 
+// publishV2ExpectingEditKept arms a test's person for draft, moves the
+// upstream on (v2) and expects the draft kept with the person's edit
+// (DraftEdited), after the controller did what checked records: it
+// "never <check>" otherwise.
+func (h *harness) publishV2ExpectingEditKept(armed *atomic.Pointer[string], draft string, checked *atomic.Bool, check string) {
+	h.T.Helper()
+	armed.Store(&draft)
+	publishV2(h.T, h.Sim)
+	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
+	if !checked.Load() {
+		h.T.Fatal("the controller never " + check)
+	}
+	h.expectEditedDraftKept(draft)
+}
+
 // TestLoopEditDuringReplacementIsKept: the upstream moves, and a person
 // saves an edit into the controller's stale, unedited draft in the round
 // trip between the controller's live check of the draft and its next
@@ -107,13 +122,7 @@ func TestLoopEditDuringReplacementIsKept(t *testing.T) {
 		})
 	}))
 	draft := h.readyAppDraft()
-	armed.Store(&draft)
-	publishV2(t, h.Sim)
-	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
-	if !checked.Load() {
-		t.Fatal("the controller never read the draft live before replacing it")
-	}
-	h.expectEditedDraftKept(draft)
+	h.publishV2ExpectingEditKept(&armed, draft, &checked, "read the draft live before replacing it")
 	if pr := h.Revision(draft); marked(pr) {
 		t.Errorf("the kept draft carries the replacement mark: %v", pr.Annotations)
 	}
@@ -284,11 +293,5 @@ func TestLoopRejectionWhileFinishingIsKept(t *testing.T) {
 	}))
 	draft := h.readyAppDraft()
 	h.Sim.InjectFault(porchsim.Fault{Verb: "delete", Resource: "packagerevisions", Name: draft, Times: 1})
-	armed.Store(&draft)
-	publishV2(t, h.Sim)
-	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
-	if !checked.Load() {
-		t.Fatal("the controller never checked its proposal live after the failed delete")
-	}
-	h.expectEditedDraftKept(draft)
+	h.publishV2ExpectingEditKept(&armed, draft, &checked, "checked its proposal live after the failed delete")
 }

@@ -202,9 +202,9 @@ func TestAdopt(t *testing.T) {
 			f := newFixture(t)
 			f.pvs = []*configv1alpha1.PackageVariant{pv}
 			f.revs = tc.revs
-			f.objects = []runtime.Object{pv}
+			f.Objects = []runtime.Object{pv}
 			for _, pr := range tc.revs {
-				f.objects = append(f.objects, pr)
+				f.Objects = append(f.Objects, pr)
 			}
 			c, _ := f.newController(ctx)
 			before := make([]*porchv1alpha1.PackageRevision, len(tc.revs))

@@ -168,7 +168,7 @@ func TestWriteStatus(t *testing.T) {
 			old := cached()
 			f := newFixture(t)
 			f.pvs = append(f.pvs, old)
-			f.objects = append(f.objects, old)
+			f.Objects = append(f.Objects, old)
 			c, _ := f.newController(ctx)
 			desired := old.DeepCopy()
 			tc.change(desired)

@@ -28,17 +28,10 @@ import (
 // silent requeue; other errors -> returned for a rate-limited retry. A
 // variant that is already up to date costs no API call at all.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	logger := klog.FromContext(ctx).WithValues("packageVariant", key.String())
-	ctx = klog.NewContext(ctx, logger)
-	pv, err := c.pvLister.PackageVariants(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		logger.V(4).Info("PackageVariant is gone")
-		return nil
+	ctx, pv, err := c.written.Get(ctx, "PackageVariant", key, c.pvLister.PackageVariants(key.Namespace).Get)
+	if err != nil || pv == nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("get PackageVariant %s: %w", key, err)
-	}
-	pv = c.written.Latest(pv)
 	if pv.DeletionTimestamp != nil {
 		return c.cleanup(ctx, pv)
 	}
@@ -57,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if syncErr == nil {
 			return err
 		}
-		logger.V(2).Info("Could not write status", "err", err)
+		klog.FromContext(ctx).V(2).Info("Could not write status", "err", err)
 		return syncErr
 	}
 	c.unsaved.forget(pv.UID)

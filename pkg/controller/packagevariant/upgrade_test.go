@@ -28,38 +28,18 @@ func TestNeedsUpgrade(t *testing.T) {
 	downstream := func() *porchv1alpha1.PackageRevision {
 		return revision("ns", "deploy", "app", "packagevariant-1", nil)
 	}
+	locked := func(ref string) *porchv1alpha1.PackageRevision { return withLock(downstream(), ref) }
 	cases := map[string]struct {
 		reason string
 		pr     *porchv1alpha1.PackageRevision
 		want   bool
 	}{
-		"BasedOnOlder": {
-			reason: "a downstream locked to v2 needs the upgrade to v3",
-			pr:     withLock(downstream(), "app/v2"),
-			want:   true,
-		},
-		"BasedOnSelected": {
-			reason: "a downstream locked to v3 is current",
-			pr:     withLock(downstream(), "app/v3"),
-		},
-		"BasedOnNewer": {
-			reason: "pinning an older revision moves the downstream back too",
-			pr:     withLock(downstream(), "app/v4"),
-			want:   true,
-		},
-		"BasedOnDraft": {
-			reason: "a downstream cloned from an upstream draft is always replaced by a published base",
-			pr:     withLock(downstream(), "drafts/app/wip"),
-			want:   true,
-		},
-		"NoLock": {
-			reason: "without a lock (adopted, made by init) the downstream is taken as current, as the reference does",
-			pr:     downstream(),
-		},
-		"UnreadableLock": {
-			reason: "a lock that names no revision is taken as current",
-			pr:     withLock(downstream(), "main"),
-		},
+		"BasedOnOlder":    {"a downstream locked to v2 needs the upgrade to v3", locked("app/v2"), true},
+		"BasedOnSelected": {"a downstream locked to v3 is current", locked("app/v3"), false},
+		"BasedOnNewer":    {"pinning an older revision moves the downstream back too", locked("app/v4"), true},
+		"BasedOnDraft":    {"a downstream cloned from an upstream draft is always replaced by a published base", locked("drafts/app/wip"), true},
+		"NoLock":          {"without a lock (adopted, made by init) the downstream is taken as current, as the reference does", downstream(), false},
+		"UnreadableLock":  {"a lock that names no revision is taken as current", locked("main"), false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -110,9 +110,6 @@ type Controller struct {
 
 	// clock, when set, is the time rollouts decide by (tests set it).
 	clock func() time.Time
-
-	// syncHandler reconciles one set; a field so tests can replace it.
-	syncHandler func(ctx context.Context, key cache.ObjectName) error
 }
 
 // Options are what callers other than the binary give a Controller at
@@ -157,19 +154,16 @@ func New(ctx context.Context, client versioned.Interface,
 		cel:            celtemplate.NewCache(celtemplate.Options{}),
 		readinessDelay: DefaultReadinessDelay,
 		expectations:   expectations.New(expectationTimeout),
-		queue:          workloop.NewQueue(ControllerName, m),
 		recorder:       recorder,
 		metrics:        m,
 	}
-	c.syncHandler = c.sync
-	c.loop = &workloop.Loop{Name: ControllerName, Queue: c.queue, Metrics: m, Tracker: opts.Tracker,
-		Sync: func(ctx context.Context, key cache.ObjectName) error { return c.syncHandler(ctx, key) }}
+	c.loop = workloop.NewLoop(ControllerName, m, opts.Tracker, c.sync)
+	c.queue = c.loop.Queue
 	c.delayed = workloop.NewDelayed(c.queue)
 	if opts.ReadinessDelay != nil {
 		c.readinessDelay = *opts.ReadinessDelay
 	}
 	if opts.Tracker != nil {
-		opts.Tracker.Watch(c.queue.Len)
 		opts.Tracker.Watch(c.delayed.Pending)
 	}
 
@@ -222,15 +216,13 @@ func New(ctx context.Context, client versioned.Interface,
 			UpdateFunc: func(oldObj, newObj interface{}) { c.handleVariantUpdate(logger, oldObj, newObj) },
 			DeleteFunc: func(obj interface{}) { c.handleVariantDeleted(logger, obj) },
 		}},
-		{repoInformer.Informer(), "Repositories", both(func(obj interface{}) { c.handleRepository(logger, obj) })},
-		{prInformer.Informer(), "PackageRevisions", both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
+		{repoInformer.Informer(), "Repositories", handlers.Both(func(obj interface{}) { c.handleRepository(logger, obj) })},
+		{prInformer.Informer(), "PackageRevisions", handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
 	}
 	for _, h := range watches {
-		reg, err := h.informer.AddEventHandler(h.funcs)
-		if err != nil {
-			return nil, fmt.Errorf("watch %s: %w", h.what, err)
+		if err := c.loop.Watch(h.informer, h.what, h.funcs); err != nil {
+			return nil, err
 		}
-		c.loop.Synced = append(c.loop.Synced, reg.HasSynced)
 	}
 	return c, nil
 }
@@ -260,18 +252,6 @@ func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
 	}
 	rv, ok := c.statusWrites.Load(n.UID)
 	return ok && rv == n.ResourceVersion
-}
-
-// both calls handle for the old and the new object of every event.
-func both(handle func(obj interface{})) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: handle,
-		UpdateFunc: func(oldObj, newObj interface{}) {
-			handle(oldObj)
-			handle(newObj)
-		},
-		DeleteFunc: handle,
-	}
 }
 
 // handleVariantUpdate wakes the set when what it manages changed (the

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -27,36 +26,33 @@ import (
 // indexers, the caches report synced, and the handlers and the sync handler
 // are called directly.
 type fixture struct {
-	// Fixture is the fake clientset and informers, made by newController.
-	*ctrlfixture.Fixture
-	t        *testing.T
+	// Fixture is the fake clientset (with Objects) and informers, made by
+	// newInformerController.
+	ctrlfixture.Fixture
 	sets     []*configv1alpha2.PackageVariantSet
 	variants []*configv1alpha1.PackageVariant
 	repos    []*configv1alpha1.Repository
 	// revisions go into the PackageRevision indexer only.
 	revisions []*porchv1alpha1.PackageRevision
-	objects   []runtime.Object
 }
 
 func newFixture(t *testing.T) *fixture {
-	return &fixture{t: t}
+	return &fixture{Fixture: ctrlfixture.Fixture{T: t}}
 }
 
 // newInformerController builds the controller on a fresh fake clientset and
 // informer factory and leaves the informers and their sync checks untouched.
 func (f *fixture) newInformerController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
-	f.Fixture = ctrlfixture.New(f.t, f.objects...)
-	factory := f.Factory
-	c, err := New(ctx, f.Client,
-		factory.Config().V1alpha2().PackageVariantSets(),
-		factory.Config().V1alpha1().PackageVariants(),
-		factory.Config().V1alpha1().Repositories(),
-		factory.Porch().V1alpha1().PackageRevisions(),
-		nil, record.NewFakeRecorder(10), nil, Options{})
-	if err != nil {
-		f.t.Fatalf("New: %v", err)
-	}
-	return c, factory
+	c := ctrlfixture.Start(&f.Fixture, func() (*Controller, error) {
+		factory := f.Factory
+		return New(ctx, f.Client,
+			factory.Config().V1alpha2().PackageVariantSets(),
+			factory.Config().V1alpha1().PackageVariants(),
+			factory.Config().V1alpha1().Repositories(),
+			factory.Porch().V1alpha1().PackageRevisions(),
+			nil, record.NewFakeRecorder(10), nil, Options{})
+	})
+	return c, f.Factory
 }
 
 // newController builds the controller with the fixture's objects preloaded
@@ -64,10 +60,10 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 func (f *fixture) newController(ctx context.Context) (*Controller, informers.SharedInformerFactory) {
 	c, factory := f.newInformerController(ctx)
 	c.loop.Synced = []cache.InformerSynced{ctrlfixture.AlwaysReady}
-	ctrlfixture.Index(f.t, factory.Config().V1alpha2().PackageVariantSets().Informer(), f.sets)
-	ctrlfixture.Index(f.t, factory.Config().V1alpha1().PackageVariants().Informer(), f.variants)
-	ctrlfixture.Index(f.t, factory.Config().V1alpha1().Repositories().Informer(), f.repos)
-	ctrlfixture.Index(f.t, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revisions)
+	ctrlfixture.Index(f.T, factory.Config().V1alpha2().PackageVariantSets().Informer(), f.sets)
+	ctrlfixture.Index(f.T, factory.Config().V1alpha1().PackageVariants().Informer(), f.variants)
+	ctrlfixture.Index(f.T, factory.Config().V1alpha1().Repositories().Informer(), f.repos)
+	ctrlfixture.Index(f.T, factory.Porch().V1alpha1().PackageRevisions().Informer(), f.revisions)
 	return c, factory
 }
 
@@ -369,9 +365,9 @@ func TestSyncMakesNoWrites(t *testing.T) {
 				s.DeletionTimestamp = &now
 			}
 			f.sets = append(f.sets, s)
-			f.objects = append(f.objects, s)
+			f.Objects = append(f.Objects, s)
 			c, _ := f.newController(ctx)
-			if err := c.syncHandler(ctx, tc.key); err != nil {
+			if err := c.sync(ctx, tc.key); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			if got := f.WriteActions(); len(got) != 0 {
@@ -411,7 +407,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 		t.Fatal("HasSynced is true before the informers started")
 	}
 	var synced <-chan cache.ObjectName
-	c.syncHandler, synced = ctrlfixture.Synced(1000)
+	c.loop.Sync, synced = ctrlfixture.Synced(1000)
 	factory.Start(ctx.Done())
 	defer func() {
 		cancel()

@@ -39,7 +39,7 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1", "edge-2"))
 	f.sets = append(f.sets, s)
 	f.repos = append(f.repos, repository("ns", "edge-1", nil), repository("ns", "edge-2", nil))
-	f.objects = append(f.objects, s)
+	f.Objects = append(f.Objects, s)
 	f.revisions = append(f.revisions, publishedUpstream())
 	c, _ := f.newController(ctx)
 	failOnce := true
@@ -56,7 +56,7 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 		f.Client.ClearActions()
 		// A sync that waits for its own variants to reach the cache asks
 		// to be run again; that is not a failure.
-		if err := c.syncHandler(ctx, key); (err != nil && !workloop.IsRetryAfter(err)) != wantErr {
+		if err := c.sync(ctx, key); (err != nil && !workloop.IsRetryAfter(err)) != wantErr {
 			t.Fatalf("sync: error %v, want error: %v", err, wantErr)
 		}
 		return createdVariants(f.Client.Actions())
@@ -96,7 +96,7 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1"))
 	s.Generation, s.ResourceVersion = 1, "10"
 	f.sets = append(f.sets, s)
-	f.objects = append(f.objects, s)
+	f.Objects = append(f.Objects, s)
 	c, _ := f.newController(ctx)
 	f.Client.PrependReactor("update", "packagevariantsets", func(a core.Action) (bool, runtime.Object, error) {
 		obj := a.(core.UpdateAction).GetObject().(*configv1alpha2.PackageVariantSet).DeepCopy()
@@ -104,7 +104,7 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 		return true, obj, nil
 	})
 	// No upstream revision: the sync reports it in status, which it writes.
-	if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+	if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	echo := s.DeepCopy()
@@ -160,12 +160,12 @@ func TestSetGoingCreatesNothing(t *testing.T) {
 			f.sets = append(f.sets, s)
 			f.repos = append(f.repos, repository("ns", "edge-1", nil))
 			if l := live(s); l != nil {
-				f.objects = append(f.objects, l)
+				f.Objects = append(f.Objects, l)
 			}
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
 			f.Client.ClearActions()
-			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+			if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			created := createdVariants(f.Client.Actions())
@@ -201,7 +201,7 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	f.sets = append(f.sets, s)
 	f.repos = append(f.repos, repository("ns", "edge-1", nil))
 	stranger := variantOf("ns", "s-edge-1-app", "s", "uid-old")
-	f.objects = append(f.objects, s, stranger)
+	f.Objects = append(f.Objects, s, stranger)
 	f.revisions = append(f.revisions, publishedUpstream())
 	c, _ := f.newController(ctx)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -210,7 +210,7 @@ func TestExpectedVariantThatNeverComesIsCheckedLive(t *testing.T) {
 	sync := func() ([]string, error) {
 		t.Helper()
 		f.Client.ClearActions()
-		err := c.syncHandler(ctx, key)
+		err := c.sync(ctx, key)
 		return createdVariants(f.Client.Actions()), err
 	}
 

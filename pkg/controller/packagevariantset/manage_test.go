@@ -182,14 +182,14 @@ func TestManageVariants(t *testing.T) {
 			f := newFixture(t)
 			pvs := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-1", "edge-2"))
 			if !tc.setGone {
-				f.objects = append(f.objects, pvs)
+				f.Objects = append(f.Objects, pvs)
 			}
 			changed := variantOf("ns", "s-edge-1-app", "s", "uid-s")
 			old := variantOf("ns", "s-old-app", "s", "uid-s")
 			old.Spec.Downstream = &configv1alpha1.Downstream{Repo: "edge-9", Package: "app"}
-			f.objects = append(f.objects, changed, old)
+			f.Objects = append(f.Objects, changed, old)
 			if tc.taken {
-				f.objects = append(f.objects, variantOf("ns", "s-edge-2-app", "s", "uid-s"))
+				f.Objects = append(f.Objects, variantOf("ns", "s-edge-2-app", "s", "uid-s"))
 			}
 			c, _ := f.newController(ctx)
 			for _, fail := range tc.failing {

@@ -13,22 +13,11 @@ import (
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
-func validSet() *configv1alpha2.PackageVariantSet {
-	return &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}},
-			}},
-		},
-	}
-}
-
 func testRenderer(tpl *configv1alpha2.PackageVariantTemplate) *renderer {
-	pvs := validSet()
+	pvs := ctrlfixture.ValidSet()
 	pvs.UID = "uid-set"
 	pvs.Generation = 1
 	pvs.Spec.Upstream.Revision = 2

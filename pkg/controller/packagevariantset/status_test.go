@@ -66,7 +66,7 @@ func TestCalculateStatus(t *testing.T) {
 	}
 
 	type counts struct{ desired, existing, ready int32 }
-	cases := map[string]struct {
+	type statusCase struct {
 		reason    string
 		before    []metav1.Condition
 		variants  map[string]*configv1alpha1.PackageVariant
@@ -75,30 +75,25 @@ func TestCalculateStatus(t *testing.T) {
 		manageErr error
 		want      counts
 		wantConds []metav1.Condition
-	}{
-		"AllReady": {
-			reason:    "every variant exists and is Ready",
-			variants:  setVariants(2, 0),
-			wanted:    wanted{variants: rendered(2)},
-			want:      counts{2, 2, 2},
-			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled", "package variants successfully reconciled: 2 desired, 2 exist, 2 Ready")},
-		},
-		"SomeNotReadyOneCreated": {
-			reason:    "a variant created by this sync exists; Ready counts the variants' own readiness, and the set is Reconciled",
-			variants:  setVariants(1, 1),
-			wanted:    wanted{variants: rendered(3)},
-			managed:   manageResult{created: 1},
-			want:      counts{3, 3, 1},
-			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled", "package variants successfully reconciled: 3 desired, 3 exist, 1 Ready")},
-		},
-		"StaleDeleted": {
-			reason:    "a variant deleted by this sync no longer exists",
-			variants:  setVariants(1, 1),
-			wanted:    wanted{variants: rendered(1)},
-			managed:   manageResult{deleted: 1},
-			want:      counts{1, 1, 1},
-			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled", "package variants successfully reconciled: 1 desired, 1 exist, 1 Ready")},
-		},
+	}
+	// reconciledCase: the n rendered variants were written (managed); the
+	// set is Valid and Reconciled with the counts want.
+	reconciledCase := func(reason string, variants map[string]*configv1alpha1.PackageVariant, n int, managed manageResult, want counts) statusCase {
+		return statusCase{reason: reason, variants: variants, wanted: wanted{variants: rendered(n)}, managed: managed, want: want,
+			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled",
+				fmt.Sprintf("package variants successfully reconciled: %d desired, %d exist, %d Ready", want.desired, want.existing, want.ready))}}
+	}
+	// stalledCase: the wanted phase stalled the set with problem; the set
+	// reports it Stalled and not Ready.
+	stalledCase := func(reason string, before []metav1.Condition, variants map[string]*configv1alpha1.PackageVariant, problem setProblem, want counts) statusCase {
+		return statusCase{reason: reason, before: before, variants: variants, wanted: wanted{stalled: &problem}, want: want,
+			wantConds: stalled(problem.reason, problem.message)}
+	}
+	cases := map[string]statusCase{
+		"AllReady": reconciledCase("every variant exists and is Ready", setVariants(2, 0), 2, manageResult{}, counts{2, 2, 2}),
+		"SomeNotReadyOneCreated": reconciledCase("a variant created by this sync exists; Ready counts the variants' own readiness, and the set is Reconciled",
+			setVariants(1, 1), 3, manageResult{created: 1}, counts{3, 3, 1}),
+		"StaleDeleted": reconciledCase("a variant deleted by this sync no longer exists", setVariants(1, 1), 1, manageResult{deleted: 1}, counts{1, 1, 1}),
 		"UnchangedConditionsKeepTheirTime": {
 			reason:   "a sync that finds what the last one found changes no transition time, only the generation",
 			before:   previous,
@@ -161,28 +156,12 @@ func TestCalculateStatus(t *testing.T) {
 			wantConds: []metav1.Condition{valid, ready(metav1.ConditionFalse, "UnexpectedError",
 				"create PackageVariant s-edge-1-app: the server is busy\ndelete stale PackageVariant s-old-app: forbidden; retrying")},
 		},
-		"SetInvalid": {
-			reason:    "an invalid set wants no variant and keeps counting the ones it has",
-			variants:  setVariants(1, 1),
-			wanted:    wanted{stalled: &setProblem{"ValidationError", "spec.upstream: Required value"}},
-			want:      counts{0, 2, 1},
-			wantConds: stalled("ValidationError", "spec.upstream: Required value"),
-		},
-		"UpstreamNotFound": {
-			reason:    "no revision of the upstream stalls the set",
-			before:    previous,
-			variants:  setVariants(1, 0),
-			wanted:    wanted{stalled: &setProblem{"UpstreamNotFound", "no published revision of blueprints/app"}},
-			want:      counts{0, 1, 1},
-			wantConds: stalled("UpstreamNotFound", "no published revision of blueprints/app"),
-		},
-		"NoMatchingTargets": {
-			reason:    "targets that cannot be expanded stall the set",
-			variants:  setVariants(0, 0),
-			wanted:    wanted{stalled: &setProblem{"NoMatchingTargets", "spec.targets[0].objectSelector: kind Site is not served; nothing was created or deleted"}},
-			want:      counts{0, 0, 0},
-			wantConds: stalled("NoMatchingTargets", "spec.targets[0].objectSelector: kind Site is not served; nothing was created or deleted"),
-		},
+		"SetInvalid": stalledCase("an invalid set wants no variant and keeps counting the ones it has",
+			nil, setVariants(1, 1), setProblem{"ValidationError", "spec.upstream: Required value"}, counts{0, 2, 1}),
+		"UpstreamNotFound": stalledCase("no revision of the upstream stalls the set",
+			previous, setVariants(1, 0), setProblem{"UpstreamNotFound", "no published revision of blueprints/app"}, counts{0, 1, 1}),
+		"NoMatchingTargets": stalledCase("targets that cannot be expanded stall the set",
+			nil, setVariants(0, 0), setProblem{"NoMatchingTargets", "spec.targets[0].objectSelector: kind Site is not served; nothing was created or deleted"}, counts{0, 0, 0}),
 		"TargetsNotListed": {
 			reason:   "a transient failure to list the targets is not Stalled: the set is valid, not Ready, and retried",
 			variants: setVariants(2, 0),

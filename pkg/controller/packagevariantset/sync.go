@@ -3,10 +3,8 @@ package packagevariantset
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -26,24 +24,16 @@ import (
 // ones, updating changed ones and deleting stale ones. Everything it reads
 // comes from informer caches; it writes only what differs.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
-	logger := klog.FromContext(ctx).WithValues("packageVariantSet", key.String())
-	ctx = klog.NewContext(ctx, logger)
-	pvs, err := c.pvsLister.PackageVariantSets(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		logger.V(4).Info("PackageVariantSet is gone")
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("get PackageVariantSet %s: %w", key, err)
-	}
-	pvs = c.written.Latest(pvs)
-	if pvs.DeletionTimestamp != nil {
-		// Its variants go by garbage collection (owner references), each
-		// through its own deletion policy.
-		return nil
+	ctx, pvs, err := c.written.Get(ctx, "PackageVariantSet", key, c.pvsLister.PackageVariantSets(key.Namespace).Get)
+	// Nothing to do for a set that is gone or going: its variants go by
+	// garbage collection (owner references), each through its own deletion
+	// policy.
+	if err != nil || pvs == nil || pvs.DeletionTimestamp != nil {
+		return err
 	}
 	desired := pvs.DeepCopy()
 	syncErr := c.reconcile(ctx, desired)
+	logger := klog.FromContext(ctx)
 	if errors.Is(syncErr, errSetGoing) {
 		// Nothing to record on a set that is going; its events queue the
 		// next sync.

@@ -93,18 +93,18 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
 			s.Generation = 2
 			f.sets = append(f.sets, s)
-			f.objects = append(f.objects, s)
+			f.Objects = append(f.Objects, s)
 			for _, r := range tc.targets {
 				f.repos = append(f.repos, repository("ns", r, nil))
 			}
 			for _, pv := range tc.existing {
 				f.variants = append(f.variants, pv)
-				f.objects = append(f.objects, pv)
+				f.Objects = append(f.Objects, pv)
 			}
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
 
-			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+			if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, variantWrites(f.Client.Actions())); diff != "" {
@@ -146,14 +146,14 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 			}}
 			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
 			f.sets = append(f.sets, s)
-			f.objects = append(f.objects, s)
+			f.Objects = append(f.Objects, s)
 			for _, r := range []string{"edge-1", "edge-2", "edge-3"} {
 				f.repos = append(f.repos, repository("ns", r, map[string]string{"region": "eu", "tier": "gold"}))
 			}
 			f.revisions = append(f.revisions, publishedUpstream())
 			c, _ := f.newController(ctx)
 			c.celBudget = tc.budget
-			if err := c.syncHandler(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
+			if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 				t.Fatalf("sync: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, variantWrites(f.Client.Actions())); diff != "" {

@@ -30,18 +30,28 @@ import (
 func AlwaysReady() bool { return true }
 
 // Fixture is a fake clientset holding the test's objects and an informer
-// factory on it.
+// factory on it: set T and Objects, then Start a controller on it.
 type Fixture struct {
-	T       *testing.T
+	T *testing.T
+	// Objects go into the fake clientset when Start makes it.
+	Objects []runtime.Object
+	// Client and Factory are made by Start.
 	Client  *fake.Clientset
 	Factory informers.SharedInformerFactory
 }
 
-// New makes the fake clientset with objects and the informer factory (no
-// resync) on it.
-func New(t *testing.T, objects ...runtime.Object) *Fixture {
-	client := fake.NewSimpleClientset(objects...)
-	return &Fixture{T: t, Client: client, Factory: informers.NewSharedInformerFactory(client, 0)}
+// Start makes the fake clientset with f.Objects and the informer factory
+// (no resync) on it, then the controller newController builds on them,
+// failing the test on its error.
+func Start[C any](f *Fixture, newController func() (C, error)) C {
+	f.T.Helper()
+	f.Client = fake.NewSimpleClientset(f.Objects...)
+	f.Factory = informers.NewSharedInformerFactory(f.Client, 0)
+	c, err := newController()
+	if err != nil {
+		f.T.Fatalf("New: %v", err)
+	}
+	return c
 }
 
 // Index adds objs to the informer's indexer, as if its list had returned

@@ -6,7 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
 
 // ConfigMap is an in-cluster ConfigMap, as injectors read them.
@@ -77,4 +81,19 @@ metadata:
 data:
   %s: unset
 `, name, key)
+}
+
+// ValidSet is the PackageVariantSet ns/set of blueprints/app with a single
+// target, the repository deploy: valid, and what the validation and render
+// tests change.
+func ValidSet() *configv1alpha2.PackageVariantSet {
+	return &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}},
+			}},
+		},
+	}
 }

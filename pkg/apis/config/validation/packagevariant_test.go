@@ -20,6 +20,15 @@ func notDNSSubdomain(name string) string {
 	return strings.Join(utilvalidation.IsDNS1123Subdomain(name), "; ")
 }
 
+// missing is the messages of the required fields left out.
+func missing(fields ...string) []string {
+	var out []string
+	for _, f := range fields {
+		out = append(out, "missing required field "+f)
+	}
+	return out
+}
+
 // validVariant passes every check; each case breaks one thing.
 func validVariant() *configv1alpha1.PackageVariant {
 	return &configv1alpha1.PackageVariant{
@@ -41,59 +50,39 @@ func validVariant() *configv1alpha1.PackageVariant {
 }
 
 func TestValidatePackageVariant(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		mutate func(pv *configv1alpha1.PackageVariant)
-		want   []string
-	}{
+	testChanges(t, map[string]changeCase[*configv1alpha1.PackageVariant]{
 		"ValidVariant": {
 			reason: "a variant using every field correctly has no problem",
-			mutate: func(*configv1alpha1.PackageVariant) {},
+			change: func(*configv1alpha1.PackageVariant) {},
 		},
 		"EmptyPoliciesMeanDefaults": {
 			reason: "empty policies are the defaults, not errors",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.AdoptionPolicy, pv.Spec.DeletionPolicy, pv.Spec.UpgradePolicy = "", "", ""
 			},
 		},
-		"MissingUpstream": {
-			reason: "spec.upstream is required",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream = nil },
-			want:   []string{"missing required field spec.upstream"},
-		},
-		"MissingUpstreamFields": {
-			reason: "spec.upstream.repo and .package are required",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package = "", "" },
-			want:   []string{"missing required field spec.upstream.repo", "missing required field spec.upstream.package"},
-		},
-		"MissingDownstream": {
-			reason: "spec.downstream is required",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream = nil },
-			want:   []string{"missing required field spec.downstream"},
-		},
-		"MissingDownstreamFields": {
-			reason: "spec.downstream.repo and .package are required",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package = "", "" },
-			want:   []string{"missing required field spec.downstream.repo", "missing required field spec.downstream.package"},
-		},
+		"MissingUpstream":         {"spec.upstream is required", func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream = nil }, missing("spec.upstream")},
+		"MissingUpstreamFields":   {"spec.upstream.repo and .package are required", func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package = "", "" }, missing("spec.upstream.repo", "spec.upstream.package")},
+		"MissingDownstream":       {"spec.downstream is required", func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream = nil }, missing("spec.downstream")},
+		"MissingDownstreamFields": {"spec.downstream.repo and .package are required", func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package = "", "" }, missing("spec.downstream.repo", "spec.downstream.package")},
 		"BadAdoptionPolicy": {
 			reason: "the reference controller's message for an unknown adoption policy",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.AdoptionPolicy = "adoptAll" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.AdoptionPolicy = "adoptAll" },
 			want:   []string{`spec.adoptionPolicy field can only be "adoptNone" or "adoptExisting"`},
 		},
 		"BadDeletionPolicy": {
 			reason: "the reference controller's message for an unknown deletion policy",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.DeletionPolicy = "keep" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.DeletionPolicy = "keep" },
 			want:   []string{`spec.deletionPolicy can only be "orphan" or "delete"`},
 		},
 		"BadUpgradePolicy": {
 			reason: "upgradePolicy values are case sensitive",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.UpgradePolicy = "manual" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.UpgradePolicy = "manual" },
 			want:   []string{`spec.upgradePolicy can only be "Automatic" or "Manual"`},
 		},
 		"ReservedPackageContextKeys": {
 			reason: "name and package-path belong to kpt and Porch, in data and in removeKeys",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.PackageContext = &configv1alpha1.PackageContext{
 					Data:       map[string]string{"name": "x", "package-path": "y", "env": "ok"},
 					RemoveKeys: []string{"env", "package-path"},
@@ -107,26 +96,26 @@ func TestValidatePackageVariant(t *testing.T) {
 		},
 		"EmptyInjectorName": {
 			reason: "an injector must name its object; blanks do not count",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Name: "ok"}, {Name: ""}, {Name: "  "}}
 			},
 			want: []string{"spec.injectors[1].name must not be empty", "spec.injectors[2].name must not be empty"},
 		},
 		"NegativeRevision": {
 			reason: "revision -1 is the placeholder, which cannot be cloned",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream.Revision = -1 },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream.Revision = -1 },
 			want: []string{"spec.upstream.revision -1 is invalid: give a published revision number (1 or more), " +
 				"or leave it out to follow the latest published revision; the placeholder revision -1 cannot be cloned"},
 		},
 		"PlaceholderWorkspace": {
 			reason: "workspace main is the placeholder, which cannot be cloned",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream.WorkspaceName = "main" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Upstream.WorkspaceName = "main" },
 			want: []string{`spec.upstream.workspaceName "main" is the placeholder revision that tracks a branch and cannot be cloned; ` +
 				"name the workspace of a published revision, or leave it out to follow the latest published revision"},
 		},
 		"FunctionsWithoutImageOrExec": {
 			reason: "every pipeline function needs an image or an exec, counted per list",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Pipeline = &kptfilev1.Pipeline{
 					Mutators:   []kptfilev1.Function{{Image: "a"}, {Name: "no-image"}},
 					Validators: []kptfilev1.Function{{ConfigPath: "fn.yaml"}},
@@ -139,27 +128,27 @@ func TestValidatePackageVariant(t *testing.T) {
 		},
 		"RepositoryNameNotAnObjectName": {
 			reason: "Porch cannot find a Repository whose name is not a Kubernetes object name",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Repo = "Deploy_1" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Repo = "Deploy_1" },
 			want:   []string{`spec.downstream.repo "Deploy_1" is not a Repository name: ` + notDNSSubdomain("Deploy_1")},
 		},
 		"PackagePathSegments": {
 			reason: "an empty, . or .. segment is not a package path, reported once",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "a//../b" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "a//../b" },
 			want:   []string{`spec.downstream.package "a//../b" is not a package path: give a relative path without empty, "." or ".." segments`},
 		},
 		"NestedPackageIsFine": {
 			reason: "a nested package path makes a valid draft name",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "apps/web-1" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "apps/web-1" },
 		},
 		"DraftNameUpperCase": {
 			reason: "Porch names the first draft deploy.App.packagevariant-1, which is not a DNS subdomain",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "App" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.Downstream.Package = "App" },
 			want: []string{`spec.downstream: Porch would name the draft "deploy.App.packagevariant-1", which it refuses: ` + notDNSSubdomain("deploy.App.packagevariant-1") +
 				"; use a lower-case package path of letters, digits, '-' and '/' that keeps the name within 253 characters"},
 		},
 		"DraftNameTooLong": {
 			reason: "the draft name counts the repository, the package and the workspace packagevariant-1 against 253 characters",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Downstream.Package = strings.Repeat("a", 253-len("deploy..packagevariant-1")+1)
 			},
 			want: []string{`spec.downstream: Porch would name the draft "deploy.` + strings.Repeat("a", 253-len("deploy..packagevariant-1")+1) + `.packagevariant-1", which it refuses: ` +
@@ -167,18 +156,18 @@ func TestValidatePackageVariant(t *testing.T) {
 		},
 		"DraftNameAtTheLimit": {
 			reason: "a draft name of exactly 253 characters is accepted",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Downstream.Package = strings.Repeat("a", 253-len("deploy..packagevariant-1"))
 			},
 		},
 		"BadServiceAccountName": {
 			reason: "serviceAccountName must be a name a ServiceAccount can have",
-			mutate: func(pv *configv1alpha1.PackageVariant) { pv.Spec.ServiceAccountName = "Not_A_Name" },
+			change: func(pv *configv1alpha1.PackageVariant) { pv.Spec.ServiceAccountName = "Not_A_Name" },
 			want:   []string{`spec.serviceAccountName "Not_A_Name" is not a ServiceAccount name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
 		},
 		"SecretInjector": {
 			reason: "a Secret is never injected: the package is stored in git",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Injectors = []configv1alpha1.InjectionSelector{
 					{Kind: ptr("Secret"), Name: "creds"},
 					{Group: ptr("example.com"), Kind: ptr("Secret"), Name: "not-core"},
@@ -189,7 +178,7 @@ func TestValidatePackageVariant(t *testing.T) {
 		},
 		"AllProblemsTogether": {
 			reason: "a person sees every problem at once, in a stable order",
-			mutate: func(pv *configv1alpha1.PackageVariant) {
+			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Upstream.Package = ""
 				pv.Spec.Upstream.Revision = -2
 				pv.Spec.Downstream = nil
@@ -213,16 +202,7 @@ func TestValidatePackageVariant(t *testing.T) {
 				"spec.pipeline.validators[0]: image or exec is required",
 			},
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			pv := validVariant()
-			tc.mutate(pv)
-			if diff := cmp.Diff(tc.want, Messages(ValidatePackageVariant(pv))); diff != "" {
-				t.Errorf("%s: ValidatePackageVariant (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
+	}, validVariant, ValidatePackageVariant)
 }
 
 // TestPackageVariantErrorFields: besides the message, each error names the

@@ -15,6 +15,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -33,23 +34,8 @@ func (f *fakeCheck) check(fldPath *field.Path, expr string, withRepository bool)
 	return nil
 }
 
-func validSet() *configv1alpha2.PackageVariantSet {
-	return &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set"},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}},
-			}},
-		},
-	}
-}
-
 func TestValidatePackageVariantSet(t *testing.T) {
-	cases := map[string]struct {
-		change func(*configv1alpha2.PackageVariantSet)
-		want   []string
-	}{
+	testChanges(t, map[string]changeCase[*configv1alpha2.PackageVariantSet]{
 		"valid": {change: func(*configv1alpha2.PackageVariantSet) {}},
 		"no upstream": {
 			change: func(s *configv1alpha2.PackageVariantSet) { s.Spec.Upstream = nil },
@@ -151,23 +137,15 @@ func TestValidatePackageVariantSet(t *testing.T) {
 				"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].valueExpr: syntax error",
 			},
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s := validSet()
-			tc.change(s)
-			f := &fakeCheck{}
-			if diff := cmp.Diff(tc.want, Messages(ValidatePackageVariantSet(s, f.check))); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
-		})
-	}
+	}, ctrlfixture.ValidSet, func(s *configv1alpha2.PackageVariantSet) field.ErrorList {
+		return ValidatePackageVariantSet(s, (&fakeCheck{}).check)
+	})
 }
 
 // TestValidateRepoExprHasNoRepository: downstream.repoExpr is checked
 // without the repository variable, every other expression with it.
 func TestValidateRepoExprHasNoRepository(t *testing.T) {
-	s := validSet()
+	s := ctrlfixture.ValidSet()
 	s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
 		Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("repoDefault"), PackageExpr: ptr("packageDefault")},
 		LabelExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("'k'"), ValueExpr: ptr("repository.name")}},
@@ -186,65 +164,59 @@ func TestValidateRepoExprHasNoRepository(t *testing.T) {
 // what the sandbox does not expose, cannot be a string, fails whatever the
 // target, or exceeds the cost limit; each problem names its field.
 func TestValidateCEL(t *testing.T) {
-	cases := map[string]struct {
-		template *configv1alpha2.PackageVariantTemplate
-		want     []string
-	}{
+	// template makes the target's template tpl.
+	template := func(tpl *configv1alpha2.PackageVariantTemplate) func(*configv1alpha2.PackageVariantSet) {
+		return func(s *configv1alpha2.PackageVariantSet) { s.Spec.Targets[0].Template = tpl }
+	}
+	testChanges(t, map[string]changeCase[*configv1alpha2.PackageVariantSet]{
 		"field the sandbox does not expose": {
-			template: &configv1alpha2.PackageVariantTemplate{
+			change: template(&configv1alpha2.PackageVariantTemplate{
 				Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("repository.spec.secret")}},
-			},
+			}),
 			want: []string{"spec.targets[0].template.injectors[0].nameExpr: ERROR: <input>:1:11: undefined field 'spec'\n" +
 				" | repository.spec.secret\n" +
 				" | ..........^\n" +
 				"upstream, repository and target expose only name, namespace, labels and annotations; a target from a repositories list exposes only repo and package"},
 		},
 		"a map where a string is required": {
-			template: &configv1alpha2.PackageVariantTemplate{
+			change: template(&configv1alpha2.PackageVariantTemplate{
 				PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("upstream.annotations")}}},
-			},
+			}),
 			want: []string{"spec.targets[0].template.packageContext.dataExprs[0].valueExpr: must evaluate to a string, got map(string, string)"},
 		},
 		"division by zero whatever the target": {
-			template: &configv1alpha2.PackageVariantTemplate{
+			change: template(&configv1alpha2.PackageVariantTemplate{
 				Pipeline: &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{
 					Function:       kptfilev1.Function{Image: "img"},
 					ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("string(1/0)")}},
 				}}},
-			},
+			}),
 			want: []string{"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].valueExpr: fails for every target: division by zero"},
 		},
 		"cost limit": {
-			template: &configv1alpha2.PackageVariantTemplate{
+			change: template(&configv1alpha2.PackageVariantTemplate{
 				PackageContext: &configv1alpha2.PackageContextTemplate{RemoveKeyExprs: []string{"target.labels.exists(a, target.labels.exists(b, a + b == 'x')) ? 'x' : 'y'"}},
-			},
+			}),
 			want: []string{"spec.targets[0].template.packageContext.removeKeyExprs[0]: estimated cost N exceeds the cost limit of 1000000 " +
 				"(for objects with up to 250 labels and 250 annotations); comprehensions (all, exists, filter, map ...) nested in comprehensions are the usual cause"},
 		},
 		"division by the size of labels is left to rendering": {
-			template: &configv1alpha2.PackageVariantTemplate{
+			change: template(&configv1alpha2.PackageVariantTemplate{
 				Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr("packageDefault + string(10 / size(repository.labels))")},
-			},
+			}),
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			s := validSet()
-			s.Spec.Targets[0].Template = tc.template
-			cache := celtemplate.NewCache(celtemplate.Options{})
-			set := celtemplate.SetKey{UID: s.UID, Generation: s.Generation}
-			got := Messages(ValidatePackageVariantSet(s, func(fldPath *field.Path, expr string, withRepository bool) error {
-				return cache.Check(set, fldPath.String(), expr, withRepository)
-			}))
-			// The estimate itself is CEL's to refine.
-			for i := range got {
-				got[i] = estimate.ReplaceAllString(got[i], "estimated cost N")
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("problems (-want +got):\n%s", diff)
-			}
+	}, ctrlfixture.ValidSet, func(s *configv1alpha2.PackageVariantSet) field.ErrorList {
+		cache := celtemplate.NewCache(celtemplate.Options{})
+		set := celtemplate.SetKey{UID: s.UID, Generation: s.Generation}
+		errs := ValidatePackageVariantSet(s, func(fldPath *field.Path, expr string, withRepository bool) error {
+			return cache.Check(set, fldPath.String(), expr, withRepository)
 		})
-	}
+		// The estimate itself is CEL's to refine.
+		for _, e := range errs {
+			e.Detail = estimate.ReplaceAllString(e.Detail, "estimated cost N")
+		}
+		return errs
+	})
 }
 
 var estimate = regexp.MustCompile(`estimated cost \d+`)
@@ -254,7 +226,7 @@ var estimate = regexp.MustCompile(`estimated cost \d+`)
 // how it is wrong; a CEL error is an invalid value of the expression's
 // field.
 func TestPackageVariantSetErrorFields(t *testing.T) {
-	s := validSet()
+	s := ctrlfixture.ValidSet()
 	s.Spec.Targets = []configv1alpha2.Target{
 		{ObjectSelector: &configv1alpha2.ObjectSelector{Kind: "Site"}, Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}}},
 		{Template: &configv1alpha2.PackageVariantTemplate{
