@@ -102,6 +102,7 @@ func TestConflictingVariantWritesNothing(t *testing.T) {
 		{ConditionConflict, ReasonConflict, msg, metav1.ConditionTrue},
 		{ConditionStalled, ReasonConflict, msg, metav1.ConditionTrue},
 		{ConditionReady, ReasonConflict, msg, metav1.ConditionFalse},
+		{ConditionPublished, configv1alpha1.ReasonNotPublished, "another variant manages the downstream package: see the Conflict condition", metav1.ConditionFalse},
 	}
 	var got []cond
 	for _, c := range pv.Status.Conditions {

@@ -14,6 +14,9 @@ import (
 // outcome is what one sync of a variant found and did, as plain data:
 // calculateStatus derives the conditions from it, announce the events.
 type outcome struct {
+	// paused: a person paused the variant (helper.Paused); nothing else
+	// was done.
+	paused bool
 	// invalid: a problem only a change of the variant (or of its
 	// upstream) can fix; nothing else was done.
 	invalid *invalid

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
@@ -28,6 +29,12 @@ const (
 	// ConditionUpgradeAvailable is True when spec.upgradePolicy is Manual
 	// and a newer upstream revision exists than the downstream is based on.
 	ConditionUpgradeAvailable = "UpgradeAvailable"
+	// ConditionPublished is True when the downstream's latest Published
+	// revision carries the variant's current spec and no draft or proposal
+	// of the variant is open (a set's rollout waits on it).
+	ConditionPublished = configv1alpha1.ConditionPublished
+	// ConditionPaused is True while a person pauses the variant.
+	ConditionPaused = configv1alpha1.ConditionPaused
 )
 
 // Condition reasons. The first four are the reference controller's.
@@ -36,8 +43,8 @@ const (
 	ReasonValid              = conditions.ReasonValid
 	ReasonError              = "Error"
 	ReasonNoErrors           = "NoErrors"
-	ReasonConflict           = "Conflict"
-	ReasonWaitingForApproval = "WaitingForApproval"
+	ReasonConflict           = configv1alpha1.ReasonConflict
+	ReasonWaitingForApproval = configv1alpha1.ReasonWaitingForApproval
 	// ReasonInjectionForbidden: the variant asks to inject an object its
 	// ServiceAccount may not get; the message names both.
 	ReasonInjectionForbidden = "InjectionForbidden"
@@ -47,10 +54,10 @@ const (
 	ReasonDeletionProposed   = "DeletionProposed"
 	// ReasonRenderFailed: Porch could not render the downstream package's
 	// pipeline with the variant's changes.
-	ReasonRenderFailed = "RenderFailed"
+	ReasonRenderFailed = configv1alpha1.ReasonRenderFailed
 	// ReasonRefused: the server refused a request in a way no retry can
 	// change (invalid name, forbidden, missing Repository).
-	ReasonRefused = "Refused"
+	ReasonRefused = configv1alpha1.ReasonRefused
 	// ReasonOtherDraftOpen: the downstream package has a Draft or Proposed
 	// revision the variant does not manage, and the variant makes no
 	// second one beside it.
@@ -64,6 +71,13 @@ const readyMessage = "successfully ensured downstream package variant"
 // pv's, as the act phase left it. pv is not changed.
 func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alpha1.PackageVariantStatus {
 	out := pv.DeepCopy()
+	if o.paused {
+		// Everything else stays as the last sync left it, each condition
+		// with the generation it was computed for.
+		setCondition(out, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused, confighelper.PausedMessage("PackageVariant", pv))
+		return out.Status
+	}
+	meta.RemoveStatusCondition(&out.Status.Conditions, ConditionPaused)
 	switch {
 	case o.cleanup != nil:
 		setNotReady(out, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
@@ -72,12 +86,14 @@ func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alph
 	case o.invalid != nil:
 		meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
 		setInvalid(out, o.invalid.stalled, o.invalid.ready)
+		setNotPublished(out, "the variant is invalid: fix the problems the Stalled condition lists")
 		return out.Status
 	case o.conflictWith != nil:
 		msg := conflictMessage(pv, o.conflictWith)
 		setCondition(out, ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg)
 		setCondition(out, ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg)
 		setNotReady(out, ReasonConflict, msg)
+		setNotPublished(out, "another variant manages the downstream package: see the Conflict condition")
 		return out.Status
 	}
 	meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
@@ -94,17 +110,61 @@ func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alph
 			setCondition(out, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision, u.message)
 		}
 	}
-	switch reason, msg := readiness(pv, o); reason {
+	readyReason, msg := readiness(pv, o)
+	switch readyReason {
 	case "":
 	case ReasonNoErrors:
 		setReady(out, msg)
 	default:
-		setNotReady(out, reason, msg)
+		setNotReady(out, readyReason, msg)
 	}
 	if o.st != nil {
 		setTargets(out, o.st.targets(), o.st.rendered)
 	}
+	if status, reason, msg := publication(pv, o, out, readyReason); reason != "" {
+		setCondition(out, ConditionPublished, status, reason, msg)
+	}
 	return out.Status
+}
+
+// publication is the Published condition of a valid variant after a sync
+// that went as o records (out: the status computed so far, readyReason the
+// reason readiness gave). No reason when the sync has nothing new to say
+// (Ready stays as it was, or the sync is retried): Published stays as it
+// was.
+func publication(pv *configv1alpha1.PackageVariant, o *outcome, out *configv1alpha1.PackageVariant, readyReason string) (metav1.ConditionStatus, string, string) {
+	if readyReason == "" || o.retrying != nil || o.st == nil {
+		return "", "", ""
+	}
+	st := o.st
+	var open []string
+	for _, pr := range st.targets() {
+		if pr != st.published {
+			open = append(open, pr.Name)
+		}
+	}
+	switch {
+	case len(open) > 0:
+		return metav1.ConditionFalse, ReasonWaitingForApproval, fmt.Sprintf(
+			"%s of the variant waits for approval: the change is finished once it is published", conditions.List(open, 3))
+	case st.published == nil:
+		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
+			"downstream package %s has no published revision of this variant yet", describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package))
+	case meta.IsStatusConditionTrue(out.Status.Conditions, ConditionUpgradeAvailable):
+		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
+			"%s is not based on the selected upstream revision: spec.upgradePolicy Manual holds the upgrade (see UpgradeAvailable)", st.published.Name)
+	case readyReason != ReasonNoErrors || o.progress.kind != progressReady:
+		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
+			"%s does not carry the variant's current spec yet: see the Ready condition", st.published.Name)
+	}
+	return metav1.ConditionTrue, configv1alpha1.ReasonPublished, fmt.Sprintf(
+		"%s carries upstream %s and the variant's changes", st.published.Name, st.upstream.Name)
+}
+
+// setNotPublished is Published=False, NotPublished, for a variant the sync
+// did not work on.
+func setNotPublished(pv *configv1alpha1.PackageVariant, message string) {
+	setCondition(pv, ConditionPublished, metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, message)
 }
 
 // readiness is the reason and message of the Ready condition a valid

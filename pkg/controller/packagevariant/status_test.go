@@ -216,6 +216,11 @@ func TestCalculateStatus(t *testing.T) {
 	}
 	upgradeMsg := "upstream blueprints/app revision 3 (blueprints.app.v3) is available; deploy.app.d1 is based on revision 2. spec.upgradePolicy is Manual: set spec.upstream.revision to 3 (or the policy to Automatic) to get an upgrade draft"
 	upgrade := cond(ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision, upgradeMsg)
+	notPublished := func(message string) metav1.Condition {
+		return cond(ConditionPublished, metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, message)
+	}
+	draftWaits := cond(ConditionPublished, metav1.ConditionFalse, ReasonWaitingForApproval,
+		"deploy.app.d1 of the variant waits for approval: the change is finished once it is published")
 
 	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
 	other := variant("ns", "older", "uid-0", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
@@ -225,6 +230,7 @@ func TestCalculateStatus(t *testing.T) {
 	published := withLock(revision("ns", "deploy", "app", "v1", pv), "drafts/app/v1")
 	published.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
 	foreign := revision("ns", "deploy", "app", "theirs", other)
+	upstreamV2 := revision("ns", "blueprints", "app", "v2", nil)
 	withDraft := func() *state {
 		return &state{drafts: []*porchv1alpha1.PackageRevision{draft}, rendered: map[string]porchv1alpha1.RenderStatus{draft.Name: {Err: "boom"}}}
 	}
@@ -245,7 +251,8 @@ func TestCalculateStatus(t *testing.T) {
 			outcome: outcome{invalid: &invalid{stalled: "missing required field spec.downstream", ready: "invalid packagevariant object: fix the problems the Stalled condition lists"}},
 			want: []metav1.Condition{stored(upgrade),
 				cond(ConditionStalled, metav1.ConditionTrue, ReasonValidationError, "missing required field spec.downstream"),
-				notReady(ReasonError, "invalid packagevariant object: fix the problems the Stalled condition lists")},
+				notReady(ReasonError, "invalid packagevariant object: fix the problems the Stalled condition lists"),
+				notPublished("the variant is invalid: fix the problems the Stalled condition lists")},
 			wantTargets: []configv1alpha1.DownstreamTarget{{Name: "kept"}},
 		},
 		"Conflict": {
@@ -254,15 +261,58 @@ func TestCalculateStatus(t *testing.T) {
 			want: func() []metav1.Condition {
 				msg := "downstream package deploy/app is managed by PackageVariant ns/older; this variant writes nothing until that one is deleted or this one targets another downstream"
 				return []metav1.Condition{cond(ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg),
-					cond(ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg), notReady(ReasonConflict, msg)}
+					cond(ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg), notReady(ReasonConflict, msg),
+					notPublished("another variant manages the downstream package: see the Conflict condition")}
 			}(),
 		},
 		"UpToDate": {
 			reason:      "an up to date downstream is Ready; its targets carry this sync's render outcome; the conflict is over",
 			before:      []metav1.Condition{stored(cond(ConditionConflict, metav1.ConditionTrue, ReasonConflict, "x"))},
 			outcome:     outcome{progress: progress{kind: progressReady}, st: withDraft()},
-			want:        []metav1.Condition{valid, ready},
+			want:        []metav1.Condition{valid, ready, draftWaits},
 			wantTargets: []configv1alpha1.DownstreamTarget{{Name: draft.Name, RenderStatus: porchv1alpha1.RenderStatus{Err: "boom"}}},
+		},
+		"Published": {
+			reason:      "an up to date Published revision and no open draft: the variant's change is published",
+			outcome:     outcome{progress: progress{kind: progressReady}, st: &state{published: published, upstream: upstreamV2}},
+			want:        []metav1.Condition{valid, ready, cond(ConditionPublished, metav1.ConditionTrue, configv1alpha1.ReasonPublished, "deploy.app.v1 carries upstream blueprints.app.v2 and the variant's changes")},
+			wantTargets: []configv1alpha1.DownstreamTarget{{Name: published.Name}},
+		},
+		"PublishedButUpgradeHeld": {
+			reason:  "a Published revision that spec.upgradePolicy Manual keeps on an older upstream has not published the change",
+			outcome: outcome{upgrade: &upgradeNote{message: upgradeMsg}, progress: progress{kind: progressReady}, st: &state{published: published, upstream: upstreamV2}},
+			want: []metav1.Condition{valid, upgrade, ready,
+				notPublished("deploy.app.v1 is not based on the selected upstream revision: spec.upgradePolicy Manual holds the upgrade (see UpgradeAvailable)")},
+			wantTargets: []configv1alpha1.DownstreamTarget{{Name: published.Name}},
+		},
+		"NotPublishedYet": {
+			reason:  "a package with no revision of the variant yet has nothing published",
+			outcome: outcome{mutation: &mutationError{errors.New("cannot apply the variant: no Kptfile")}, st: &state{upstream: upstreamV2}},
+			want: []metav1.Condition{valid, notReady(ReasonError, "cannot apply the variant: no Kptfile; fix the upstream package or the variant"),
+				notPublished("downstream package deploy/app has no published revision of this variant yet")},
+		},
+		"PublishedStale": {
+			reason:  "a Published revision the variant's changes would change, while the sync could not make the edit draft",
+			outcome: outcome{otherDraft: &otherDraftOpen{pv: pv, revisions: []*porchv1alpha1.PackageRevision{foreign}}, st: &state{published: published, upstream: upstreamV2}},
+			want: []metav1.Condition{valid, notReady(ReasonOtherDraftOpen,
+				"downstream package deploy/app has an open revision this variant does not manage: deploy.app.theirs (Draft); controlled by PackageVariant older. The variant makes no second draft beside it: publish or delete it, or set spec.adoptionPolicy: adoptExisting to take over revisions nobody controls"),
+				notPublished("deploy.app.v1 does not carry the variant's current spec yet: see the Ready condition")},
+			wantTargets: []configv1alpha1.DownstreamTarget{{Name: published.Name}},
+		},
+		"Paused": {
+			reason:  "a paused variant says so and keeps every other condition as it was, generation and all",
+			before:  []metav1.Condition{stored(valid), stored(ready)},
+			targets: []configv1alpha1.DownstreamTarget{{Name: "kept"}},
+			outcome: outcome{paused: true},
+			want: []metav1.Condition{stored(valid), stored(ready), cond(ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
+				"the annotation config.porch.kpt.dev/paused=true holds this PackageVariant: the controller writes nothing for it until it is removed (kubectl annotate -n ns PackageVariant pv config.porch.kpt.dev/paused-)")},
+			wantTargets: []configv1alpha1.DownstreamTarget{{Name: "kept"}},
+		},
+		"Unpaused": {
+			reason:  "the Paused condition goes with the annotation",
+			before:  []metav1.Condition{stored(cond(ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused, "x"))},
+			outcome: outcome{progress: progress{kind: progressReady}},
+			want:    []metav1.Condition{valid, ready},
 		},
 		"NothingNew": {
 			reason:      "a sync that stopped before acting (waiting for a draft to reach the cache) keeps Ready as it was, generation and all, and the targets",
@@ -311,7 +361,8 @@ func TestCalculateStatus(t *testing.T) {
 			reason:  "a failed render names the pipeline's complaint and what Porch kept",
 			outcome: outcome{render: &renderError{name: draft.Name, details: "function failed"}, st: withDraft()},
 			want: []metav1.Condition{valid, notReady(ReasonRenderFailed,
-				"the pipeline of deploy.app.d1 failed to render: function failed. Porch stored nothing: the draft keeps the files it had. Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff")},
+				"the pipeline of deploy.app.d1 failed to render: function failed. Porch stored nothing: the draft keeps the files it had. Fix the failing function or its configuration (in the upstream package, or the variant's spec.pipeline); the controller retries with backoff"),
+				draftWaits},
 			wantTargets: []configv1alpha1.DownstreamTarget{{Name: draft.Name, RenderStatus: porchv1alpha1.RenderStatus{Err: "boom"}}},
 		},
 		"Refused": {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
@@ -35,7 +36,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if pv.DeletionTimestamp != nil {
 		return c.cleanup(ctx, pv)
 	}
-	if !hasFinalizer(pv) {
+	// A paused variant gets no write but its status, not even the
+	// finalizer. One deleted while paused is still cleaned up if it
+	// carries the finalizer: the deletion is a person's later word.
+	if !hasFinalizer(pv) && !confighelper.Paused(pv) {
 		if pv, err = c.addFinalizer(ctx, pv); err != nil {
 			return err
 		}
@@ -76,6 +80,9 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 // check the expectations, observe the downstream, plan (pure, from the
 // caches) and act on the plan.
 func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVariant, o *outcome) error {
+	if o.paused = confighelper.Paused(pv); o.paused {
+		return nil
+	}
 	if o.invalid = invalidSpec(pv); o.invalid != nil {
 		return nil
 	}

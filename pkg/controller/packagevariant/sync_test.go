@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
@@ -29,6 +30,8 @@ func TestInvalidVariantStalls(t *testing.T) {
 			Message: `missing required field spec.downstream; spec.deletionPolicy can only be "orphan" or "delete"`},
 		{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonError, ObservedGeneration: 4,
 			Message: "invalid packagevariant object: fix the problems the Stalled condition lists"},
+		{Type: ConditionPublished, Status: metav1.ConditionFalse, Reason: configv1alpha1.ReasonNotPublished, ObservedGeneration: 4,
+			Message: "the variant is invalid: fix the problems the Stalled condition lists"},
 	}
 	if diff := cmp.Diff(want, pv.Status.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime"),
 		cmpopts.SortSlices(func(a, b metav1.Condition) bool { return a.Type < b.Type })); diff != "" {
