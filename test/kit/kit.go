@@ -350,16 +350,42 @@ func update[T any](h *Harness, c typedClient[T], what, name string, change func(
 	}
 }
 
+// UpdateVariant changes a variant (its spec, its annotations...).
+func (h *Harness) UpdateVariant(name string, change func(*configv1alpha1.PackageVariant)) {
+	h.T.Helper()
+	update(h, h.Client.ConfigV1alpha1().PackageVariants(h.NS), "PackageVariant", name, change)
+}
+
 // UpdateVariantSpec changes a variant's spec.
 func (h *Harness) UpdateVariantSpec(name string, change func(*configv1alpha1.PackageVariantSpec)) {
 	h.T.Helper()
-	update(h, h.Client.ConfigV1alpha1().PackageVariants(h.NS), "PackageVariant", name, func(pv *configv1alpha1.PackageVariant) { change(&pv.Spec) })
+	h.UpdateVariant(name, func(pv *configv1alpha1.PackageVariant) { change(&pv.Spec) })
+}
+
+// UpdateSet changes a set (its spec, its annotations...).
+func (h *Harness) UpdateSet(name string, change func(*configv1alpha2.PackageVariantSet)) {
+	h.T.Helper()
+	update(h, h.Client.ConfigV1alpha2().PackageVariantSets(h.NS), "PackageVariantSet", name, change)
 }
 
 // UpdateSetSpec changes a set's spec.
 func (h *Harness) UpdateSetSpec(name string, change func(*configv1alpha2.PackageVariantSetSpec)) {
 	h.T.Helper()
-	update(h, h.Client.ConfigV1alpha2().PackageVariantSets(h.NS), "PackageVariantSet", name, func(pvs *configv1alpha2.PackageVariantSet) { change(&pvs.Spec) })
+	h.UpdateSet(name, func(pvs *configv1alpha2.PackageVariantSet) { change(&pvs.Spec) })
+}
+
+// Annotate sets annotation key of obj to value ("" removes it).
+func Annotate(obj metav1.Object, key, value string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	if value == "" {
+		delete(a, key)
+	} else {
+		a[key] = value
+	}
+	obj.SetAnnotations(a)
 }
 
 // WaitVariantCondition waits for a variant's condition with the given

@@ -1,0 +1,188 @@
+package packagevariantset_test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/test/kit"
+)
+
+// rolloutSet is a set over the prod repositories of fleet(6, "prod") in two
+// waves: eu (edge-00, -02, -04), one variant at a time, then us (edge-01,
+// -03, -05), Manual, half of it at a time.
+func rolloutSet() *configv1alpha2.PackageVariantSet {
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+		{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
+		{Name: "us", MaxConcurrent: ptr(intstr.FromString("50%")), Approval: configv1alpha2.WaveApprovalManual},
+	}}
+	return pvs
+}
+
+// pins are the spec.upstream.revision of every variant, by name.
+func (h *harness) pins() map[string]int {
+	out := map[string]int{}
+	for name, pv := range h.Variants() {
+		out[name] = pv.Spec.Upstream.Revision
+	}
+	return out
+}
+
+// publishOpen publishes, as a person would, every Draft of the downstream
+// package of each named variant, and returns their names.
+func (h *harness) publishOpen(variants ...string) []string {
+	h.T.Helper()
+	var published []string
+	for _, name := range variants {
+		pv := h.Variant(name)
+		for _, pr := range h.Revisions(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package) {
+			if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
+				continue
+			}
+			if err := h.Sim.Publish(testNS, pr.Name); err != nil {
+				h.T.Fatalf("publish %s: %v", pr.Name, err)
+			}
+			published = append(published, pr.Name)
+		}
+	}
+	return published
+}
+
+// waitOpen waits until exactly the named variants have an open draft.
+func (h *harness) waitOpen(want ...string) {
+	h.T.Helper()
+	h.WaitList("variants with a draft", func() []string {
+		var out []string
+		for name, pv := range h.Variants() {
+			for _, pr := range h.Revisions(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package) {
+				if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+					out = append(out, name)
+					break
+				}
+			}
+		}
+		return out
+	}, want...)
+}
+
+// waitRollout waits for the set's RolledOut condition with reason, and
+// the waves' phases ("eu:Finished us:Progressing").
+func (h *harness) waitRollout(reason, phases string) *configv1alpha2.PackageVariantSet {
+	h.T.Helper()
+	h.Eventually(fmt.Sprintf("RolledOut reason %s, waves %s", reason, phases), func() bool {
+		pvs := h.Set("edge")
+		cond := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut)
+		if cond == nil || pvs.Status.Rollout == nil {
+			return false
+		}
+		var ph []string
+		for _, w := range pvs.Status.Rollout.Waves {
+			ph = append(ph, w.Name+":"+string(w.Phase))
+		}
+		return cond.Reason == reason && strings.Join(ph, " ") == phases && cond.ObservedGeneration == pvs.Generation
+	})
+	return h.Set("edge")
+}
+
+func (h *harness) approve(wave string) {
+	h.T.Helper()
+	id := h.Set("edge").Status.Rollout.ID
+	h.UpdateSet("edge", func(pvs *configv1alpha2.PackageVariantSet) {
+		kit.Annotate(pvs, configv1alpha2.ApproveWaveAnnotation, wave+"@"+id)
+	})
+}
+
+// TestRolloutInWaves: a set with spec.rollout creates every variant at once
+// (new targets are never held back); an upstream bump then reaches the
+// variants wave by wave, one eu variant at a time, the Manual us wave only
+// once approved (an approval of the earlier rollout approves nothing), half
+// of it at a time, each next variant only as people publish; RolledOut is
+// True at the end, with the events of each step.
+func TestRolloutInWaves(t *testing.T) {
+	h := newHarness(t, fleet(6, "prod"))
+	h.CreateSet(rolloutSet())
+	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app", "edge-edge-04-app", "edge-edge-05-app"}
+	h.waitVariants(all...)
+	h.waitOpen(all...)
+	for name, rev := range h.pins() {
+		if rev != 1 {
+			t.Errorf("%s: spec.upstream.revision %d, want the resolved revision 1 pinned", name, rev)
+		}
+	}
+	// People publish a draft once the controller has finished it.
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(all...)
+	first := h.waitRollout(rollout.ReasonWaitingForApproval, "eu:Finished us:WaitingForApproval")
+	h.approve("us")
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
+	h.Settle()
+
+	// Revision 2 of the blueprint: a new rollout.
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, blueprint("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	st := h.waitRollout(rollout.ReasonWaveProgressing, "eu:Progressing us:Pending")
+	if st.Status.Rollout.ID == first.Status.Rollout.ID || st.Status.Rollout.UpstreamRevision != 2 {
+		t.Errorf("rollout %+v, want a new one of revision 2", st.Status.Rollout)
+	}
+	// Each step: exactly the variants opened so far carry revision 2, and
+	// only the newly opened have a draft; people publish those.
+	var opened []string
+	step := func(open ...string) {
+		t.Helper()
+		h.waitOpen(open...)
+		h.Settle()
+		opened = append(opened, open...)
+		sort.Strings(opened)
+		var upgraded []string
+		for name, rev := range h.pins() {
+			if rev == 2 {
+				upgraded = append(upgraded, name)
+			}
+		}
+		sort.Strings(upgraded)
+		if fmt.Sprint(upgraded) != fmt.Sprint(opened) {
+			t.Errorf("on revision 2: %v, want those opened so far: %v", upgraded, opened)
+		}
+		h.publishOpen(open...)
+	}
+	step("edge-edge-00-app")
+	step("edge-edge-02-app")
+	step("edge-edge-04-app")
+	h.waitRollout(rollout.ReasonWaitingForApproval, "eu:Finished us:WaitingForApproval")
+	h.Settle()
+	for _, name := range []string{"edge-edge-01-app", "edge-edge-03-app", "edge-edge-05-app"} {
+		if rev := h.pins()[name]; rev != 1 {
+			t.Errorf("%s: revision %d before its wave was approved, want 1", name, rev)
+		}
+	}
+	h.approve("us")
+	step("edge-edge-01-app", "edge-edge-03-app")
+	step("edge-edge-05-app")
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
+	for name, rev := range h.pins() {
+		if rev != 2 {
+			t.Errorf("%s: revision %d at the end, want 2", name, rev)
+		}
+	}
+	for _, reason := range []string{rollout.EventWaveStarted, rollout.EventWaveFinished, rollout.EventRolloutComplete} {
+		if len(h.EventsMatching(reason)) == 0 {
+			t.Errorf("no %s event", reason)
+		}
+	}
+	pv := h.Variant("edge-edge-00-app")
+	if cond := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ConditionPublished); cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Errorf("Published of a published variant: %+v", cond)
+	}
+}
