@@ -186,3 +186,105 @@ func TestRolloutInWaves(t *testing.T) {
 		t.Errorf("Published of a published variant: %+v", cond)
 	}
 }
+
+// bumpAndSettleRollout publishes every variant's first draft (the set's
+// creation), waits for the first rollout to end, and bumps the blueprint to
+// revision 2.
+func (h *harness) bumpAfterFirstRollout(all ...string) {
+	h.T.Helper()
+	h.waitOpen(all...)
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(all...)
+	h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
+	h.Settle()
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, blueprint("v2\n")); err != nil {
+		h.T.Fatal(err)
+	}
+}
+
+// TestRolloutPauseAndNewTargets: spec.rollout.paused opens nothing more
+// (the open variant stays open); a repository added mid-rollout gets its
+// variant at once, on the new revision; the paused annotation on the set
+// makes the controller write nothing (a relabelled repository keeps its
+// variant) and says so; on a variant, it keeps the variant's downstream as
+// it is.
+func TestRolloutPauseAndNewTargets(t *testing.T) {
+	h := newHarness(t, fleet(3, "prod"))
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr(intstr.FromInt32(1))}}}
+	h.CreateSet(pvs)
+	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
+	h.waitVariants(all...)
+	h.bumpAfterFirstRollout(all...)
+	h.waitOpen("edge-edge-00-app")
+	h.Settle()
+
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.Paused = true })
+	h.waitRollout(rollout.ReasonPaused, "all:Progressing")
+	h.publishOpen("edge-edge-00-app")
+	h.Settle()
+	if got := h.pins(); got["edge-edge-01-app"] != 1 || got["edge-edge-02-app"] != 1 {
+		t.Errorf("a paused rollout opened more variants: %v", got)
+	}
+
+	// A new target is not held back.
+	h.Sim.AddRepository(testNS, "edge-07", true, repoLabels("prod", "us"))
+	h.waitVariants(append(all, "edge-edge-07-app")...)
+	h.Eventually("the new variant on revision 2", func() bool { return h.pins()["edge-edge-07-app"] == 2 })
+
+	// Paused by annotation: nothing is written; the condition says so.
+	h.UpdateSet("edge", func(pvs *configv1alpha2.PackageVariantSet) {
+		kit.Annotate(pvs, configv1alpha1.PausedAnnotation, "true")
+	})
+	h.WaitSetCondition("edge", "Paused", metav1.ConditionTrue, configv1alpha1.ReasonPaused)
+	h.Sim.AddRepository(testNS, "edge-02", true, repoLabels("dev", "eu"))
+	h.Settle()
+	if h.Variant("edge-edge-02-app") == nil {
+		t.Error("a paused set deleted the variant of a repository that left its selector")
+	}
+	h.UpdateSet("edge", func(pvs *configv1alpha2.PackageVariantSet) {
+		kit.Annotate(pvs, configv1alpha1.PausedAnnotation, "")
+	})
+	h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-07-app")
+	if cond := meta.FindStatusCondition(h.Set("edge").Status.Conditions, "Paused"); cond != nil {
+		t.Errorf("Paused stays after the annotation went: %+v", cond)
+	}
+
+	// Unpaused, the rollout goes on; the new variant's draft counts
+	// against maxConcurrent like any open change.
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.Paused = false })
+	h.waitOpen("edge-edge-07-app")
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen("edge-edge-07-app")
+	h.waitOpen("edge-edge-01-app")
+	h.Settle()
+	h.publishOpen("edge-edge-01-app")
+	h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
+
+	// A paused variant: its downstream stays as it is.
+	h.UpdateVariant("edge-edge-01-app", func(pv *configv1alpha1.PackageVariant) {
+		kit.Annotate(pv, configv1alpha1.PausedAnnotation, "true")
+	})
+	h.WaitVariantCondition("edge-edge-01-app", "Paused", metav1.ConditionTrue, configv1alpha1.ReasonPaused)
+	before := kit.Summary(h.Revisions("edge-01", "app"))
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 3, blueprint("v3\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitOpen("edge-edge-00-app")
+	h.Settle()
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.Waves[0].MaxConcurrent = nil })
+	h.Eventually("every variant pinned to revision 3", func() bool {
+		for _, rev := range h.pins() {
+			if rev != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	h.Settle()
+	if after := kit.Summary(h.Revisions("edge-01", "app")); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a paused variant's downstream changed: %v, was %v", after, before)
+	}
+}
