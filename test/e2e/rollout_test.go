@@ -1,0 +1,224 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+)
+
+// TestRolloutInWaves: a set of 6 variants in 3 waves (canary, one at a
+// time; prod, Manual; the rest, half at a time) on the real API server.
+// People publish drafts through Porch's API and approve the Manual wave
+// with kubectl annotate; an upstream bump reaches the variants only as the
+// waves advance, and kubectl wait --for=condition=RolledOut returns when
+// the last wave is published.
+func TestRolloutInWaves(t *testing.T) {
+	forEachBackend(t, testRolloutInWaves)
+}
+
+func testRolloutInWaves(t *testing.T, b *backend) {
+	ns := createNamespace(t, b.ns("e2e-rollout"))
+	ctx := context.Background()
+	repository(t, ns, "blueprints", false, nil)
+	v1 := publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
+	}, false)
+	tiers := map[string]string{"edge-1": "canary", "edge-2": "prod", "edge-3": "prod", "edge-4": "rest", "edge-5": "rest", "edge-6": "rest"}
+	for repo, tier := range tiers {
+		repository(t, ns, repo, true, map[string]string{"env": "prod", "tier": tier})
+	}
+	ctrl := startController(t, "controller", ns)
+	set := &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+				Template: &configv1alpha2.PackageVariantTemplate{
+					LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("tier"), ValueExpr: ptr("repository.labels['tier']")}},
+				},
+			}},
+			Rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+				{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
+				{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, Approval: configv1alpha2.WaveApprovalManual},
+				{Name: "rest", MaxConcurrent: ptr(intstr.FromString("50%"))},
+			}},
+		},
+	}
+	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctrl, "6 Ready variants with one draft each (new targets are not held back)", func() (bool, string) {
+		return fleetReady(ctx, ns, 6)
+	})
+	r := &rolloutRun{t: t, ctx: ctx, ns: ns, ctrl: ctrl}
+	r.publishDrafts(r.open())
+	r.waitPhases("canary:Finished prod:WaitingForApproval rest:Pending")
+	r.approve("prod")
+	r.waitRolledOut()
+
+	// Revision 2: the bump goes wave by wave.
+	publishRevision(t, ns, "blueprints", "app", "v2", editTask(v1), map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
+	}, false)
+	r.step("edge-edge-1-app")
+	r.waitPhases("canary:Finished prod:WaitingForApproval rest:Pending")
+	out, err := env.kubectl.Run("get", "-n", ns, "packagevariantsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantColumns(t, out, "NAME", "WAVE", "ROLLED", "OUT")
+	wantRow(t, out, "edge", "canary", "1/6")
+	r.approve("prod")
+	r.step("edge-edge-2-app", "edge-edge-3-app")
+	r.step("edge-edge-4-app", "edge-edge-5-app")
+	r.step("edge-edge-6-app")
+	r.waitRolledOut()
+	for name, rev := range r.pins() {
+		if rev != 2 {
+			t.Errorf("%s: spec.upstream.revision %d at the end, want 2", name, rev)
+		}
+	}
+}
+
+// rolloutRun is a person working through a rollout.
+type rolloutRun struct {
+	t      *testing.T
+	ctx    context.Context
+	ns     string
+	ctrl   *controller
+	opened []string
+}
+
+// open are the variants whose downstream package has a Draft, sorted.
+func (r *rolloutRun) open() []string {
+	prs, err := env.admin.PorchV1alpha1().PackageRevisions(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, pr := range prs.Items {
+		if pr.Spec.RepositoryName != "blueprints" && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+			out = append(out, fmt.Sprintf("edge-%s-%s", pr.Spec.RepositoryName, pr.Spec.PackageName))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (r *rolloutRun) pins() map[string]int {
+	pvs, err := env.admin.ConfigV1alpha1().PackageVariants(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, pv := range pvs.Items {
+		out[pv.Name] = pv.Spec.Upstream.Revision
+	}
+	return out
+}
+
+// publishDrafts publishes the drafts of the named variants once every
+// variant is Ready (the controller has finished them).
+func (r *rolloutRun) publishDrafts(variants []string) {
+	r.t.Helper()
+	eventually(r.t, r.ctrl, "every variant Ready", func() (bool, string) {
+		pvs, err := env.admin.ConfigV1alpha1().PackageVariants(r.ns).List(r.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, pv := range pvs.Items {
+			if c := meta.FindStatusCondition(pv.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != pv.Generation {
+				return false, fmt.Sprintf("%s: %+v", pv.Name, c)
+			}
+		}
+		return true, ""
+	})
+	prs, err := env.admin.PorchV1alpha1().PackageRevisions(r.ns).List(r.ctx, metav1.ListOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, v := range variants {
+		want[v] = true
+	}
+	for _, pr := range prs.Items {
+		if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft && want[fmt.Sprintf("edge-%s-%s", pr.Spec.RepositoryName, pr.Spec.PackageName)] {
+			publish(r.t, r.ns, pr.Name)
+		}
+	}
+}
+
+// step waits until exactly the variants opened so far carry revision 2
+// and exactly the newly opened ones have a draft, then publishes those.
+func (r *rolloutRun) step(open ...string) {
+	r.t.Helper()
+	r.opened = append(r.opened, open...)
+	sort.Strings(r.opened)
+	eventually(r.t, r.ctrl, fmt.Sprintf("drafts of %v, and revision 2 in %v", open, r.opened), func() (bool, string) {
+		var upgraded []string
+		for name, rev := range r.pins() {
+			if rev == 2 {
+				upgraded = append(upgraded, name)
+			}
+		}
+		sort.Strings(upgraded)
+		got := r.open()
+		return fmt.Sprint(got) == fmt.Sprint(open) && fmt.Sprint(upgraded) == fmt.Sprint(r.opened),
+			fmt.Sprintf("drafts of %v; on revision 2: %v", got, upgraded)
+	})
+	r.publishDrafts(open)
+}
+
+// waitPhases waits for the waves' phases ("canary:Finished prod:...").
+func (r *rolloutRun) waitPhases(phases string) {
+	r.t.Helper()
+	eventually(r.t, r.ctrl, "waves "+phases, func() (bool, string) {
+		pvs, err := env.admin.ConfigV1alpha2().PackageVariantSets(r.ns).Get(r.ctx, "edge", metav1.GetOptions{})
+		if err != nil || pvs.Status.Rollout == nil {
+			return false, fmt.Sprintf("%v %+v", err, pvs)
+		}
+		var got []string
+		for _, w := range pvs.Status.Rollout.Waves {
+			got = append(got, w.Name+":"+string(w.Phase))
+		}
+		return strings.Join(got, " ") == phases, fmt.Sprintf("%v; %+v", got, meta.FindStatusCondition(pvs.Status.Conditions, "RolledOut"))
+	})
+}
+
+// approve approves a Manual wave of the current rollout, as the RolledOut
+// message says to.
+func (r *rolloutRun) approve(wave string) {
+	r.t.Helper()
+	pvs, err := env.admin.ConfigV1alpha2().PackageVariantSets(r.ns).Get(r.ctx, "edge", metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	value := fmt.Sprintf("%s=%s@%s", configv1alpha2.ApproveWaveAnnotation, wave, pvs.Status.Rollout.ID)
+	if cond := meta.FindStatusCondition(pvs.Status.Conditions, "RolledOut"); cond == nil || !strings.Contains(cond.Message, value) {
+		r.t.Errorf("RolledOut does not say how to approve (%s): %+v", value, cond)
+	}
+	if _, err := env.kubectl.Run("annotate", "-n", r.ns, "packagevariantset", "edge", value, "--overwrite"); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// waitRolledOut is kubectl wait --for=condition=RolledOut.
+func (r *rolloutRun) waitRolledOut() {
+	r.t.Helper()
+	if out, err := env.kubectl.Run("wait", "-n", r.ns, "--for=condition=RolledOut", "--timeout=120s", "packagevariantset/edge"); err != nil {
+		r.t.Fatalf("kubectl wait RolledOut: %v\n%s\n%s", err, out, r.ctrl.Tail())
+	}
+}
