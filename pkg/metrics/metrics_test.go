@@ -8,12 +8,13 @@ import (
 )
 
 func TestSetRollout(t *testing.T) {
+	const header = `
+# HELP variant_controller_rollout_wave_variants Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).
+# TYPE variant_controller_rollout_wave_variants gauge`
 	m := New()
 	m.SetRollout("ns", "edge", []WaveVariants{{Wave: "canary", Finished: 1}, {Wave: "rest", Pending: 3, Open: 2, Failed: 1}})
 	m.SetRollout("ns", "other", []WaveVariants{{Wave: "all", Open: 4}})
-	want := `
-# HELP variant_controller_rollout_wave_variants Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).
-# TYPE variant_controller_rollout_wave_variants gauge
+	want := header + `
 variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="failed",wave="canary"} 0
 variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="failed",wave="rest"} 1
 variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="finished",wave="canary"} 1
@@ -34,9 +35,7 @@ variant_controller_rollout_wave_variants{namespace="ns",set="other",state="pendi
 	// series of before.
 	m.SetRollout("ns", "edge", []WaveVariants{{Wave: "all", Finished: 5}})
 	m.SetRollout("ns", "other", nil)
-	want = `
-# HELP variant_controller_rollout_wave_variants Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).
-# TYPE variant_controller_rollout_wave_variants gauge
+	want = header + `
 variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="failed",wave="all"} 0
 variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="finished",wave="all"} 5
 variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="open",wave="all"} 0

@@ -14,14 +14,9 @@ const listed = 3
 // count sets a wave's counts: its variants carrying the change once the
 // open ones get it, those that finished it, and those that failed.
 func count(ws *configv1alpha2.WaveStatus, vs []Variant, open map[string]bool) {
-	ws.Variants, ws.Updated, ws.Finished, ws.Failed = int32(len(vs)), 0, 0, 0
+	s := states(vs, open)
+	ws.Variants, ws.Finished, ws.Failed, ws.Updated = int32(len(vs)), int32(s.Finished), int32(s.Failed), 0
 	for _, v := range vs {
-		switch {
-		case v.Failed != "":
-			ws.Failed++
-		case v.Updated && v.Finished:
-			ws.Finished++
-		}
 		if v.Updated || open[v.Name] {
 			ws.Updated++
 		}
