@@ -291,6 +291,9 @@ func report(cmd string, out *offline.Outcome, summary string, stderr io.Writer) 
 				r.PR.Namespace, r.PR.Name, strings.Join(r.NotRun, ", "))
 		}
 	}
+	for _, l := range out.Rollouts() {
+		fmt.Fprintln(stderr, l)
+	}
 	if len(notReady) > 0 || out.Settled != "" {
 		for _, l := range notReady {
 			fmt.Fprintln(stderr, l)

@@ -20,6 +20,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -154,6 +155,20 @@ func (o *Outcome) NotReady() []string {
 	}
 	for _, v := range o.Variants {
 		check("PackageVariant", v.Namespace, v.Name, v.Status.Conditions)
+	}
+	return lines
+}
+
+// Rollouts says, one line each, where the rollout of each set with
+// spec.rollout stands: its RolledOut condition. Offline nobody publishes,
+// so a rollout shows its first step: the variants opened now, and the
+// waves that wait.
+func (o *Outcome) Rollouts() []string {
+	var lines []string
+	for _, s := range o.Sets {
+		if c := meta.FindStatusCondition(s.Status.Conditions, rollout.ConditionRolledOut); c != nil {
+			lines = append(lines, fmt.Sprintf("PackageVariantSet %s/%s: %s=%s (%s): %s", s.Namespace, s.Name, c.Type, c.Status, c.Reason, c.Message))
+		}
 	}
 	return lines
 }

@@ -101,11 +101,12 @@ func variantProgress(pv *configv1alpha1.PackageVariant) (finished bool, failed, 
 }
 
 // progressChanged reports whether a variant's update changed where it
-// stands with its change (variantProgress).
+// stands with its change (variantProgress), what the set's RolledOut
+// condition says of it included.
 func progressChanged(o, n *configv1alpha1.PackageVariant) bool {
-	of, ofail, _ := variantProgress(o)
-	nf, nfail, _ := variantProgress(n)
-	return of != nf || ofail != nfail
+	of, ofail, owait := variantProgress(o)
+	nf, nfail, nwait := variantProgress(n)
+	return of != nf || ofail != nfail || owait != nwait
 }
 
 // templatesOf are the templates of the set's targets, in order: with the
