@@ -18,6 +18,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
@@ -206,7 +207,7 @@ func itemNames(t *testing.T, list runtime.Object) []string {
 	}
 	var names []string
 	for _, it := range items {
-		names = append(names, mustAccessor(it).GetName())
+		names = append(names, store.MustAccessor(it).GetName())
 	}
 	return names
 }
