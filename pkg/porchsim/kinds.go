@@ -49,8 +49,8 @@ var (
 		k.ReplaysWatches = true
 		// The revisions of a package, for Porch's per-package rules.
 		k.Group = func(o runtime.Object) any {
-			key, _ := packageKeyOf(o)
-			return key
+			pr := o.(*porchv1alpha1.PackageRevision)
+			return packageKey{pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName}
 		}
 		return k
 	}()
@@ -67,13 +67,6 @@ var (
 	// kinds are the stored resources, in the order garbage collection
 	// visits them (see store.New).
 	kinds = []*store.Kind{packageVariantSetKind, packageVariantKind, packageRevisionKind, repositoryKind}
-
-	kindsByResource = map[string]*store.Kind{
-		resPackageRevisions:   packageRevisionKind,
-		resPackageVariants:    packageVariantKind,
-		resPackageVariantSets: packageVariantSetKind,
-		resRepositories:       repositoryKind,
-	}
 )
 
 // packageRevisionFieldLabels are the field selectors Porch supports on
@@ -101,14 +94,4 @@ func packageRevisionFields(m *metav1.ObjectMeta, repo, pkg, workspace string, re
 // (store.Kind.Group) of a PackageRevision.
 type packageKey struct {
 	namespace, repository, pkg string
-}
-
-// packageKeyOf is the package of a PackageRevision; ok is false for other
-// objects.
-func packageKeyOf(obj runtime.Object) (key packageKey, ok bool) {
-	pr, ok := obj.(*porchv1alpha1.PackageRevision)
-	if !ok {
-		return packageKey{}, false
-	}
-	return packageKey{pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName}, true
 }

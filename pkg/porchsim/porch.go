@@ -75,7 +75,7 @@ func (p *porch) serveLocked(r *request) (runtime.Object, error) {
 	resource, sub, verb, ns := action.GetResource().Resource, action.GetSubresource(), action.GetVerb(), action.GetNamespace()
 	var obj runtime.Object
 	var err error
-	switch k, stored := kindsByResource[resource]; {
+	switch k, stored := p.KindOf(resource); {
 	case resource == resPackageRevisions:
 		obj, err = p.serveRevisionsLocked(action, ns, sub, verb)
 	case resource == resPackageRevisionResources:
@@ -88,7 +88,7 @@ func (p *porch) serveLocked(r *request) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, stored := kindsByResource[resource]; stored && (verb == "create" || verb == "update" || verb == "patch") {
+	if _, stored := p.KindOf(resource); stored && (verb == "create" || verb == "update" || verb == "patch") {
 		if m, err := meta.Accessor(obj); err == nil {
 			p.CollectIfOwnersGoneLocked(resource, m.GetNamespace(), m.GetName())
 		}

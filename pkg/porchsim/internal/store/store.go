@@ -132,6 +132,13 @@ func New(kinds ...*Kind) *Store {
 	return s
 }
 
+// KindOf is the stored kind of resource (see New). The kinds never change:
+// it needs no lock.
+func (s *Store) KindOf(resource string) (*Kind, bool) {
+	k, ok := s.kindsByResource[resource]
+	return k, ok
+}
+
 // SetRules hooks the server's rules in.
 func (s *Store) SetRules(r Rules) {
 	s.rules = r
@@ -230,8 +237,8 @@ func (s *Store) InsertLocked(resource string, obj runtime.Object, data any) *Ent
 }
 
 // StoreNewLocked stores a new object whose uid, creationTimestamp and
-// generation are set (by InsertLocked, or kept from a snapshot by Restore
-// and Import): it assigns the resourceVersion, indexes the object and emits
+// generation are set (by InsertLocked, or kept from a snapshot by the
+// server: porchsim's Restore and Import): it assigns the resourceVersion, indexes the object and emits
 // ADDED. It is the one place where objects enter the store, so the indexes
 // and s.uids stay consistent whichever way they came.
 func (s *Store) StoreNewLocked(resource string, obj runtime.Object, data any) *Entry {
