@@ -185,9 +185,9 @@ func (s *Store) SequenceLocked(resourceVersion string) int64 {
 // NewUIDLocked makes the UID of a new object: the kind's own when it
 // derives one (Porch derives a PackageRevision's from its namespace and
 // name, so a revision deleted and made again has the same UID), otherwise
-// the next UID of the store's sequence that no object held: restored
-// objects (Restore) bring their own UIDs, which may come from another
-// Sim's sequence.
+// the next UID of the store's sequence that no object held: objects the
+// server restores (porchsim's Restore) bring their own UIDs, which may come
+// from another store's sequence.
 func (s *Store) NewUIDLocked(resource, namespace, name string) types.UID {
 	if uid := s.kindsByResource[resource].UID; uid != nil {
 		return uid(namespace, name)
