@@ -11,6 +11,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // storeSizes are the numbers of downstream objects the benchmarks start
@@ -31,19 +32,19 @@ func benchFleet(b *testing.B, n int) *Sim {
 	if _, err := s.AddPublished(ns, "blueprints", "app", 1, blueprint(1, "app:v1", "readme\n")); err != nil {
 		b.Fatal(err)
 	}
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
+	s.store.Lock()
+	defer s.store.Unlock()
 	for i := range n {
 		name := fmt.Sprintf("site-%05d", i)
-		pv := s.store.insertLocked(resPackageVariants, newVariant(name), nil)
-		s.store.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecyclePublished, pv.obj), nil)
+		pv := s.store.InsertLocked(resPackageVariants, newVariant(name), nil)
+		s.store.InsertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecyclePublished, pv.Object()), nil)
 	}
 	return s
 }
 
 // benchRevision is a revision of the downstream package pkg owned by owner.
 func benchRevision(pkg string, lc porchv1alpha1.PackageRevisionLifecycle, owner runtime.Object) *porchv1alpha1.PackageRevision {
-	m := mustAccessor(owner)
+	m := store.MustAccessor(owner)
 	revision := 0
 	if lc == porchv1alpha1.PackageRevisionLifecyclePublished {
 		revision = 1
@@ -100,13 +101,13 @@ func BenchmarkGarbageCollection(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s.store.mu.Lock()
-			draft := s.store.insertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
-			s.store.mu.Unlock()
+			s.store.Lock()
+			draft := s.store.InsertLocked(resPackageRevisions, benchRevision(name, porchv1alpha1.PackageRevisionLifecycleDraft, pv), nil)
+			s.store.Unlock()
 			if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.PackageRevision(ns, mustAccessor(draft.obj).GetName()); err == nil {
+			if _, err := s.PackageRevision(ns, store.MustAccessor(draft.Object()).GetName()); err == nil {
 				b.Fatalf("the draft owned by %s was not collected", name)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -48,9 +47,7 @@ func TestFaultsByUser(t *testing.T) {
 		{User: "person", Verb: "get", Resource: "packagevariants", Name: "b"},
 		{User: "", Verb: "update", Resource: "packagevariants", Name: "b"},
 	}
-	if diff := cmp.Diff(want, seen); diff != "" {
-		t.Errorf("requests the chaos function saw (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, seen, "requests the chaos function saw")
 }
 
 // TestBreakWatches: a broken watch ends (its channel closes), and a new
@@ -112,7 +109,5 @@ func TestObserve(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{string(watch.Added) + " packagevariants a", string(watch.Deleted) + " packagevariants a"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("changes observed (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, got, "changes observed")
 }

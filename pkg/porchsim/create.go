@@ -32,7 +32,7 @@ func (p *porch) createPackageRevisionLocked(ns string, in *porchv1alpha1.Package
 	}
 	name := helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName))
 	if errs := createErrors(in, name); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(packageRevisionKind.gk, name, errs)
+		return nil, apierrors.NewInvalid(packageRevisionKind.GK, name, errs)
 	}
 	revs, err := p.createRefusalLocked(ns, spec, name)
 	if err != nil {
@@ -48,9 +48,9 @@ func (p *porch) createPackageRevisionLocked(ns string, in *porchv1alpha1.Package
 	}
 	pr := createdDraft(ns, name, in, repo, lock)
 	mirrorKptfile(pr, rendered.files)
-	e := p.insertLocked(resPackageRevisions, pr, rendered.files)
-	e.skipped = rendered.skipped
-	return e.obj.DeepCopyObject(), nil
+	e := p.insertRevisionLocked(pr, rendered.files)
+	filesOf(e).skipped = rendered.skipped
+	return e.Object().DeepCopyObject(), nil
 }
 
 // createErrors is what Porch finds invalid in a create of the revision

@@ -197,10 +197,10 @@ func SkipFunctionsNotBuiltIn() Option {
 // revision did not run (see SkipFunctionsNotBuiltIn).
 func (s *Sim) SkippedFunctions(namespace, name string) []string {
 	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.entryLocked(resPackageRevisions, namespace, name); ok {
-		return append([]string(nil), e.skipped...)
+	p.Lock()
+	defer p.Unlock()
+	if e, ok := p.EntryLocked(resPackageRevisions, namespace, name); ok {
+		return append([]string(nil), filesOf(e).skipped...)
 	}
 	return nil
 }

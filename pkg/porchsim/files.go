@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // Lazy package files. Porch serves each PackageRevisionResources from git;
@@ -20,10 +21,44 @@ import (
 // first time something needs them, and are kept from then on.
 //
 // Every read of an entry's files goes through filesLocked; only stores of
-// new files (setFilesLocked, the placeholder's sync) write entry.files
-// directly, and they clear entry.lazy. (An update of a revision writes back
-// the files it read through filesLocked, or the entry's own untouched: nil
-// for a revision still lazy.)
+// new files (setFilesLocked, the placeholder's sync) write revisionFiles.files
+// directly, and they clear revisionFiles.lazy. (An update of a revision
+// writes back the files it read through filesLocked, or the entry's own
+// untouched: nil for a revision still lazy.)
+
+// revisionFiles is what porch keeps with a stored PackageRevision (its
+// store.Entry's Data): its package files.
+type revisionFiles struct {
+	// files are the package files. Read them through filesLocked: they
+	// are nil while lazy.
+	files map[string]string
+	// lazy marks a revision imported without its files: they are fetched
+	// from the file source on first need (see SetFileSource). Storing
+	// files clears it.
+	lazy bool
+	// fetchErr is the failure of the one fetch of a lazy revision; every
+	// later need fails with it (see filesLocked).
+	fetchErr error
+	// skipped are the pipeline functions the last render of the files
+	// did not run (not built into Porch, and the Sim runs none other).
+	skipped []string
+}
+
+// filesOf is the files record of a revision's entry (an empty one for a
+// revision stored without).
+func filesOf(e *store.Entry) *revisionFiles {
+	f, ok := e.Data.(*revisionFiles)
+	if !ok {
+		f = &revisionFiles{}
+		e.Data = f
+	}
+	return f
+}
+
+// insertRevisionLocked stores a new PackageRevision with its files.
+func (p *porch) insertRevisionLocked(pr *porchv1alpha1.PackageRevision, files map[string]string) *store.Entry {
+	return p.InsertLocked(resPackageRevisions, pr, &revisionFiles{files: files})
+}
 
 // SetFileSource sets where the files of revisions imported without files
 // (Import with nil files) come from: fetch returns the files of the revision
@@ -53,8 +88,8 @@ import (
 // (lazy revisions then fail when needed).
 func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name string) (map[string]string, error)) {
 	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.Lock()
+	defer p.Unlock()
 	p.fileSource = fetch
 }
 
@@ -63,28 +98,23 @@ func (s *Sim) SetFileSource(fetch func(ctx context.Context, namespace, name stri
 // the revision and wraps the cause. A run with any of them read no files
 // of those revisions: its outcome does not reflect them.
 func (s *Sim) FileSourceErrors() []error {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	return sortedByKey(s.porch.fileErrors, func(_ objectKey, err error) error { return err })
+	s.store.Lock()
+	defer s.store.Unlock()
+	return sortedByKey(s.porch.fileErrors, func(_ store.Key, err error) error { return err })
 }
 
 // Fetched lists the revisions ("namespace/name", sorted) whose files the
 // file source returned: what the Sim read from the source, for request
 // accounting. A revision deleted since stays listed.
 func (s *Sim) Fetched() []string {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	return sortedByKey(s.porch.fetched, func(k objectKey, _ struct{}) string { return k.namespace + "/" + k.name })
+	s.store.Lock()
+	defer s.store.Unlock()
+	return sortedByKey(s.porch.fetched, func(k store.Key, _ struct{}) string { return k.Namespace + "/" + k.Name })
 }
 
 // sortedByKey lists f of each entry of m, ordered by namespace/name.
-func sortedByKey[V, T any](m map[objectKey]V, f func(objectKey, V) T) []T {
-	keys := slices.SortedFunc(maps.Keys(m), func(a, b objectKey) int {
-		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
+func sortedByKey[V, T any](m map[store.Key]V, f func(store.Key, V) T) []T {
+	keys := slices.SortedFunc(maps.Keys(m), store.CompareKeys)
 	out := make([]T, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, f(k, m[k]))
@@ -96,27 +126,28 @@ func sortedByKey[V, T any](m map[objectKey]V, f func(objectKey, V) T) []T {
 // modify), fetching them from the file source if the revision is lazy and
 // they were not fetched yet. The error is an internal error (500) for the
 // request that needed the files.
-func (p *porch) filesLocked(e *entry) (map[string]string, error) {
-	if !e.lazy {
-		return e.files, nil
+func (p *porch) filesLocked(e *store.Entry) (map[string]string, error) {
+	f := filesOf(e)
+	if !f.lazy {
+		return f.files, nil
 	}
-	if e.fetchErr != nil {
-		return nil, apierrors.NewInternalError(e.fetchErr)
+	if f.fetchErr != nil {
+		return nil, apierrors.NewInternalError(f.fetchErr)
 	}
-	pr := e.obj.(*porchv1alpha1.PackageRevision)
-	key := objectKey{pr.Namespace, pr.Name}
+	pr := e.Object().(*porchv1alpha1.PackageRevision)
+	key := store.Key{Namespace: pr.Namespace, Name: pr.Name}
 	files, err := p.fetchLocked(pr.Namespace, pr.Name)
 	if err != nil {
 		err = fmt.Errorf("files of package revision %s/%s could not be fetched: %w", pr.Namespace, pr.Name, err)
-		e.fetchErr = err
+		f.fetchErr = err
 		if _, ok := p.fileErrors[key]; !ok {
 			p.fileErrors[key] = err
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
-	e.files, e.lazy = files, false
+	f.files, f.lazy = files, false
 	p.fetched[key] = struct{}{}
-	return e.files, nil
+	return f.files, nil
 }
 
 // fetchLocked calls the file source and checks what it returned as Import

@@ -13,11 +13,13 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/google/go-cmp/cmp"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
 )
 
@@ -206,7 +208,7 @@ func itemNames(t *testing.T, list runtime.Object) []string {
 	}
 	var names []string
 	for _, it := range items {
-		names = append(names, mustAccessor(it).GetName())
+		names = append(names, store.MustAccessor(it).GetName())
 	}
 	return names
 }
@@ -237,4 +239,13 @@ func clienttestingDelete(gvr schema.GroupVersionResource, name string) clienttes
 
 func clienttestingWatch(gvr schema.GroupVersionResource) clienttesting.Action {
 	return clienttesting.NewWatchAction(gvr, ns, metav1.ListOptions{})
+}
+
+// checkDiff fails t, going on, when got differs from want, saying what
+// differs (format and args) and how (-want +got).
+func checkDiff(t testing.TB, want, got any, format string, args ...any) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", fmt.Sprintf(format, args...), diff)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // The helpers below act as people and other automation would, directly on
@@ -25,8 +26,8 @@ import (
 // gets its files. Returns the stored PackageRevision.
 func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[string]string) (*porchv1alpha1.PackageRevision, error) {
 	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.Lock()
+	defer p.Unlock()
 	workspace := "v" + strconv.Itoa(revision)
 	r, name, err := p.checkNewRevisionLocked(namespace, repo, pkg, workspace, revision)
 	if err != nil {
@@ -36,7 +37,7 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 	if err != nil {
 		return nil, err
 	}
-	published := now()
+	published := store.Now()
 	pr := &porchv1alpha1.PackageRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -58,10 +59,10 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 		},
 	}
 	mirrorKptfile(pr, files)
-	e := p.insertLocked(resPackageRevisions, pr, files)
+	e := p.insertRevisionLocked(pr, files)
 	p.recomputeLatestLocked(namespace, repo, pkg)
 	p.syncPlaceholderLocked(e, files)
-	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
+	return e.Object().(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
 // AddPlaceholder stores the "main" placeholder revision (revision -1,
@@ -71,15 +72,15 @@ func (s *Sim) AddPublished(namespace, repo, pkg string, revision int, files map[
 // minimal Kptfile. (Publishing makes the placeholder by itself.)
 func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.PackageRevision, error) {
 	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.Lock()
+	defer p.Unlock()
 	r, _, err := p.checkNewRevisionLocked(namespace, repo, pkg, helper.PlaceholderWorkspace, porchv1alpha1.PlaceholderRevision)
 	if err != nil {
 		return nil, err
 	}
 	var files map[string]string
 	for _, e := range p.packageEntriesLocked(namespace, repo, pkg) {
-		if _, ok := e.obj.(*porchv1alpha1.PackageRevision).Labels[porchv1alpha1.LatestPackageRevisionLabel]; ok {
+		if _, ok := e.Object().(*porchv1alpha1.PackageRevision).Labels[porchv1alpha1.LatestPackageRevisionLabel]; ok {
 			latest, err := p.filesLocked(e)
 			if err != nil {
 				return nil, err
@@ -95,29 +96,29 @@ func (s *Sim) AddPlaceholder(namespace, repo, pkg string) (*porchv1alpha1.Packag
 	pr := newPlaceholder(namespace, repo, pkg, r.Spec.Deployment)
 	pr.Status.UpstreamLock = &porchv1alpha1.UpstreamLock{}
 	mirrorKptfile(pr, files)
-	e := p.insertLocked(resPackageRevisions, pr, files)
-	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
+	e := p.insertRevisionLocked(pr, files)
+	return e.Object().(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }
 
 // onRevision runs f, with the Sim's lock held, on the stored revision
 // namespace/name (NotFound when there is none), as the helpers below act
 // on one revision.
-func onRevision[T any](s *Sim, namespace, name string, f func(p *porch, e *entry, pr *porchv1alpha1.PackageRevision) (T, error)) (T, error) {
+func onRevision[T any](s *Sim, namespace, name string, f func(p *porch, e *store.Entry, pr *porchv1alpha1.PackageRevision) (T, error)) (T, error) {
 	p := s.porch
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e, err := p.lookupLocked(packageRevisionKind, namespace, name)
+	p.Lock()
+	defer p.Unlock()
+	e, err := p.LookupLocked(packageRevisionKind, namespace, name)
 	if err != nil {
 		var zero T
 		return zero, err
 	}
-	return f(p, e, e.obj.(*porchv1alpha1.PackageRevision))
+	return f(p, e, e.Object().(*porchv1alpha1.PackageRevision))
 }
 
 // Propose moves a Draft to Proposed, as a person would. As through the
 // API, the package is rendered first; a failing pipeline refuses it.
 func (s *Sim) Propose(namespace, name string) error {
-	_, err := onRevision(s, namespace, name, func(p *porch, _ *entry, pr *porchv1alpha1.PackageRevision) (struct{}, error) {
+	_, err := onRevision(s, namespace, name, func(p *porch, _ *store.Entry, pr *porchv1alpha1.PackageRevision) (struct{}, error) {
 		if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecycleDraft {
 			return struct{}{}, fmt.Errorf("propose %s/%s: lifecycle is %s, not Draft", namespace, name, pr.Spec.Lifecycle)
 		}
@@ -136,7 +137,7 @@ func (s *Sim) Propose(namespace, name string) error {
 // kpt.dev/latest-revision label, and the package's placeholder (made at the
 // first publish) gets its files.
 func (s *Sim) Publish(namespace, name string) error {
-	_, err := onRevision(s, namespace, name, func(p *porch, e *entry, pr *porchv1alpha1.PackageRevision) (struct{}, error) {
+	_, err := onRevision(s, namespace, name, func(p *porch, e *store.Entry, pr *porchv1alpha1.PackageRevision) (struct{}, error) {
 		switch pr.Spec.Lifecycle {
 		case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
 		default:
@@ -153,7 +154,7 @@ func (s *Sim) Publish(namespace, name string) error {
 // SetResources writes the files of a Draft as a person would: it counts as
 // an edit (the revision gets a new resourceVersion and a MODIFIED event).
 func (s *Sim) SetResources(namespace, name string, files map[string]string) error {
-	_, err := onRevision(s, namespace, name, func(p *porch, e *entry, pr *porchv1alpha1.PackageRevision) (struct{}, error) {
+	_, err := onRevision(s, namespace, name, func(p *porch, e *store.Entry, pr *porchv1alpha1.PackageRevision) (struct{}, error) {
 		if lc := pr.Spec.Lifecycle; lc != porchv1alpha1.PackageRevisionLifecycleDraft {
 			return struct{}{}, fmt.Errorf("set resources of %s/%s: lifecycle is %s, not Draft", namespace, name, lc)
 		}
@@ -167,7 +168,7 @@ func (s *Sim) SetResources(namespace, name string, files map[string]string) erro
 // (see SetFileSource) are fetched if they were not yet; a failed fetch is
 // the error.
 func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
-	return onRevision(s, namespace, name, func(p *porch, e *entry, _ *porchv1alpha1.PackageRevision) (map[string]string, error) {
+	return onRevision(s, namespace, name, func(p *porch, e *store.Entry, _ *porchv1alpha1.PackageRevision) (map[string]string, error) {
 		files, err := p.filesLocked(e)
 		if err != nil {
 			return nil, err
@@ -178,7 +179,7 @@ func (s *Sim) Resources(namespace, name string) (map[string]string, error) {
 
 // PackageRevision returns a copy of a stored revision.
 func (s *Sim) PackageRevision(namespace, name string) (*porchv1alpha1.PackageRevision, error) {
-	return onRevision(s, namespace, name, func(_ *porch, _ *entry, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	return onRevision(s, namespace, name, func(_ *porch, _ *store.Entry, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
 		return pr.DeepCopy(), nil
 	})
 }
@@ -186,15 +187,15 @@ func (s *Sim) PackageRevision(namespace, name string) (*porchv1alpha1.PackageRev
 // PackageRevisions returns copies of the stored revisions of a namespace
 // ("" for all namespaces), ordered by namespace and name.
 func (s *Sim) PackageRevisions(namespace string) []porchv1alpha1.PackageRevision {
-	return storedCopies[porchv1alpha1.PackageRevision](s.store, resPackageRevisions, namespace)
+	return store.StoredCopies[porchv1alpha1.PackageRevision](s.store, resPackageRevisions, namespace)
 }
 
 func (p *porch) repositoryLocked(namespace, name string) (*configv1alpha1.Repository, error) {
-	e, err := p.lookupLocked(repositoryKind, namespace, name)
+	e, err := p.LookupLocked(repositoryKind, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	return e.obj.(*configv1alpha1.Repository), nil
+	return e.Object().(*configv1alpha1.Repository), nil
 }
 
 // checkNewRevisionLocked checks what a helper storing a new revision of
@@ -222,24 +223,24 @@ func (p *porch) checkNewRevisionLocked(namespace, repo, pkg, workspace string, r
 // PackageVariants returns copies of the stored PackageVariants of a
 // namespace ("" for all namespaces), ordered by namespace and name.
 func (s *Sim) PackageVariants(namespace string) []configv1alpha1.PackageVariant {
-	return storedCopies[configv1alpha1.PackageVariant](s.store, resPackageVariants, namespace)
+	return store.StoredCopies[configv1alpha1.PackageVariant](s.store, resPackageVariants, namespace)
 }
 
 // putRepositoryLocked stores repo, or, when a Repository of its name
 // exists, a copy of that one changed by update; a change of the spec bumps
 // generation, as an update through the API would.
 func (p *porch) putRepositoryLocked(repo *configv1alpha1.Repository, update func(cur *configv1alpha1.Repository)) *configv1alpha1.Repository {
-	e, ok := p.entryLocked(resRepositories, repo.Namespace, repo.Name)
+	e, ok := p.EntryLocked(resRepositories, repo.Namespace, repo.Name)
 	if !ok {
-		p.insertLocked(resRepositories, repo, nil)
+		p.InsertLocked(resRepositories, repo, nil)
 		return repo.DeepCopy()
 	}
-	cur := e.obj.(*configv1alpha1.Repository).DeepCopy()
+	cur := e.Object().(*configv1alpha1.Repository).DeepCopy()
 	spec := cur.Spec.DeepCopy()
 	update(cur)
 	if !equality.Semantic.DeepEqual(*spec, cur.Spec) {
 		cur.Generation++
 	}
-	p.replaceLocked(resRepositories, e, cur)
+	p.ReplaceLocked(resRepositories, e, cur)
 	return cur.DeepCopy()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // Import stores a PackageRevision with its files as a real Porch reported
@@ -39,8 +40,8 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	if in == nil {
 		return nil, fmt.Errorf("import: no PackageRevision given")
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.Lock()
+	defer p.Unlock()
 	pr := in.DeepCopy()
 	pr.TypeMeta = metav1.TypeMeta{}
 	spec := &pr.Spec
@@ -97,7 +98,7 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 		return nil, fail("a package revision named %q already exists in namespace %q", pr.Name, pr.Namespace)
 	}
 	for _, e := range p.packageEntriesLocked(pr.Namespace, spec.RepositoryName, spec.PackageName) {
-		other := e.obj.(*porchv1alpha1.PackageRevision)
+		other := e.Object().(*porchv1alpha1.PackageRevision)
 		if other.Spec.WorkspaceName == spec.WorkspaceName {
 			return nil, fail("workspace %q of package %q in repository %q is already used by %s", spec.WorkspaceName, spec.PackageName, spec.RepositoryName, other.Name)
 		}
@@ -117,20 +118,19 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	if pr.UID == "" {
 		pr.UID = helper.PackageRevisionUID(pr.Namespace, pr.Name)
 	}
-	if held, ok := p.holderLocked(pr.UID); ok {
-		return nil, fail("metadata.uid %q is already the uid of %s %s/%s", pr.UID, held.resource, held.key.namespace, held.key.name)
+	if held, ok := p.HolderLocked(pr.UID); ok {
+		return nil, fail("metadata.uid %q is already the uid of %s %s/%s", pr.UID, held.Resource, held.Namespace, held.Name)
 	}
 
 	pr.ResourceVersion = ""
 	pr.ManagedFields = nil
 	pr.DeletionTimestamp = nil
 	pr.DeletionGracePeriodSeconds = nil
-	pr.CreationTimestamp = now()
+	pr.CreationTimestamp = store.Now()
 	var stored map[string]string
 	if !lazy {
 		stored = copyFiles(files)
 	}
-	e := p.storeNewLocked(resPackageRevisions, pr, stored)
-	e.lazy = lazy
-	return e.obj.(*porchv1alpha1.PackageRevision).DeepCopy(), nil
+	e := p.StoreNewLocked(resPackageRevisions, pr, &revisionFiles{files: stored, lazy: lazy})
+	return e.Object().(*porchv1alpha1.PackageRevision).DeepCopy(), nil
 }

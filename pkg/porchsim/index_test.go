@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -18,6 +16,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // TestIndexesMatchFullScan drives Sims with random workloads and, after
@@ -33,9 +32,7 @@ func TestIndexesMatchFullScan(t *testing.T) {
 		workload(t, s, seed, 300, func(step string) {
 			t.Helper()
 			checkIndexes(t, s, step)
-			s.store.mu.Lock()
-			n := len(s.store.uids)
-			s.store.mu.Unlock()
+			n := s.store.Len()
 			succeeded := strings.HasSuffix(step, ": <nil>")
 			if succeeded && strings.Contains(step, ": delete ") && objects-n > 1 {
 				cascades++
@@ -53,55 +50,25 @@ func TestIndexesMatchFullScan(t *testing.T) {
 	}
 }
 
-// checkIndexes compares the Sim's indexes with a scan of its store.
+// checkIndexes compares the store's indexes with a scan of the store (see
+// store.CheckIndexes), and the revisions of each package Porch's rules see
+// with those a scan of every PackageRevision by its spec finds, in name
+// order.
 func checkIndexes(t *testing.T, s *Sim, step string) {
 	t.Helper()
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	packages := map[packageKey]map[string]struct{}{}
-	dependents := map[types.UID]map[objectRef]struct{}{}
-	// revisions are each package's revisions in name order; scanOrder is,
-	// by owner and namespace, the dependents in the order a scan of every
-	// kind (in the order of kinds) by name finds them.
-	revisions := map[packageKey][]*entry{}
-	scanOrder := map[types.UID]map[string][]objectRef{}
-	for _, k := range kinds {
-		for _, key := range s.store.sortedKeysLocked(k.resource, "") {
-			e := s.store.objects[k.resource][key]
-			ref := objectRef{k.resource, key}
-			if pr, ok := e.obj.(*porchv1alpha1.PackageRevision); ok {
-				pk := packageKey{pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName}
-				addToSet(packages, pk, pr.Name)
-				revisions[pk] = append(revisions[pk], e)
-			}
-			for _, r := range mustAccessor(e.obj).GetOwnerReferences() {
-				if _, seen := dependents[r.UID][ref]; seen {
-					continue
-				}
-				addToSet(dependents, r.UID, ref)
-				if scanOrder[r.UID] == nil {
-					scanOrder[r.UID] = map[string][]objectRef{}
-				}
-				scanOrder[r.UID][key.namespace] = append(scanOrder[r.UID][key.namespace], ref)
-			}
-		}
+	if err := s.store.CheckIndexes(); err != nil {
+		t.Fatalf("after %s: %v", step, err)
 	}
-	opts := cmp.AllowUnexported(packageKey{}, objectRef{}, objectKey{})
-	if !reflect.DeepEqual(packages, s.store.packages) {
-		t.Fatalf("after %s: package index differs from a scan (-scan +index):\n%s", step, cmp.Diff(packages, s.store.packages, opts))
-	}
-	if !reflect.DeepEqual(dependents, s.store.dependents) {
-		t.Fatalf("after %s: dependents index differs from a scan (-scan +index):\n%s", step, cmp.Diff(dependents, s.store.dependents, opts))
-	}
-	for uid, byNamespace := range scanOrder {
-		for namespace, want := range byNamespace {
-			if got := s.store.dependentsLocked(namespace, uid); !slices.Equal(got, want) {
-				t.Fatalf("after %s: dependents of %s in %s not in scan order (-scan +got):\n%s", step, uid, namespace, cmp.Diff(want, got, opts))
-			}
-		}
+	s.store.Lock()
+	defer s.store.Unlock()
+	revisions := map[packageKey][]*store.Entry{}
+	for _, e := range s.store.SortedEntriesLocked(resPackageRevisions, "") {
+		pr := e.Object().(*porchv1alpha1.PackageRevision)
+		pk := packageKey{pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName}
+		revisions[pk] = append(revisions[pk], e)
 	}
 	for pk, want := range revisions {
-		if got := s.store.packageEntriesLocked(pk.namespace, pk.repository, pk.pkg); !slices.Equal(got, want) {
+		if got := s.porch.packageEntriesLocked(pk.namespace, pk.repository, pk.pkg); !slices.Equal(got, want) {
 			t.Fatalf("after %s: the revisions of package %v are not those a scan finds, in name order", step, pk)
 		}
 	}
@@ -139,9 +106,7 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 	// ownerRefs names existing objects, removed ones and ones not created
 	// yet (UIDs are handed out in sequence), sometimes the same one twice.
 	ownerRefs := func() []metav1.OwnerReference {
-		s.store.mu.Lock()
-		last := s.store.uidSeq
-		s.store.mu.Unlock()
+		last := s.store.LastUID()
 		var refs []metav1.OwnerReference
 		for range rng.IntN(4) {
 			uid := types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", 1+rng.Int64N(last+3)))
@@ -160,13 +125,13 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 	}
 	// existing picks a stored object of resource, "" if there is none.
 	existing := func(resource, namespace string) string {
-		s.store.mu.Lock()
-		defer s.store.mu.Unlock()
-		keys := s.store.sortedKeysLocked(resource, namespace)
+		s.store.Lock()
+		defer s.store.Unlock()
+		keys := s.store.SortedKeysLocked(resource, namespace)
 		if len(keys) == 0 {
 			return ""
 		}
-		return keys[rng.IntN(len(keys))].name
+		return keys[rng.IntN(len(keys))].Name
 	}
 	propagation := func() *metav1.DeletionPropagation {
 		switch rng.IntN(4) {
@@ -280,9 +245,9 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 			if rng.IntN(2) == 0 {
 				repo, pkg = "blueprints", "app"
 			}
-			s.store.mu.Lock()
+			s.store.Lock()
 			next := s.porch.nextRevisionLocked(n, repo, pkg)
-			s.store.mu.Unlock()
+			s.store.Unlock()
 			step = fmt.Sprintf("add published %s/%s/%s v%d", n, repo, pkg, next)
 			_, err = s.AddPublished(n, repo, pkg, next, blueprint(next, "app:v1", "readme\n"))
 		case 13:

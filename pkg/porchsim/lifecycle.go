@@ -13,6 +13,7 @@ import (
 
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // publishedBy is recorded in status.publishedBy of revisions the Sim publishes.
@@ -39,11 +40,11 @@ func (p *porch) updatePackageRevisionLocked(ns string, in *porchv1alpha1.Package
 	obj.OwnerReferences = slices.Clone(in.OwnerReferences)
 	if cur.DeletionTimestamp != nil && len(in.Finalizers) == 0 {
 		// Removing the last finalizer of a revision being deleted deletes it.
-		return p.storeUpdateLocked(resPackageRevisions, e, obj), nil
+		return p.StoreUpdateLocked(resPackageRevisions, e, obj), nil
 	}
 	lc, errs := updateErrors(cur, in)
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(packageRevisionKind.gk, cur.Name, errs)
+		return nil, apierrors.NewInvalid(packageRevisionKind.GK, cur.Name, errs)
 	}
 	obj.Spec.Lifecycle = lc
 	if err := p.updateContentLocked(e, in, obj); err != nil {
@@ -52,15 +53,15 @@ func (p *porch) updatePackageRevisionLocked(ns string, in *porchv1alpha1.Package
 	var out runtime.Object
 	if cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
 		// Porch commits a draft on every update, changed or not.
-		p.replaceLocked(resPackageRevisions, e, obj)
-		out = e.obj.DeepCopyObject()
+		p.ReplaceLocked(resPackageRevisions, e, obj)
+		out = e.Object().DeepCopyObject()
 	} else {
-		out = p.storeUpdateLocked(resPackageRevisions, e, obj)
+		out = p.StoreUpdateLocked(resPackageRevisions, e, obj)
 	}
 	if cur.Spec.Lifecycle != lc {
 		p.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
-		if e, ok := p.entryLocked(resPackageRevisions, ns, cur.Name); ok {
-			out = e.obj.DeepCopyObject()
+		if e, ok := p.EntryLocked(resPackageRevisions, ns, cur.Name); ok {
+			out = e.Object().DeepCopyObject()
 		}
 	}
 	return out, nil
@@ -69,15 +70,15 @@ func (p *porch) updatePackageRevisionLocked(ns string, in *porchv1alpha1.Package
 // currentLocked is the stored revision an update of in (to namespace ns,
 // in's own when "") applies to, once Porch's optimistic concurrency lets
 // it through; and the namespace.
-func (p *porch) currentLocked(ns string, in *porchv1alpha1.PackageRevision) (string, *entry, *porchv1alpha1.PackageRevision, error) {
+func (p *porch) currentLocked(ns string, in *porchv1alpha1.PackageRevision) (string, *store.Entry, *porchv1alpha1.PackageRevision, error) {
 	if ns == "" {
 		ns = in.Namespace
 	}
-	e, err := p.lookupLocked(packageRevisionKind, ns, in.Name)
+	e, err := p.LookupLocked(packageRevisionKind, ns, in.Name)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
+	cur := e.Object().(*porchv1alpha1.PackageRevision)
 	if err := checkUpdateVersion(resPackageRevisions, cur.Name, in.ResourceVersion, cur.ResourceVersion); err != nil {
 		return "", nil, nil, err
 	}
@@ -150,15 +151,16 @@ func updateErrors(cur, in *porchv1alpha1.PackageRevision) (porchv1alpha1.Package
 // readinessGates, the latter written into the Kptfile too) to obj, and
 // renders a Draft again; a failed render refuses the update. The entry
 // gets the files it then holds.
-func (p *porch) updateContentLocked(e *entry, in, obj *porchv1alpha1.PackageRevision) error {
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
+func (p *porch) updateContentLocked(e *store.Entry, in, obj *porchv1alpha1.PackageRevision) error {
+	cur := e.Object().(*porchv1alpha1.PackageRevision)
 	// The files are read only where needed (a lazy revision's are
 	// fetched then, see SetFileSource): a metadata update of a published
 	// revision, say a controller adopting it, leaves them alone.
 	unpublished := !helper.LifecycleIsPublished(cur.Spec.Lifecycle)
 	gatesChanged := unpublished && !equality.Semantic.DeepEqual(in.Spec.ReadinessGates, cur.Spec.ReadinessGates)
 	draft := cur.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft
-	files, skipped := e.files, e.skipped
+	f := filesOf(e)
+	files, skipped := f.files, f.skipped
 	if gatesChanged || draft {
 		var err error
 		if files, err = p.filesLocked(e); err != nil {
@@ -190,7 +192,7 @@ func (p *porch) updateContentLocked(e *entry, in, obj *porchv1alpha1.PackageRevi
 	}
 	// Unless they were read above, these are the entry's own (nil for a
 	// lazy revision, which stays lazy).
-	e.files, e.skipped = files, skipped
+	f.files, f.skipped = files, skipped
 	return nil
 }
 
@@ -231,7 +233,7 @@ func (p *porch) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (run
 		errs = append(errs, field.Invalid(lcPath, to, "value for approval can be only one of Draft,Published"))
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(packageRevisionKind.gk, cur.Name, errs)
+		return nil, apierrors.NewInvalid(packageRevisionKind.GK, cur.Name, errs)
 	}
 	if from == porchv1alpha1.PackageRevisionLifecycleProposed && to == porchv1alpha1.PackageRevisionLifecyclePublished {
 		// Porch records the authenticated user; porchsim's API server
@@ -243,13 +245,13 @@ func (p *porch) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (run
 		if err := p.publishLocked(e, by); err != nil {
 			return nil, err
 		}
-		return e.obj.DeepCopyObject(), nil
+		return e.Object().DeepCopyObject(), nil
 	}
 	obj := cur.DeepCopy()
 	obj.Spec.Lifecycle = to
-	p.replaceLocked(resPackageRevisions, e, obj)
+	p.ReplaceLocked(resPackageRevisions, e, obj)
 	p.recomputeLatestLocked(ns, cur.Spec.RepositoryName, cur.Spec.PackageName)
-	return e.obj.DeepCopyObject(), nil
+	return e.Object().DeepCopyObject(), nil
 }
 
 // publishLocked publishes a Draft or Proposed revision: the next revision
@@ -257,20 +259,20 @@ func (p *porch) approveLocked(ns string, in *porchv1alpha1.PackageRevision) (run
 // latest-revision label, and the package's placeholder (made at the first
 // publish) now holding its files. The files are read first (a lazy
 // revision's are fetched): if that fails, nothing changes.
-func (p *porch) publishLocked(e *entry, by string) error {
+func (p *porch) publishLocked(e *store.Entry, by string) error {
 	files, err := p.filesLocked(e)
 	if err != nil {
 		return err
 	}
-	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	pr := e.Object().(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName
 	obj := pr.DeepCopy()
 	obj.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecyclePublished
 	obj.Spec.Revision = p.nextRevisionLocked(ns, repo, pkg)
-	published := now()
+	published := store.Now()
 	obj.Status.PublishedBy = by
 	obj.Status.PublishedAt = &published
-	p.replaceLocked(resPackageRevisions, e, obj)
+	p.ReplaceLocked(resPackageRevisions, e, obj)
 	p.recomputeLatestLocked(ns, repo, pkg)
 	p.syncPlaceholderLocked(e, files)
 	return nil
@@ -291,16 +293,16 @@ func (p *porch) recomputeLatestLocked(ns, repo, pkg string) {
 	entries := p.packageEntriesLocked(ns, repo, pkg)
 	prs := make([]*porchv1alpha1.PackageRevision, len(entries))
 	for i, e := range entries {
-		prs[i] = e.obj.(*porchv1alpha1.PackageRevision)
+		prs[i] = e.Object().(*porchv1alpha1.PackageRevision)
 	}
-	var latest *entry
+	var latest *store.Entry
 	if pr := helper.Latest(prs); pr != nil {
 		latest = entries[slices.Index(prs, pr)]
 	}
 	// Drop the label first, then set it, so that no reader ever sees two
 	// latest revisions.
 	for _, e := range entries {
-		pr := e.obj.(*porchv1alpha1.PackageRevision)
+		pr := e.Object().(*porchv1alpha1.PackageRevision)
 		if _, ok := pr.Labels[porchv1alpha1.LatestPackageRevisionLabel]; !ok || e == latest {
 			continue
 		}
@@ -309,12 +311,12 @@ func (p *porch) recomputeLatestLocked(ns, repo, pkg string) {
 		if len(obj.Labels) == 0 {
 			obj.Labels = nil
 		}
-		p.replaceLocked(resPackageRevisions, e, obj)
+		p.ReplaceLocked(resPackageRevisions, e, obj)
 	}
 	if latest == nil {
 		return
 	}
-	pr := latest.obj.(*porchv1alpha1.PackageRevision)
+	pr := latest.Object().(*porchv1alpha1.PackageRevision)
 	if pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] == "true" {
 		return
 	}
@@ -323,7 +325,7 @@ func (p *porch) recomputeLatestLocked(ns, repo, pkg string) {
 		obj.Labels = map[string]string{}
 	}
 	obj.Labels[porchv1alpha1.LatestPackageRevisionLabel] = "true"
-	p.replaceLocked(resPackageRevisions, latest, obj)
+	p.ReplaceLocked(resPackageRevisions, latest, obj)
 }
 
 // syncPlaceholderLocked makes the package's branch hold the revision just
@@ -332,8 +334,8 @@ func (p *porch) recomputeLatestLocked(ns, repo, pkg string) {
 // package's first publish, with the files, tasks and upstream lock of the
 // latest revision published, files (the caller read them: publishing must
 // not fail halfway).
-func (p *porch) syncPlaceholderLocked(published *entry, files map[string]string) {
-	pub := published.obj.(*porchv1alpha1.PackageRevision)
+func (p *porch) syncPlaceholderLocked(published *store.Entry, files map[string]string) {
+	pub := published.Object().(*porchv1alpha1.PackageRevision)
 	ns, repo, pkg := pub.Namespace, pub.Spec.RepositoryName, pub.Spec.PackageName
 	mirror := func(ph *porchv1alpha1.PackageRevision) {
 		ph.Spec.Tasks = pub.DeepCopy().Spec.Tasks
@@ -343,7 +345,7 @@ func (p *porch) syncPlaceholderLocked(published *entry, files map[string]string)
 		mirrorKptfile(ph, files)
 	}
 	for _, e := range p.packageEntriesLocked(ns, repo, pkg) {
-		pr := e.obj.(*porchv1alpha1.PackageRevision)
+		pr := e.Object().(*porchv1alpha1.PackageRevision)
 		if !helper.IsPlaceholder(pr) {
 			continue
 		}
@@ -351,13 +353,14 @@ func (p *porch) syncPlaceholderLocked(published *entry, files map[string]string)
 		mirror(obj)
 		// The branch now holds these files, whatever it held before: a
 		// lazy placeholder's are not fetched.
-		e.files, e.lazy = copyFiles(files), false
-		p.replaceLocked(resPackageRevisions, e, obj)
+		f := filesOf(e)
+		f.files, f.lazy = copyFiles(files), false
+		p.ReplaceLocked(resPackageRevisions, e, obj)
 		return
 	}
 	ph := newPlaceholder(ns, repo, pkg, pub.Status.Deployment)
 	mirror(ph)
-	p.insertLocked(resPackageRevisions, ph, copyFiles(files))
+	p.insertRevisionLocked(ph, copyFiles(files))
 }
 
 // newPlaceholder is the placeholder revision of a package: Porch shows the

@@ -117,9 +117,7 @@ func TestPlaceholderAppearsAtFirstPublish(t *testing.T) {
 	}
 	got := ph.Spec
 	got.ReadinessGates, got.PackageMetadata = nil, nil
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("placeholder spec (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, got, "placeholder spec")
 	if len(ph.Labels) != 0 {
 		t.Errorf("placeholder labels %v, want none", ph.Labels)
 	}
@@ -155,19 +153,13 @@ func TestLatestLabelIsComputed(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
-		t.Errorf("after publishing v2 (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"blueprints.app.v2"}, latest(), "after publishing v2")
 	proposeDeletion(t, c, "blueprints.app.v2")
-	if diff := cmp.Diff([]string{"blueprints.app.v2"}, latest()); diff != "" {
-		t.Errorf("v2 DeletionProposed keeps the label (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"blueprints.app.v2"}, latest(), "v2 DeletionProposed keeps the label")
 	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, "blueprints.app.v2", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{upstreamV1}, latest()); diff != "" {
-		t.Errorf("after deleting v2 the label moves back (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{upstreamV1}, latest(), "after deleting v2 the label moves back")
 }
 
 // TestRemovingTheLatestLabelIsInvalid: 422, as real Porch answers.
@@ -393,9 +385,7 @@ func TestOverlappingWritesIntoARepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Overlap{{Namespace: ns, Repository: "deploy", First: "create packagerevisions deploy.a.ws", Second: "create packagerevisions deploy.b.ws"}}
-	if diff := cmp.Diff(want, w.overlaps); diff != "" {
-		t.Errorf("overlaps (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, w.overlaps, "overlaps")
 	w.end(a)
 	w.end(b)
 	w.end(other)

@@ -296,9 +296,7 @@ func TestListSelectors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			list := mustList(t, c.ConfigV1alpha1().PackageVariants(ns), tc.opts)
-			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
-				t.Errorf("list (-want +got):\n%s", diff)
-			}
+			checkDiff(t, tc.want, itemNames(t, list), "list")
 			if list.ResourceVersion == "" {
 				t.Errorf("a list carries a resourceVersion")
 			}

@@ -219,8 +219,8 @@ func (w *writes) start(user, namespace, repo, name, what string) (*write, error)
 
 // repositoryOf is the repository of a stored revision ("" if none).
 func (p *porch) repositoryOf(namespace, name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.Lock()
+	defer p.Unlock()
 	if pr, _, ok := p.packageRevisionLocked(namespace, name); ok {
 		return pr.Spec.RepositoryName
 	}

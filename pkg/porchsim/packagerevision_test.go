@@ -210,15 +210,9 @@ func TestCloneRecordsUpstream(t *testing.T) {
 			}
 			wantUpstream := &kptfilev1.Upstream{Type: "git",
 				Git: &kptfilev1.Git{Repo: wantLock.Repo, Directory: wantLock.Directory, Ref: wantLock.Ref}}
-			if diff := cmp.Diff(wantUpstream, kf.Upstream); diff != "" {
-				t.Errorf("Kptfile upstream (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(&kptfilev1.UpstreamLock{Type: "git", Git: &wantLock}, kf.UpstreamLock); diff != "" {
-				t.Errorf("Kptfile upstreamLock (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(&porchv1alpha1.UpstreamLock{Type: "git", Git: &wantLock}, pr.Status.UpstreamLock); diff != "" {
-				t.Errorf("status.upstreamLock (-want +got):\n%s", diff)
-			}
+			checkDiff(t, wantUpstream, kf.Upstream, "Kptfile upstream")
+			checkDiff(t, &kptfilev1.UpstreamLock{Type: "git", Git: &wantLock}, kf.UpstreamLock, "Kptfile upstreamLock")
+			checkDiff(t, &porchv1alpha1.UpstreamLock{Type: "git", Git: &wantLock}, pr.Status.UpstreamLock, "status.upstreamLock")
 			wantID := "kpt.dev|Kptfile|default|" + tc.wantName
 			if got := kf.Metadata.Annotations["internal.kpt.dev/upstream-identifier"]; got != wantID {
 				t.Errorf("Kptfile upstream-identifier = %q, want %q", got, wantID)
@@ -240,9 +234,7 @@ func TestCloneRecordsUpstream(t *testing.T) {
 				want := "apiVersion: v1\nkind: ConfigMap\nmetadata: # kpt-merge: /kptfile.kpt.dev\n  name: kptfile.kpt.dev\n  annotations:\n" +
 					"    config.kubernetes.io/local-config: \"true\"\n    internal.kpt.dev/upstream-identifier: '|ConfigMap|default|kptfile.kpt.dev'\n" +
 					"data:\n  name: " + tc.wantName + "\n  package-path: " + tc.wantName + "\n"
-				if diff := cmp.Diff(want, pc); diff != "" {
-					t.Errorf("package-context.yaml (-want +got):\n%s", diff)
-				}
+				checkDiff(t, want, pc, "package-context.yaml")
 			}
 		})
 	}
@@ -381,12 +373,8 @@ func TestUpgradeMergesLocalAndUpstreamChanges(t *testing.T) {
 	if kf.Upstream == nil || kf.Upstream.Git == nil || kf.Upstream.Git.Ref != "app/v2" {
 		t.Errorf("Kptfile upstream = %+v, want ref app/v2", kf.Upstream)
 	}
-	if diff := cmp.Diff(&kptfilev1.UpstreamLock{Type: "git", Git: &wantLock}, kf.UpstreamLock); diff != "" {
-		t.Errorf("Kptfile upstreamLock (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(&porchv1alpha1.UpstreamLock{Type: "git", Git: &wantLock}, pr.Status.UpstreamLock); diff != "" {
-		t.Errorf("status.upstreamLock (-want +got):\n%s", diff)
-	}
+	checkDiff(t, &kptfilev1.UpstreamLock{Type: "git", Git: &wantLock}, kf.UpstreamLock, "Kptfile upstreamLock")
+	checkDiff(t, &porchv1alpha1.UpstreamLock{Type: "git", Git: &wantLock}, pr.Status.UpstreamLock, "status.upstreamLock")
 }
 
 func TestUpgradeRefusesUnpublishedSources(t *testing.T) {
@@ -426,9 +414,7 @@ func TestInitCreatesPackage(t *testing.T) {
 		t.Errorf("init Kptfile = %+v, want name bar and the task's description", kf)
 	}
 	// Real Porch: status.upstreamLock is {} for an init draft.
-	if diff := cmp.Diff(&porchv1alpha1.UpstreamLock{}, pr.Status.UpstreamLock); diff != "" {
-		t.Errorf("an init draft has no upstream (-want +got):\n%s", diff)
-	}
+	checkDiff(t, &porchv1alpha1.UpstreamLock{}, pr.Status.UpstreamLock, "an init draft has no upstream")
 }
 
 // inLifecycle returns the name of a revision in the given lifecycle: a clone
@@ -686,12 +672,8 @@ func TestPublishNumberingAndLatestLabel(t *testing.T) {
 		}
 	}
 	want := map[string]int{"blueprints.app.main": -1, "blueprints.app.v1": 1, "blueprints.app.v2": 2, d2.Name: 3, d1.Name: 4}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("revisions (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{d1.Name}, latest); diff != "" {
-		t.Errorf("kpt.dev/latest-revision (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, got, "revisions")
+	checkDiff(t, []string{d1.Name}, latest, "kpt.dev/latest-revision")
 	if diff := cmp.Diff(resources(t, s, d1.Name), resources(t, s, "blueprints.app.main")); diff != "" {
 		t.Errorf("the placeholder does not hold the latest revision's files (-latest +placeholder):\n%s", diff)
 	}
@@ -766,16 +748,12 @@ status:
 		t.Fatalf("render error %q for a valid package:\n%s", got.Status.RenderStatus.Err, prr.Spec.Resources[kptfileName])
 	}
 	pr := getPR(t, c, draft.Name)
-	if diff := cmp.Diff([]porchv1alpha1.ReadinessGate{{ConditionType: "config.injection.ConfigMap.region"}}, pr.Spec.ReadinessGates); diff != "" {
-		t.Errorf("spec.readinessGates not mirrored from the Kptfile (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []porchv1alpha1.ReadinessGate{{ConditionType: "config.injection.ConfigMap.region"}}, pr.Spec.ReadinessGates, "spec.readinessGates not mirrored from the Kptfile")
 	wantConds := []porchv1alpha1.Condition{
 		{Type: "config.injection.ConfigMap.region", Status: "False", Reason: "NoResourceSelected"},
 		{Type: "Rendered", Status: "True", Reason: "RenderSuccess"},
 	}
-	if diff := cmp.Diff(wantConds, pr.Status.Conditions); diff != "" {
-		t.Errorf("status.conditions not mirrored from the Kptfile (-want +got):\n%s", diff)
-	}
+	checkDiff(t, wantConds, pr.Status.Conditions, "status.conditions not mirrored from the Kptfile")
 
 	// A Kptfile that does not parse is refused before the render, when
 	// Porch heals the update (copies comments back): a 500 that stores
@@ -873,12 +851,8 @@ func TestMetadataOnCreate(t *testing.T) {
 		t.Errorf("server metadata not as Porch's: %+v", got.ObjectMeta)
 	}
 	stored, _ := s.PackageRevision(ns, got.Name)
-	if diff := cmp.Diff(in.ObjectMeta.Labels, stored.Labels); diff != "" {
-		t.Errorf("labels (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(in.OwnerReferences, stored.OwnerReferences); diff != "" {
-		t.Errorf("ownerReferences (-want +got):\n%s", diff)
-	}
+	checkDiff(t, in.ObjectMeta.Labels, stored.Labels, "labels")
+	checkDiff(t, in.OwnerReferences, stored.OwnerReferences, "ownerReferences")
 	if stored.Annotations["a"] != "v" || len(stored.Finalizers) != 1 {
 		t.Errorf("annotations/finalizers not stored: %+v", stored.ObjectMeta)
 	}
@@ -905,9 +879,7 @@ func TestFieldSelectors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			list := mustList(t, c.PorchV1alpha1().PackageRevisions(ns), metav1.ListOptions{FieldSelector: tc.selector})
-			if diff := cmp.Diff(tc.want, itemNames(t, list)); diff != "" {
-				t.Errorf("list (-want +got):\n%s", diff)
-			}
+			checkDiff(t, tc.want, itemNames(t, list), "list")
 		})
 	}
 	if _, err := c.PorchV1alpha1().PackageRevisions(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.tasks=x"}); !apierrors.IsBadRequest(err) {

@@ -13,6 +13,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
 
@@ -25,7 +26,7 @@ import (
 // resources.go (PackageRevisionResources), files.go (lazy package files).
 // The rules themselves are read from pkg/apis/porch/helper.
 type porch struct {
-	*store
+	*store.Store
 	engine engine
 	// rendering, set by tests, runs while a request's engine work runs
 	// without the lock.
@@ -33,35 +34,35 @@ type porch struct {
 	// fileSource fetches the files of revisions imported without them
 	// (see SetFileSource); fetched and fileErrors record what it did.
 	fileSource func(ctx context.Context, namespace, name string) (map[string]string, error)
-	fetched    map[objectKey]struct{}
-	fileErrors map[objectKey]error
+	fetched    map[store.Key]struct{}
+	fileErrors map[store.Key]error
 }
 
-func newPorch(st *store) *porch {
+func newPorch(st *store.Store) *porch {
 	p := &porch{
-		store:      st,
+		Store:      st,
 		engine:     engine{notBuiltin: kptengine.FailNotBuiltin, memo: newEngineMemo()},
-		fetched:    map[objectKey]struct{}{},
-		fileErrors: map[objectKey]error{},
+		fetched:    map[store.Key]struct{}{},
+		fileErrors: map[store.Key]error{},
 	}
-	st.rules = storeRules{
-		stamp: func(obj runtime.Object) {
+	st.SetRules(store.Rules{
+		Stamp: func(obj runtime.Object) {
 			if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok {
 				p.fillSelfLockLocked(pr)
 			}
 		},
-		removed: func(obj runtime.Object) {
+		Removed: func(obj runtime.Object) {
 			if pr, ok := obj.(*porchv1alpha1.PackageRevision); ok && !helper.IsPlaceholder(pr) {
 				// The label is computed: deleting the latest revision
 				// moves it back to the previous one.
 				p.recomputeLatestLocked(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
 			}
 		},
-		keep: func(obj runtime.Object) bool {
+		Keep: func(obj runtime.Object) bool {
 			pr, ok := obj.(*porchv1alpha1.PackageRevision)
 			return ok && p.deleteRefusalLocked(pr) != nil
 		},
-	}
+	})
 	return p
 }
 
@@ -74,22 +75,22 @@ func (p *porch) serveLocked(r *request) (runtime.Object, error) {
 	resource, sub, verb, ns := action.GetResource().Resource, action.GetSubresource(), action.GetVerb(), action.GetNamespace()
 	var obj runtime.Object
 	var err error
-	switch k, stored := kindsByResource[resource]; {
+	switch k, stored := p.KindOf(resource); {
 	case resource == resPackageRevisions:
 		obj, err = p.serveRevisionsLocked(action, ns, sub, verb)
 	case resource == resPackageRevisionResources:
 		obj, err = p.serveResourcesLocked(action, ns, sub, verb)
 	case stored:
-		obj, err = p.serveObjectLocked(k, action, ns, sub, verb)
+		obj, err = p.ServeObjectLocked(k, action, ns, sub, verb)
 	default:
-		return nil, notServed(action)
+		return nil, store.NotServed(action)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if _, stored := kindsByResource[resource]; stored && (verb == "create" || verb == "update" || verb == "patch") {
+	if _, stored := p.KindOf(resource); stored && (verb == "create" || verb == "update" || verb == "patch") {
 		if m, err := meta.Accessor(obj); err == nil {
-			p.collectIfOwnersGoneLocked(resource, m.GetNamespace(), m.GetName())
+			p.CollectIfOwnersGoneLocked(resource, m.GetNamespace(), m.GetName())
 		}
 	}
 	return obj, nil
@@ -108,14 +109,14 @@ func (p *porch) serveRevisionsLocked(action clienttesting.Action, ns, sub, verb 
 		return p.approveLocked(ns, pr)
 	}
 	if sub != "" {
-		return nil, notServed(action)
+		return nil, store.NotServed(action)
 	}
-	return p.serveKindLocked(packageRevisionKind, p, action, ns, sub, verb)
+	return p.ServeKindLocked(packageRevisionKind, p, action, ns, sub, verb)
 }
 
-// createLocked, updateLocked and deleteLocked are porch's kindWriter for
+// CreateLocked, UpdateLocked and DeleteLocked are porch's store.Writer for
 // PackageRevisions.
-func (p *porch) createLocked(ns string, obj runtime.Object) (runtime.Object, error) {
+func (p *porch) CreateLocked(ns string, obj runtime.Object) (runtime.Object, error) {
 	pr, ok := obj.(*porchv1alpha1.PackageRevision)
 	if !ok {
 		return nil, apierrors.NewBadRequest("expected a PackageRevision")
@@ -123,7 +124,7 @@ func (p *porch) createLocked(ns string, obj runtime.Object) (runtime.Object, err
 	return p.createPackageRevisionLocked(ns, pr)
 }
 
-func (p *porch) updateLocked(ns string, obj runtime.Object, _ string) (runtime.Object, error) {
+func (p *porch) UpdateLocked(ns string, obj runtime.Object, _ string) (runtime.Object, error) {
 	pr, ok := obj.(*porchv1alpha1.PackageRevision)
 	if !ok {
 		return nil, apierrors.NewBadRequest("expected a PackageRevision")
@@ -131,17 +132,17 @@ func (p *porch) updateLocked(ns string, obj runtime.Object, _ string) (runtime.O
 	return p.updatePackageRevisionLocked(ns, pr)
 }
 
-// deleteLocked ignores the delete options, as Porch does: preconditions
+// DeleteLocked ignores the delete options, as Porch does: preconditions
 // protect nothing.
-func (p *porch) deleteLocked(ns, name string, _ metav1.DeleteOptions) error {
-	e, err := p.lookupLocked(packageRevisionKind, ns, name)
+func (p *porch) DeleteLocked(ns, name string, _ metav1.DeleteOptions) error {
+	e, err := p.LookupLocked(packageRevisionKind, ns, name)
 	if err != nil {
 		return err
 	}
-	if err := p.deleteRefusalLocked(e.obj.(*porchv1alpha1.PackageRevision)); err != nil {
+	if err := p.deleteRefusalLocked(e.Object().(*porchv1alpha1.PackageRevision)); err != nil {
 		return err
 	}
-	p.deleteEntryLocked(resPackageRevisions, e, false)
+	p.DeleteEntryLocked(resPackageRevisions, e, false)
 	return nil
 }
 
@@ -151,8 +152,8 @@ func (p *porch) deleteLocked(ns, name string, _ metav1.DeleteOptions) error {
 // first, without the lock.
 func (p *porch) unlockedLocked(work func()) {
 	hook := p.rendering
-	p.mu.Unlock()
-	defer p.mu.Lock()
+	p.Unlock()
+	defer p.Lock()
 	if hook != nil {
 		hook()
 	}
@@ -162,8 +163,8 @@ func (p *porch) unlockedLocked(work func()) {
 // repositoryURLLocked is the git URL of a repository (its name when it has
 // none).
 func (p *porch) repositoryURLLocked(namespace, repo string) string {
-	if e, ok := p.entryLocked(resRepositories, namespace, repo); ok {
-		if g := e.obj.(*configv1alpha1.Repository).Spec.Git; g != nil && g.Repo != "" {
+	if e, ok := p.EntryLocked(resRepositories, namespace, repo); ok {
+		if g := e.Object().(*configv1alpha1.Repository).Spec.Git; g != nil && g.Repo != "" {
 			return g.Repo
 		}
 	}
@@ -196,18 +197,24 @@ func (p *porch) fillSelfLockLocked(pr *porchv1alpha1.PackageRevision) {
 
 // packageRevisionLocked returns a stored revision and its entry, whose
 // files are read through filesLocked.
-func (p *porch) packageRevisionLocked(ns, name string) (*porchv1alpha1.PackageRevision, *entry, bool) {
-	e, ok := p.entryLocked(resPackageRevisions, ns, name)
+func (p *porch) packageRevisionLocked(ns, name string) (*porchv1alpha1.PackageRevision, *store.Entry, bool) {
+	e, ok := p.EntryLocked(resPackageRevisions, ns, name)
 	if !ok {
 		return nil, nil, false
 	}
-	return e.obj.(*porchv1alpha1.PackageRevision), e, true
+	return e.Object().(*porchv1alpha1.PackageRevision), e, true
+}
+
+// packageEntriesLocked lists the revisions of one package, by name, from
+// the store's index of packages (a PackageRevision's group).
+func (p *porch) packageEntriesLocked(ns, repo, pkg string) []*store.Entry {
+	return p.GroupLocked(resPackageRevisions, packageKey{ns, repo, pkg})
 }
 
 func (p *porch) packageRevisionsLocked(ns, repo, pkg string) []*porchv1alpha1.PackageRevision {
 	var out []*porchv1alpha1.PackageRevision
 	for _, e := range p.packageEntriesLocked(ns, repo, pkg) {
-		out = append(out, e.obj.(*porchv1alpha1.PackageRevision))
+		out = append(out, e.Object().(*porchv1alpha1.PackageRevision))
 	}
 	return out
 }

@@ -60,8 +60,8 @@ func (p *porch) deleteRefusalLocked(pr *porchv1alpha1.PackageRevision) error {
 // upgrade task names upstream as its (new) upstream, "" if none does; Porch
 // refuses to delete such an upstream.
 func (p *porch) downstreamOfLocked(namespace, upstream string) string {
-	for _, e := range p.sortedEntriesLocked(resPackageRevisions, namespace) {
-		pr := e.obj.(*porchv1alpha1.PackageRevision)
+	for _, e := range p.SortedEntriesLocked(resPackageRevisions, namespace) {
+		pr := e.Object().(*porchv1alpha1.PackageRevision)
 		if helper.IsPlaceholder(pr) {
 			continue
 		}
@@ -88,7 +88,7 @@ func (p *porch) createRefusalLocked(ns string, spec *porchv1alpha1.PackageRevisi
 				helper.WorkspaceNotUniqueMessage, spec.PackageName, spec.RepositoryName, workspace)
 		}
 	}
-	if _, ok := p.entryLocked(resPackageRevisions, ns, name); ok {
+	if _, ok := p.EntryLocked(resPackageRevisions, ns, name); ok {
 		// Another package whose dotted path makes the same name.
 		return nil, refuse("%s; package revision %s already exists", helper.WorkspaceNotUniqueMessage, name)
 	}

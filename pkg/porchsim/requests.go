@@ -60,7 +60,7 @@ func requestName(action clienttesting.Action) string {
 }
 
 // locked runs a handler under mu.
-func locked[T any](mu *sync.Mutex, h handler[T], r *request) (T, error) {
+func locked[T any](mu sync.Locker, h handler[T], r *request) (T, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	return h(r)

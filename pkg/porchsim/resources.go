@@ -10,6 +10,7 @@ import (
 
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
 
@@ -17,19 +18,19 @@ var packageRevisionResourcesGR = porchv1alpha1.Resource(resPackageRevisionResour
 
 func (p *porch) serveResourcesLocked(action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
 	if sub != "" {
-		return nil, notServed(action)
+		return nil, store.NotServed(action)
 	}
 	switch verb {
 	case "get":
 		name := action.(clienttesting.GetAction).GetName()
-		e, ok := p.entryLocked(resPackageRevisions, ns, name)
+		e, ok := p.EntryLocked(resPackageRevisions, ns, name)
 		if !ok {
 			return nil, apierrors.NewNotFound(packageRevisionResourcesGR, name)
 		}
 		return p.resourcesLocked(e, nil)
 	case "list":
 		r := action.(clienttesting.ListAction).GetListRestrictions()
-		if err := checkFieldSelector(r.Fields, packageRevisionFieldLabels); err != nil {
+		if err := store.CheckFieldSelector(r.Fields, packageRevisionFieldLabels); err != nil {
 			return nil, err
 		}
 		// Every item of the list carries its files, so the list fetches
@@ -39,8 +40,8 @@ func (p *porch) serveResourcesLocked(action clienttesting.Action, ns, sub, verb 
 		// selector on spec.repository or spec.packageName, say) fetches
 		// only what it returns. A failed fetch fails the list.
 		l := &porchv1alpha1.PackageRevisionResourcesList{}
-		for _, e := range p.sortedEntriesLocked(resPackageRevisions, ns) {
-			if selects(r.Labels, r.Fields, mustAccessor(e.obj).GetLabels(), packageRevisionKind.fields(e.obj)) {
+		for _, e := range p.SortedEntriesLocked(resPackageRevisions, ns) {
+			if store.Selects(r.Labels, r.Fields, store.MustAccessor(e.Object()).GetLabels(), packageRevisionKind.Fields(e.Object())) {
 				prr, err := p.resourcesLocked(e, nil)
 				if err != nil {
 					return nil, err
@@ -57,18 +58,18 @@ func (p *porch) serveResourcesLocked(action clienttesting.Action, ns, sub, verb 
 		return p.updateResourcesLocked(ns, prr)
 	}
 	// create, delete and patch are not served by Porch either.
-	return nil, notServed(action)
+	return nil, store.NotServed(action)
 }
 
 // resourcesLocked is the PackageRevisionResources of a stored revision
 // (whose files a lazy revision fetches, see filesLocked). Only an update's
 // response carries a render status.
-func (p *porch) resourcesLocked(e *entry, rs *porchv1alpha1.RenderStatus) (*porchv1alpha1.PackageRevisionResources, error) {
+func (p *porch) resourcesLocked(e *store.Entry, rs *porchv1alpha1.RenderStatus) (*porchv1alpha1.PackageRevisionResources, error) {
 	files, err := p.filesLocked(e)
 	if err != nil {
 		return nil, err
 	}
-	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	pr := e.Object().(*porchv1alpha1.PackageRevision)
 	prr := &porchv1alpha1.PackageRevisionResources{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              pr.Name,
@@ -105,11 +106,11 @@ func (p *porch) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevisi
 	if ns == "" {
 		ns = in.Namespace
 	}
-	e, ok := p.entryLocked(resPackageRevisions, ns, in.Name)
+	e, ok := p.EntryLocked(resPackageRevisions, ns, in.Name)
 	if !ok {
 		return nil, apierrors.NewNotFound(packageRevisionResourcesGR, in.Name)
 	}
-	pr := e.obj.(*porchv1alpha1.PackageRevision)
+	pr := e.Object().(*porchv1alpha1.PackageRevision)
 	if err := checkUpdateVersion(resPackageRevisionResources, in.Name, in.ResourceVersion, pr.ResourceVersion); err != nil {
 		return nil, err
 	}
@@ -134,13 +135,13 @@ func (p *porch) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevisi
 			rendered = p.render(healed)
 		}
 	})
-	if cur, ok := p.entryLocked(resPackageRevisions, ns, in.Name); !ok || cur != e || e.obj.(*porchv1alpha1.PackageRevision).ResourceVersion != rv {
+	if cur, ok := p.EntryLocked(resPackageRevisions, ns, in.Name); !ok || cur != e || e.Object().(*porchv1alpha1.PackageRevision).ResourceVersion != rv {
 		if !ok {
 			return nil, apierrors.NewNotFound(packageRevisionResourcesGR, in.Name)
 		}
 		return nil, staleResourceVersion(resPackageRevisionResources, in.Name)
 	}
-	pr = e.obj.(*porchv1alpha1.PackageRevision)
+	pr = e.Object().(*porchv1alpha1.PackageRevision)
 	if err != nil {
 		return nil, refuse("failed to heal resources: %v", err)
 	}
@@ -160,11 +161,12 @@ func (p *porch) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevisi
 // PackageRevision are one object in Porch, committed together: the revision
 // gets a new resourceVersion (a new commit, even for identical files) and a
 // MODIFIED event, and its Kptfile mirrors are refreshed.
-func (p *porch) setFilesLocked(e *entry, files map[string]string, skipped []string) {
-	cur := e.obj.(*porchv1alpha1.PackageRevision)
+func (p *porch) setFilesLocked(e *store.Entry, files map[string]string, skipped []string) {
+	cur := e.Object().(*porchv1alpha1.PackageRevision)
 	obj := cur.DeepCopy()
 	mirrorKptfile(obj, files)
-	e.files, e.lazy = files, false
-	e.skipped = skipped
-	p.replaceLocked(resPackageRevisions, e, obj)
+	f := filesOf(e)
+	f.files, f.lazy = files, false
+	f.skipped = skipped
+	p.ReplaceLocked(resPackageRevisions, e, obj)
 }

@@ -11,6 +11,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // Restore stores a Repository (*configv1alpha1.Repository), PackageVariant
@@ -54,7 +55,7 @@ import (
 // the stored object.
 func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
 	p := s.porch
-	var k *kind
+	var k *store.Kind
 	nilObj := false
 	switch o := obj.(type) {
 	case *configv1alpha1.Repository:
@@ -69,12 +70,12 @@ func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
 		return nil, fmt.Errorf("restore: %T is not restorable: Restore takes *v1alpha1.Repository, *v1alpha1.PackageVariant and *v1alpha2.PackageVariantSet of config.porch.kpt.dev", obj)
 	}
 	if nilObj {
-		return nil, fmt.Errorf("restore: no %s given", k.gk.Kind)
+		return nil, fmt.Errorf("restore: no %s given", k.GK.Kind)
 	}
 	in := obj.DeepCopyObject()
-	m := mustAccessor(in)
+	m := store.MustAccessor(in)
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("restore %s %s/%s: %w", k.gk.Kind, m.GetNamespace(), m.GetName(), fmt.Errorf(format, args...))
+		return fmt.Errorf("restore %s %s/%s: %w", k.GK.Kind, m.GetNamespace(), m.GetName(), fmt.Errorf(format, args...))
 	}
 	var problems []string
 	check := func(field, value string, validate func(string) []string) {
@@ -96,21 +97,21 @@ func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
 		return nil, fail("%s", strings.Join(problems, "; "))
 	}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.entryLocked(k.resource, m.GetNamespace(), m.GetName()); ok {
-		return nil, fail("%w", apierrors.NewAlreadyExists(k.gr, m.GetName()))
+	p.Lock()
+	defer p.Unlock()
+	if _, ok := p.EntryLocked(k.Resource, m.GetNamespace(), m.GetName()); ok {
+		return nil, fail("%w", apierrors.NewAlreadyExists(k.GR, m.GetName()))
 	}
 	switch uid := m.GetUID(); {
 	case uid == "":
-		m.SetUID(p.newUIDLocked(k.resource, m.GetNamespace(), m.GetName()))
+		m.SetUID(p.NewUIDLocked(k.Resource, m.GetNamespace(), m.GetName()))
 	default:
-		if held, ok := p.holderLocked(uid); ok {
-			return nil, fail("metadata.uid %q is already the uid of %s %s/%s", uid, held.resource, held.key.namespace, held.key.name)
+		if held, ok := p.HolderLocked(uid); ok {
+			return nil, fail("metadata.uid %q is already the uid of %s %s/%s", uid, held.Resource, held.Namespace, held.Name)
 		}
-		if p.removedLocked(uid) {
+		if p.RemovedLocked(uid) {
 			// Dependents naming it would be taken for orphans of the
-			// deleted object (collectIfOwnersGoneLocked).
+			// deleted object (CollectIfOwnersGoneLocked).
 			return nil, fail("metadata.uid %q was the uid of an object the Sim deleted; uids are never reused", uid)
 		}
 	}
@@ -118,11 +119,11 @@ func (s *Sim) Restore(obj runtime.Object) (runtime.Object, error) {
 		m.SetGeneration(1)
 	}
 	if ts := m.GetCreationTimestamp(); ts.IsZero() {
-		m.SetCreationTimestamp(now())
+		m.SetCreationTimestamp(store.Now())
 	}
-	clearTypeMeta(in)
+	store.ClearTypeMeta(in)
 	m.SetResourceVersion("")
 	m.SetManagedFields(nil)
-	e := p.storeNewLocked(k.resource, in, nil)
-	return e.obj.DeepCopyObject(), nil
+	e := p.StoreNewLocked(k.Resource, in, nil)
+	return e.Object().DeepCopyObject(), nil
 }

@@ -17,6 +17,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 const (
@@ -85,7 +86,7 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 	var added []string
 	s.Observe(func(ch Change) {
 		if ch.Type == watch.Added && ch.Resource != resPackageRevisions {
-			added = append(added, ch.Resource+" "+mustAccessor(ch.Object).GetName())
+			added = append(added, ch.Resource+" "+store.MustAccessor(ch.Object).GetName())
 		}
 	})
 	ctx := context.Background()
@@ -95,11 +96,11 @@ func TestRestoreKeepsIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := mustAccessor(got)
+		m := store.MustAccessor(got)
 		if d := cmp.Diff(in, got, identity); d != "" {
 			t.Errorf("Restore changed %s (-given +stored):\n%s", m.GetName(), d)
 		}
-		if rv := m.GetResourceVersion(); rv == mustAccessor(in).GetResourceVersion() || s.Sequence(rv) == 0 {
+		if rv := m.GetResourceVersion(); rv == store.MustAccessor(in).GetResourceVersion() || s.Sequence(rv) == 0 {
 			t.Errorf("%s: resourceVersion %q, want one of the Sim's sequence", m.GetName(), rv)
 		}
 	}
@@ -152,7 +153,7 @@ func TestRestoreDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := mustAccessor(got)
+	m := store.MustAccessor(got)
 	if m.GetUID() == "" || m.GetGeneration() != 1 {
 		t.Errorf("uid %q generation %d, want a uid and generation 1", m.GetUID(), m.GetGeneration())
 	}

@@ -12,8 +12,7 @@ package porchsim
 // over (with their earlier changes), so that such a handler is not waited
 // for in vain.
 func (s *Sim) DeliveredResourceVersion(resource string, unknown func(namespace, name string) bool) int64 {
-	p := s.porch
-	p.store.mu.Lock()
-	defer p.store.mu.Unlock()
-	return p.store.deliveredLocked(resource, unknown)
+	s.store.Lock()
+	defer s.store.Unlock()
+	return s.store.DeliveredLocked(resource, unknown)
 }

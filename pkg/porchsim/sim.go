@@ -25,19 +25,21 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // Sim is an in-memory Porch (porch.kpt.dev/v1alpha1) plus API-server semantics
 // for config.porch.kpt.dev objects (PackageVariant, PackageVariantSet,
 // Repository). It is safe for concurrent use.
 //
-// It is three layers: the store (store*.go, what kube-apiserver does),
+// It is three layers: the store (package internal/store, what
+// kube-apiserver does, with the kinds of kinds.go),
 // Porch's rules on top of it (porch.go and the files named for the rules),
 // and the wrappers around every request of its clientsets: request
 // counting (requests.go), fault injection (faults.go) and the following of
 // writes into repositories (overlap.go).
 type Sim struct {
-	store *store
+	store *store.Store
 	porch *porch
 
 	clientset *clientset
@@ -49,8 +51,8 @@ type Sim struct {
 
 // New returns an empty Sim.
 func New(opts ...Option) *Sim {
-	p := newPorch(newStore())
-	s := &Sim{store: p.store, porch: p}
+	p := newPorch(store.New(kinds...))
+	s := &Sim{store: p.Store, porch: p}
 	for _, o := range opts {
 		o(s)
 	}
@@ -69,16 +71,16 @@ func (s *Sim) newClientset(user string) *clientset {
 	cs.WatchReactionChain = nil
 	cs.ProxyReactionChain = nil
 	serve := counting(&s.requests, injecting(&s.faults, s.porch.serveLocked, s.writes.served))
-	serveWatch := counting(&s.requests, refusing(&s.faults, s.store.watchLocked))
+	serveWatch := counting(&s.requests, refusing(&s.faults, func(r *request) (watch.Interface, error) { return s.store.WatchLocked(r.action) }))
 	cs.AddReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		r := newRequest(user, a)
-		obj, err := locked(&s.store.mu, serve, r)
+		obj, err := locked(s.store, serve, r)
 		// A fault's Delay is waited out after the Sim's lock is released.
 		r.late.wait()
 		return true, obj, err
 	})
 	cs.AddWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := locked(&s.store.mu, serveWatch, newRequest(user, a))
+		w, err := locked(s.store, serveWatch, newRequest(user, a))
 		return true, w, err
 	})
 	return &clientset{Clientset: cs, sim: s, user: user}
@@ -106,8 +108,8 @@ func (s *Sim) Clientset() versioned.Interface {
 // package-context.yaml). An existing Repository of that name gets the new
 // deployment flag and labels. The git URL is a made-up, stable one.
 func (s *Sim) AddRepository(namespace, name string, deployment bool, labels map[string]string) *configv1alpha1.Repository {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
+	s.store.Lock()
+	defer s.store.Unlock()
 	repo := &configv1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: maps.Clone(labels)},
 		Spec: configv1alpha1.RepositorySpec{
@@ -131,8 +133,8 @@ func (s *Sim) AddRepository(namespace, name string, deployment bool, labels map[
 // mirrors the cluster's Repositories needs, so that git URLs in locks are
 // the Repository's own, as Porch writes them.
 func (s *Sim) PutRepository(in *configv1alpha1.Repository) *configv1alpha1.Repository {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
+	s.store.Lock()
+	defer s.store.Unlock()
 	repo := &configv1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace, Name: in.Name, Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations)},
 		Spec:       *in.Spec.DeepCopy(),
@@ -164,36 +166,42 @@ func (s *Sim) ResetRequests() {
 // ReleaseWatchEvents, simulating a lagging informer cache. Writes still
 // succeed, and reads (GET and LIST through the client) see the new state.
 func (s *Sim) HoldWatchEvents() {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	s.store.holdLocked()
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.store.HoldLocked()
 }
 
 // ReleaseWatchEvents delivers the held events, in order, and lets later
 // events flow again.
 func (s *Sim) ReleaseWatchEvents() {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	s.store.releaseLocked()
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.store.ReleaseLocked()
 }
 
 // Sequence is the change number behind a resourceVersion the Sim handed
 // out (0 if it handed out no such version): tools that must know whether an
 // informer has seen a change compare these, never the opaque strings.
 func (s *Sim) Sequence(resourceVersion string) int64 {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	return s.store.sequenceLocked(resourceVersion)
+	s.store.Lock()
+	defer s.store.Unlock()
+	return s.store.SequenceLocked(resourceVersion)
 }
+
+// Change is one change of a stored object, as Observe reports it: its
+// Resource (the plural, such as "packagerevisions"), Type, Object (the
+// stored state after the change, the last state for DELETED: it must not be
+// modified) and Sequence (the order of the changes of every resource).
+type Change = store.Change
 
 // Observe makes f hear of every change, in order, at the moment it is made
 // (whether or not watch events are held): a test checks invariants that
 // must hold at every moment this way. f runs under the Sim's lock: it must
 // be quick, must not modify the object and must not call the Sim.
 func (s *Sim) Observe(f func(Change)) {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	s.store.observeLocked(f)
+	s.store.Lock()
+	defer s.store.Unlock()
+	s.store.ObserveLocked(f)
 }
 
 // BreakWatches ends every open watch, as an API server does when it
@@ -201,7 +209,7 @@ func (s *Sim) Observe(f func(Change)) {
 // the last resourceVersion it saw (PackageRevision watches start over with
 // every object ADDED, as Porch's do). It returns how many watches ended.
 func (s *Sim) BreakWatches() int {
-	s.store.mu.Lock()
-	defer s.store.mu.Unlock()
-	return s.store.breakWatchesLocked()
+	s.store.Lock()
+	defer s.store.Unlock()
+	return s.store.BreakWatchesLocked()
 }

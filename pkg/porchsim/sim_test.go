@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -69,9 +68,7 @@ func TestRequestCounting(t *testing.T) {
 		"watch packagerevisions":          1,
 		"get packagerevisions":            1,
 	}
-	if diff := cmp.Diff(want, s.Requests()); diff != "" {
-		t.Errorf("requests (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, s.Requests(), "requests")
 	s.ResetRequests()
 	if got := s.Requests(); len(got) != 0 {
 		t.Errorf("after ResetRequests: %v", got)
@@ -260,9 +257,7 @@ func TestWatchResumesFromListResourceVersion(t *testing.T) {
 		got = append(got, eventName(receive(t, w.ResultChan())))
 	}
 	want := []string{"ADDED foo", "MODIFIED foo", "DELETED foo"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
+	checkDiff(t, want, got, "events")
 }
 
 // TestPackageRevisionWatchReplaysEverything: as real Porch does, every watch
@@ -295,9 +290,7 @@ func TestPackageRevisionWatchReplaysEverything(t *testing.T) {
 		}
 		w.Stop()
 		want := []string{"ADDED blueprints.app.main", "ADDED " + upstreamV1, "ADDED " + pr.Name, "BOOKMARK initial-events-end at " + pr.ResourceVersion}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("watch from %q: events (-want +got):\n%s", rv, diff)
-		}
+		checkDiff(t, want, got, "watch from %q: events", rv)
 	}
 	if _, err := strconv.ParseInt(pr.ResourceVersion, 10, 64); err == nil || len(pr.ResourceVersion) != 40 {
 		t.Errorf("resourceVersion %q, want an opaque 40-hex-digit commit SHA", pr.ResourceVersion)
@@ -377,9 +370,7 @@ func TestHoldWatchEvents(t *testing.T) {
 	for range 2 {
 		got = append(got, eventName(receive(t, w.ResultChan())))
 	}
-	if diff := cmp.Diff([]string{"ADDED " + pr.Name, "MODIFIED " + pr.Name}, got); diff != "" {
-		t.Errorf("events after release (-want +got):\n%s", diff)
-	}
+	checkDiff(t, []string{"ADDED " + pr.Name, "MODIFIED " + pr.Name}, got, "events after release")
 }
 
 func TestInformers(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // applyTaskLocked checks the task of a new draft against the store and
@@ -20,7 +21,7 @@ func (p *porch) applyTaskLocked(ns string, repo *configv1alpha1.Repository, spec
 	task := spec.Tasks[0]
 	taskPath := field.NewPath("spec", "tasks").Index(0)
 	invalid := func(f, msg string) error {
-		return apierrors.NewInvalid(packageRevisionKind.gk,
+		return apierrors.NewInvalid(packageRevisionKind.GK,
 			helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName)),
 			field.ErrorList{field.Required(taskPath.Child(f), msg)})
 	}
@@ -129,7 +130,7 @@ func (p *porch) upgradeLocked(ns string, spec *porchv1alpha1.PackageRevisionSpec
 		}
 	}
 	var prs [3]*porchv1alpha1.PackageRevision
-	var entries [3]*entry
+	var entries [3]*store.Entry
 	for i, name := range []string{u.OldUpstream.Name, u.NewUpstream.Name, u.LocalPackageRevisionRef.Name} {
 		pr, e, ok := p.packageRevisionLocked(ns, name)
 		if !ok {

@@ -1,4 +1,4 @@
-package porchsim
+package store
 
 import (
 	"encoding/json"
@@ -25,34 +25,34 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 )
 
-// kindWriter writes the objects of one kind: the store's API-server
-// semantics (objectWriter), or a server's own rules (porch, for
+// Writer writes the objects of one kind: the store's API-server
+// semantics (objectWriter), or a server's own rules (Porch's, for
 // PackageRevisions). sub is the subresource of an update ("" or one the
 // writer serves).
-type kindWriter interface {
-	createLocked(ns string, obj runtime.Object) (runtime.Object, error)
-	updateLocked(ns string, obj runtime.Object, sub string) (runtime.Object, error)
-	deleteLocked(ns, name string, opts metav1.DeleteOptions) error
+type Writer interface {
+	CreateLocked(ns string, obj runtime.Object) (runtime.Object, error)
+	UpdateLocked(ns string, obj runtime.Object, sub string) (runtime.Object, error)
+	DeleteLocked(ns, name string, opts metav1.DeleteOptions) error
 }
 
-// serveObjectLocked serves a custom resource of the config.porch.kpt.dev
-// group; status is its only subresource.
-func (s *store) serveObjectLocked(k *kind, action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
+// ServeObjectLocked serves a custom resource as the API server does;
+// status is its only subresource.
+func (s *Store) ServeObjectLocked(k *Kind, action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
 	if sub != "" && sub != "status" {
-		return nil, notServed(action)
+		return nil, NotServed(action)
 	}
-	return s.serveKindLocked(k, objectWriter{s, k}, action, ns, sub, verb)
+	return s.ServeKindLocked(k, objectWriter{s, k}, action, ns, sub, verb)
 }
 
-// serveKindLocked serves a request for a kind the store holds: reads from
+// ServeKindLocked serves a request for a kind the store holds: reads from
 // the store, writes through w. Only updates and patches go to a
 // subresource.
-func (s *store) serveKindLocked(k *kind, w kindWriter, action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
+func (s *Store) ServeKindLocked(k *Kind, w Writer, action clienttesting.Action, ns, sub, verb string) (runtime.Object, error) {
 	// Dispatch on the verb: the action interfaces overlap (a delete is
 	// also a GetAction, an update also a CreateAction).
 	switch verb {
 	case "get":
-		e, err := s.lookupLocked(k, ns, action.(clienttesting.GetAction).GetName())
+		e, err := s.LookupLocked(k, ns, action.(clienttesting.GetAction).GetName())
 		if err != nil {
 			return nil, err
 		}
@@ -64,20 +64,20 @@ func (s *store) serveKindLocked(k *kind, w kindWriter, action clienttesting.Acti
 			return nil, err
 		}
 		rv := ""
-		if k.listVersions {
+		if k.ListVersions {
 			rv = strconv.FormatInt(s.rv, 10)
 		}
-		return k.newList(items, rv), nil
+		return k.NewList(items, rv), nil
 	case "create":
 		if sub != "" {
-			return nil, notServed(action)
+			return nil, NotServed(action)
 		}
-		return w.createLocked(ns, action.(clienttesting.CreateAction).GetObject())
+		return w.CreateLocked(ns, action.(clienttesting.CreateAction).GetObject())
 	case "update":
-		return w.updateLocked(ns, action.(clienttesting.UpdateAction).GetObject(), sub)
+		return w.UpdateLocked(ns, action.(clienttesting.UpdateAction).GetObject(), sub)
 	case "patch":
 		a := action.(clienttesting.PatchAction)
-		e, err := s.lookupLocked(k, ns, a.GetName())
+		e, err := s.LookupLocked(k, ns, a.GetName())
 		if err != nil {
 			return nil, err
 		}
@@ -85,12 +85,12 @@ func (s *store) serveKindLocked(k *kind, w kindWriter, action clienttesting.Acti
 		if err != nil {
 			return nil, err
 		}
-		return w.updateLocked(ns, patched, sub)
+		return w.UpdateLocked(ns, patched, sub)
 	case "delete":
 		if sub != "" {
-			return nil, notServed(action)
+			return nil, NotServed(action)
 		}
-		return nil, w.deleteLocked(ns, action.(clienttesting.DeleteAction).GetName(), deleteOptions(action))
+		return nil, w.DeleteLocked(ns, action.(clienttesting.DeleteAction).GetName(), deleteOptions(action))
 	case "delete-collection":
 		r := action.(clienttesting.DeleteCollectionAction).GetListRestrictions()
 		items, err := s.listLocked(k, ns, r.Labels, r.Fields)
@@ -99,29 +99,29 @@ func (s *store) serveKindLocked(k *kind, w kindWriter, action clienttesting.Acti
 		}
 		var errs []error
 		for _, it := range items {
-			m := mustAccessor(it)
-			errs = append(errs, w.deleteLocked(m.GetNamespace(), m.GetName(), metav1.DeleteOptions{}))
+			m := MustAccessor(it)
+			errs = append(errs, w.DeleteLocked(m.GetNamespace(), m.GetName(), metav1.DeleteOptions{}))
 		}
 		return nil, errors.Join(errs...)
 	}
-	return nil, notServed(action)
+	return nil, NotServed(action)
 }
 
 // objectWriter writes custom resources as the API server does.
 type objectWriter struct {
-	s *store
-	k *kind
+	s *Store
+	k *Kind
 }
 
-func (w objectWriter) createLocked(ns string, obj runtime.Object) (runtime.Object, error) {
+func (w objectWriter) CreateLocked(ns string, obj runtime.Object) (runtime.Object, error) {
 	return w.s.createObjectLocked(w.k, ns, obj)
 }
 
-func (w objectWriter) updateLocked(ns string, obj runtime.Object, sub string) (runtime.Object, error) {
+func (w objectWriter) UpdateLocked(ns string, obj runtime.Object, sub string) (runtime.Object, error) {
 	return w.s.updateObjectLocked(w.k, ns, obj, sub == "status")
 }
 
-func (w objectWriter) deleteLocked(ns, name string, opts metav1.DeleteOptions) error {
+func (w objectWriter) DeleteLocked(ns, name string, opts metav1.DeleteOptions) error {
 	return w.s.deleteObjectLocked(w.k, ns, name, opts)
 }
 
@@ -132,23 +132,23 @@ func deleteOptions(action clienttesting.Action) metav1.DeleteOptions {
 	return metav1.DeleteOptions{}
 }
 
-func (s *store) lookupLocked(k *kind, ns, name string) (*entry, error) {
-	e, ok := s.objects[k.resource][objectKey{ns, name}]
+func (s *Store) LookupLocked(k *Kind, ns, name string) (*Entry, error) {
+	e, ok := s.objects[k.Resource][Key{ns, name}]
 	if !ok {
-		return nil, apierrors.NewNotFound(k.gr, name)
+		return nil, apierrors.NewNotFound(k.GR, name)
 	}
 	return e, nil
 }
 
 // listLocked returns copies of the selected objects in namespace/name order.
-func (s *store) listLocked(k *kind, ns string, lsel labels.Selector, fsel fields.Selector) ([]runtime.Object, error) {
-	if err := checkFieldSelector(fsel, k.fieldLabels); err != nil {
+func (s *Store) listLocked(k *Kind, ns string, lsel labels.Selector, fsel fields.Selector) ([]runtime.Object, error) {
+	if err := CheckFieldSelector(fsel, k.FieldLabels); err != nil {
 		return nil, err
 	}
 	var items []runtime.Object
-	for _, key := range s.sortedKeysLocked(k.resource, ns) {
-		obj := s.objects[k.resource][key].obj
-		if selects(lsel, fsel, mustAccessor(obj).GetLabels(), k.fields(obj)) {
+	for _, key := range s.SortedKeysLocked(k.Resource, ns) {
+		obj := s.objects[k.Resource][key].obj
+		if Selects(lsel, fsel, MustAccessor(obj).GetLabels(), k.Fields(obj)) {
 			items = append(items, obj.DeepCopyObject())
 		}
 	}
@@ -158,9 +158,9 @@ func (s *store) listLocked(k *kind, ns string, lsel labels.Selector, fsel fields
 // createObjectLocked creates a custom resource as the API server does: the
 // server sets uid, timestamps, generation and resourceVersion, and drops the
 // status (the status subresource is the only way to write it).
-func (s *store) createObjectLocked(k *kind, ns string, in runtime.Object) (runtime.Object, error) {
+func (s *Store) createObjectLocked(k *Kind, ns string, in runtime.Object) (runtime.Object, error) {
 	obj := in.DeepCopyObject()
-	m := mustAccessor(obj)
+	m := MustAccessor(obj)
 	switch {
 	case m.GetNamespace() == "":
 		m.SetNamespace(ns)
@@ -179,37 +179,37 @@ func (s *store) createObjectLocked(k *kind, ns string, in runtime.Object) (runti
 		}
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(k.gk, m.GetName(), errs)
+		return nil, apierrors.NewInvalid(k.GK, m.GetName(), errs)
 	}
 	if m.GetResourceVersion() != "" {
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	if _, ok := s.objects[k.resource][objectKey{m.GetNamespace(), m.GetName()}]; ok {
-		return nil, apierrors.NewAlreadyExists(k.gr, m.GetName())
+	if _, ok := s.objects[k.Resource][Key{m.GetNamespace(), m.GetName()}]; ok {
+		return nil, apierrors.NewAlreadyExists(k.GR, m.GetName())
 	}
-	clearTypeMeta(obj)
+	ClearTypeMeta(obj)
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetManagedFields(nil)
-	k.copyStatus(obj, k.newObj())
-	s.insertLocked(k.resource, obj, nil)
+	k.CopyStatus(obj, k.NewObj())
+	s.InsertLocked(k.Resource, obj, nil)
 	return obj.DeepCopyObject(), nil
 }
 
 // updateObjectLocked updates a custom resource. A plain update ignores
 // status; a status update changes nothing but status. An update that removes
 // the last finalizer of an object being deleted removes the object.
-func (s *store) updateObjectLocked(k *kind, ns string, in runtime.Object, status bool) (runtime.Object, error) {
-	inMeta := mustAccessor(in)
+func (s *Store) updateObjectLocked(k *Kind, ns string, in runtime.Object, status bool) (runtime.Object, error) {
+	inMeta := MustAccessor(in)
 	if ns == "" {
 		ns = inMeta.GetNamespace()
 	}
-	e, err := s.lookupLocked(k, ns, inMeta.GetName())
+	e, err := s.LookupLocked(k, ns, inMeta.GetName())
 	if err != nil {
 		return nil, err
 	}
 	cur := e.obj
-	curMeta := mustAccessor(cur)
+	curMeta := MustAccessor(cur)
 	if err := checkResourceVersion(k, inMeta, curMeta); err != nil {
 		return nil, err
 	}
@@ -217,35 +217,35 @@ func (s *store) updateObjectLocked(k *kind, ns string, in runtime.Object, status
 	var obj runtime.Object
 	if status {
 		obj = cur.DeepCopyObject()
-		k.copyStatus(obj, in)
+		k.CopyStatus(obj, in)
 	} else {
 		obj = in.DeepCopyObject()
-		k.copyStatus(obj, cur)
-		m := mustAccessor(obj)
+		k.CopyStatus(obj, cur)
+		m := MustAccessor(obj)
 		keepServerMetadata(m, curMeta)
 		if curMeta.GetDeletionTimestamp() != nil {
 			for _, f := range m.GetFinalizers() {
 				if !slices.Contains(curMeta.GetFinalizers(), f) {
-					return nil, apierrors.NewInvalid(k.gk, curMeta.GetName(), field.ErrorList{
+					return nil, apierrors.NewInvalid(k.GK, curMeta.GetName(), field.ErrorList{
 						field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted"),
 					})
 				}
 			}
 		}
-		if !equality.Semantic.DeepEqual(k.spec(obj), k.spec(cur)) {
+		if !equality.Semantic.DeepEqual(k.Spec(obj), k.Spec(cur)) {
 			m.SetGeneration(curMeta.GetGeneration() + 1)
 		}
 	}
-	clearTypeMeta(obj)
-	return s.storeUpdateLocked(k.resource, e, obj), nil
+	ClearTypeMeta(obj)
+	return s.StoreUpdateLocked(k.Resource, e, obj), nil
 }
 
-// storeUpdateLocked stores an updated object unless nothing changed (then,
+// StoreUpdateLocked stores an updated object unless nothing changed (then,
 // as with etcd, neither the resourceVersion moves nor an event is sent), and
 // removes an object being deleted once its last finalizer is gone.
-func (s *store) storeUpdateLocked(resource string, e *entry, obj runtime.Object) runtime.Object {
-	m := mustAccessor(obj)
-	m.SetResourceVersion(mustAccessor(e.obj).GetResourceVersion())
+func (s *Store) StoreUpdateLocked(resource string, e *Entry, obj runtime.Object) runtime.Object {
+	m := MustAccessor(obj)
+	m.SetResourceVersion(MustAccessor(e.obj).GetResourceVersion())
 	if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
 		s.removeLocked(resource, e, obj)
 		return obj.DeepCopyObject()
@@ -253,7 +253,7 @@ func (s *store) storeUpdateLocked(resource string, e *entry, obj runtime.Object)
 	if equality.Semantic.DeepEqual(obj, e.obj) {
 		return e.obj.DeepCopyObject()
 	}
-	s.replaceLocked(resource, e, obj)
+	s.ReplaceLocked(resource, e, obj)
 	return obj.DeepCopyObject()
 }
 
@@ -269,43 +269,43 @@ func keepServerMetadata(m, cur metav1.Object) {
 	m.SetManagedFields(nil)
 }
 
-func checkResourceVersion(k *kind, in, cur metav1.Object) error {
+func checkResourceVersion(k *Kind, in, cur metav1.Object) error {
 	switch in.GetResourceVersion() {
 	case "":
-		return apierrors.NewInvalid(k.gk, cur.GetName(), field.ErrorList{
+		return apierrors.NewInvalid(k.GK, cur.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), "", "must be specified for an update"),
 		})
 	case cur.GetResourceVersion():
 		return nil
 	}
-	return apierrors.NewConflict(k.gr, cur.GetName(), errors.New(helper.OptimisticLockMessage))
+	return apierrors.NewConflict(k.GR, cur.GetName(), errors.New(helper.OptimisticLockMessage))
 }
 
 // deleteObjectLocked deletes a custom resource after checking the delete
 // preconditions.
-func (s *store) deleteObjectLocked(k *kind, ns, name string, opts metav1.DeleteOptions) error {
-	e, err := s.lookupLocked(k, ns, name)
+func (s *Store) deleteObjectLocked(k *Kind, ns, name string, opts metav1.DeleteOptions) error {
+	e, err := s.LookupLocked(k, ns, name)
 	if err != nil {
 		return err
 	}
 	if err := checkPreconditions(k, e.obj, opts.Preconditions); err != nil {
 		return err
 	}
-	s.deleteEntryLocked(k.resource, e, orphans(opts))
+	s.DeleteEntryLocked(k.Resource, e, orphans(opts))
 	return nil
 }
 
-func checkPreconditions(k *kind, obj runtime.Object, p *metav1.Preconditions) error {
+func checkPreconditions(k *Kind, obj runtime.Object, p *metav1.Preconditions) error {
 	if p == nil {
 		return nil
 	}
-	m := mustAccessor(obj)
+	m := MustAccessor(obj)
 	if p.UID != nil && *p.UID != m.GetUID() {
-		return apierrors.NewConflict(k.gr, m.GetName(), fmt.Errorf(
+		return apierrors.NewConflict(k.GR, m.GetName(), fmt.Errorf(
 			"precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
 	}
 	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
-		return apierrors.NewConflict(k.gr, m.GetName(), fmt.Errorf(
+		return apierrors.NewConflict(k.GR, m.GetName(), fmt.Errorf(
 			"precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v",
 			*p.ResourceVersion, m.GetResourceVersion()))
 	}
@@ -314,7 +314,7 @@ func checkPreconditions(k *kind, obj runtime.Object, p *metav1.Preconditions) er
 
 // applyPatch applies a JSON, merge or strategic merge patch to a copy of
 // cur. Server-side apply is not supported.
-func applyPatch(k *kind, cur runtime.Object, pt types.PatchType, patch []byte) (runtime.Object, error) {
+func applyPatch(k *Kind, cur runtime.Object, pt types.PatchType, patch []byte) (runtime.Object, error) {
 	orig, err := json.Marshal(cur)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -328,7 +328,7 @@ func applyPatch(k *kind, cur runtime.Object, pt types.PatchType, patch []byte) (
 		}
 		patched, err = p.Apply(orig)
 		if err != nil {
-			return nil, apierrors.NewInvalid(k.gk, mustAccessor(cur).GetName(), field.ErrorList{
+			return nil, apierrors.NewInvalid(k.GK, MustAccessor(cur).GetName(), field.ErrorList{
 				field.Invalid(field.NewPath(""), string(patch), err.Error()),
 			})
 		}
@@ -338,20 +338,22 @@ func applyPatch(k *kind, cur runtime.Object, pt types.PatchType, patch []byte) (
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	case types.StrategicMergePatchType:
-		patched, err = strategicpatch.StrategicMergePatch(orig, patch, k.newObj())
+		patched, err = strategicpatch.StrategicMergePatch(orig, patch, k.NewObj())
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("patch type %q is not supported by porchsim", pt))
 	}
-	obj := k.newObj()
+	obj := k.NewObj()
 	if err := json.Unmarshal(patched, obj); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("patched object is invalid: %v", err))
 	}
 	return obj, nil
 }
 
-func clearTypeMeta(obj runtime.Object) {
+// ClearTypeMeta clears the kind and apiVersion of an object about to be
+// stored: the store keeps typed objects without them.
+func ClearTypeMeta(obj runtime.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 }

@@ -1,4 +1,4 @@
-package porchsim
+package store
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ type eventLog struct {
 
 // emitLocked records a change in the resource's event log. Unless events are
 // held, watchers are woken to deliver it.
-func (s *store) emitLocked(resource string, typ watch.EventType, obj, old runtime.Object) {
+func (s *Store) emitLocked(resource string, typ watch.EventType, obj, old runtime.Object) {
 	l := s.logs[resource]
 	if l == nil {
 		l = &eventLog{}
@@ -64,12 +64,12 @@ func (s *store) emitLocked(resource string, typ watch.EventType, obj, old runtim
 	}
 }
 
-func (s *store) notifyLocked() {
+func (s *Store) notifyLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
 
-// Change is one change of a stored object, as Observe reports it.
+// Change is one change of a stored object, as ObserveLocked reports it.
 type Change struct {
 	// Resource is the plural, such as "packagerevisions".
 	Resource string
@@ -81,28 +81,28 @@ type Change struct {
 	Sequence int64
 }
 
-// observeLocked makes f hear of every change, in order, at the moment it
+// ObserveLocked makes f hear of every change, in order, at the moment it
 // is made (whether or not watch events are held).
-func (s *store) observeLocked(f func(Change)) {
+func (s *Store) ObserveLocked(f func(Change)) {
 	s.observers = append(s.observers, f)
 }
 
-// holdLocked makes watches stop delivering events (they queue) until
-// releaseLocked.
-func (s *store) holdLocked() {
+// HoldLocked makes watches stop delivering events (they queue) until
+// ReleaseLocked.
+func (s *Store) HoldLocked() {
 	s.held = true
 }
 
-// releaseLocked delivers the held events, in order, and lets later events
+// ReleaseLocked delivers the held events, in order, and lets later events
 // flow again.
-func (s *store) releaseLocked() {
+func (s *Store) ReleaseLocked() {
 	s.held = false
 	s.watermark = s.rv
 	s.notifyLocked()
 }
 
-// breakWatchesLocked ends every open watch and returns how many ended.
-func (s *store) breakWatchesLocked() int {
+// BreakWatchesLocked ends every open watch and returns how many ended.
+func (s *Store) BreakWatchesLocked() int {
 	n := 0
 	for w := range s.watchers {
 		w.breakOnce.Do(func() { close(w.broken) })
@@ -112,22 +112,22 @@ func (s *store) breakWatchesLocked() int {
 	return n
 }
 
-// watchLocked serves a watch request: the events of the resource from the
+// WatchLocked serves a watch request: the events of the resource from the
 // resourceVersion asked for (the current state as ADDED when none), and
 // every later change that matches the selectors.
-func (s *store) watchLocked(req *request) (watch.Interface, error) {
-	action := req.action
+func (s *Store) WatchLocked(action clienttesting.Action) (watch.Interface, error) {
 	resource := action.GetResource().Resource
-	k, ok := kindsByResource[resource]
+	k, ok := s.kindsByResource[resource]
 	if !ok || action.GetSubresource() != "" {
-		// PackageRevisionResources are not watchable in Porch.
-		return nil, notServed(action)
+		// Only stored kinds are watchable (Porch's PackageRevisionResources
+		// are not).
+		return nil, NotServed(action)
 	}
 	var r clienttesting.WatchRestrictions
 	if a, ok := action.(clienttesting.WatchAction); ok {
 		r = a.GetWatchRestrictions()
 	}
-	if err := checkFieldSelector(r.Fields, k.fieldLabels); err != nil {
+	if err := CheckFieldSelector(r.Fields, k.FieldLabels); err != nil {
 		return nil, err
 	}
 	w := &watcher{
@@ -143,21 +143,21 @@ func (s *store) watchLocked(req *request) (watch.Interface, error) {
 	}
 	var initial []watch.Event
 	rv := r.ResourceVersion
-	if k.replaysWatches {
-		// Porch replays every object as ADDED on every watch, whatever
-		// resourceVersion the client asks to resume from.
+	if k.ReplaysWatches {
+		// Replay every object as ADDED, whatever resourceVersion the
+		// client asks to resume from (Porch does).
 		rv = ""
 	}
 	switch rv {
 	case "", "0":
 		// Like the API server: start with the current state as ADDED events.
-		for _, key := range s.sortedKeysLocked(resource, w.ns) {
+		for _, key := range s.SortedKeysLocked(resource, w.ns) {
 			if ev, ok := w.translate(event{typ: watch.Added, obj: s.objects[resource][key].obj}); ok {
 				initial = append(initial, ev)
 			}
 		}
 		w.cursor = s.rv
-		if k.replaysWatches {
+		if k.ReplaysWatches {
 			initial = append(initial, initialEventsEnd(k, initial))
 		}
 	default:
@@ -180,13 +180,13 @@ func (s *store) watchLocked(req *request) (watch.Interface, error) {
 // resourceVersion ("0" when there was none) and the annotation
 // k8s.io/initial-events-end, which a watch-list client (sendInitialEvents)
 // waits for. Other clients take it as a plain bookmark.
-func initialEventsEnd(k *kind, replayed []watch.Event) watch.Event {
+func initialEventsEnd(k *Kind, replayed []watch.Event) watch.Event {
 	rv := "0"
 	if n := len(replayed); n > 0 {
-		rv = mustAccessor(replayed[n-1].Object).GetResourceVersion()
+		rv = MustAccessor(replayed[n-1].Object).GetResourceVersion()
 	}
-	bookmark := k.newObj()
-	m := mustAccessor(bookmark)
+	bookmark := k.NewObj()
+	m := MustAccessor(bookmark)
 	m.SetResourceVersion(rv)
 	m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 	return watch.Event{Type: watch.Bookmark, Object: bookmark}
@@ -194,8 +194,8 @@ func initialEventsEnd(k *kind, replayed []watch.Event) watch.Event {
 
 // watcher delivers the events of one watch request from the log, in order.
 type watcher struct {
-	s        *store
-	kind     *kind
+	s        *Store
+	kind     *Kind
 	resource string
 	ns       string
 	labels   labels.Selector
@@ -260,7 +260,7 @@ func (w *watcher) run(initial []watch.Event) {
 
 // pending returns the deliverable events after the watcher's cursor, or a
 // channel that is closed when there may be more.
-func (s *store) pending(w *watcher) ([]event, <-chan struct{}, error) {
+func (s *Store) pending(w *watcher) ([]event, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.logs[w.resource]
@@ -289,11 +289,11 @@ func (w *watcher) translate(e event) (watch.Event, bool) {
 		if obj == nil {
 			return false
 		}
-		m := mustAccessor(obj)
+		m := MustAccessor(obj)
 		if w.ns != "" && m.GetNamespace() != w.ns {
 			return false
 		}
-		return selects(w.labels, w.fields, m.GetLabels(), w.kind.fields(obj))
+		return Selects(w.labels, w.fields, m.GetLabels(), w.kind.Fields(obj))
 	}
 	typ := e.typ
 	now := matches(e.obj)
@@ -323,31 +323,31 @@ func (w *watcher) send(ev watch.Event) bool {
 	}
 }
 
-// deliveredLocked is the resourceVersion of the newest change of a
+// DeliveredLocked is the resourceVersion of the newest change of a
 // resource that watches may deliver now, passing over the newest
-// deletions of the objects unknown names (see DeliveredResourceVersion).
-func (s *store) deliveredLocked(resource string, unknown func(namespace, name string) bool) int64 {
+// deletions of the objects unknown names (porchsim.Sim.DeliveredResourceVersion says why).
+func (s *Store) DeliveredLocked(resource string, unknown func(namespace, name string) bool) int64 {
 	l := s.logs[resource]
 	if l == nil {
 		return 0
 	}
 	// gone are the objects, deleted last, that the handler never knew:
 	// their older changes are passed over too.
-	var gone map[objectKey]bool
+	var gone map[Key]bool
 	for i := len(l.events) - 1; i >= 0; i-- {
 		e := l.events[i]
 		if e.rv > s.watermark {
 			continue
 		}
 		if unknown != nil {
-			m := mustAccessor(e.obj)
-			key := objectKey{m.GetNamespace(), m.GetName()}
+			m := MustAccessor(e.obj)
+			key := Key{m.GetNamespace(), m.GetName()}
 			if gone[key] {
 				continue
 			}
-			if e.typ == watch.Deleted && unknown(key.namespace, key.name) {
+			if e.typ == watch.Deleted && unknown(key.Namespace, key.Name) {
 				if gone == nil {
-					gone = map[objectKey]bool{}
+					gone = map[Key]bool{}
 				}
 				gone[key] = true
 				continue
