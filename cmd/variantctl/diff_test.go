@@ -258,22 +258,43 @@ func TestExampleSnapshot(t *testing.T) {
 	variantctl(t, "diff", "--from", exampleSnapshotFile, "-f", examplesFleet).want(t, exitOK)
 }
 
-// TestREADMEDiffExample: the README shows what the diff example prints.
-func TestREADMEDiffExample(t *testing.T) {
-	r := variantctl(t, "diff", "--from", exampleSnapshotFile, "-f", exampleChange)
-	r.want(t, exitDifferent)
+// TestREADMEExamples: the README shows what its diff and rollout examples
+// print.
+func TestREADMEExamples(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const marker = "<!-- output of: variantctl diff --from examples/diff/live-snapshot.yaml -f examples/diff/edge-set.yaml -->\n```\n"
-	i := bytes.Index(readme, []byte(marker))
-	if i < 0 {
-		t.Fatalf("README.md has no block after %q", marker)
-	}
-	block := readme[i+len(marker):]
-	block = block[:bytes.Index(block, []byte("```\n"))]
-	if string(block) != r.stdout {
-		t.Errorf("README.md's diff example is not what the command prints; put this in it:\n%s", r.stdout)
+	rollout := []string{"-f", "../../examples/fleet/repositories.yaml", "-f", "../../examples/fleet/region-configs.yaml", "-f", "../../examples/rollout",
+		"--package", "blueprints/app=../../examples/packages/app", "--out", t.TempDir()}
+	for _, tc := range []struct {
+		marker string
+		args   []string
+		exit   int
+		stderr bool
+	}{
+		{"output of: variantctl diff --from examples/diff/live-snapshot.yaml -f examples/diff/edge-set.yaml",
+			[]string{"diff", "--from", exampleSnapshotFile, "-f", exampleChange}, exitDifferent, false},
+		{"output of: variantctl diff --from examples/diff/live-snapshot.yaml -f examples/rollout/edge-set.yaml",
+			[]string{"diff", "--from", exampleSnapshotFile, "-f", "../../examples/rollout/edge-set.yaml"}, exitDifferent, false},
+		{"stderr of: variantctl render -f examples/fleet/repositories.yaml -f examples/fleet/region-configs.yaml -f examples/rollout --package blueprints/app=examples/packages/app --out out/",
+			append([]string{"render"}, rollout...), exitOK, true},
+	} {
+		r := variantctl(t, tc.args...)
+		r.want(t, tc.exit)
+		marker := "<!-- " + tc.marker + " -->\n```\n"
+		i := bytes.Index(readme, []byte(marker))
+		if i < 0 {
+			t.Fatalf("README.md has no block after %q", marker)
+		}
+		block := readme[i+len(marker):]
+		block = block[:bytes.Index(block, []byte("```\n"))]
+		got := r.stdout
+		if tc.stderr {
+			got = r.stderr
+		}
+		if string(block) != got {
+			t.Errorf("README.md's example %q is not what the command prints; put this in it:\n%s", tc.marker, got)
+		}
 	}
 }
