@@ -25,6 +25,18 @@ type renderer struct {
 	repository func(name string) (*configv1alpha1.Repository, bool)
 }
 
+// variantUpstream is the upstream of every variant of the set: the set's,
+// as written; with a rollout, pinned to the revision the set resolved, so
+// that each variant keeps the revision its wave last opened it for (one
+// following the latest revision would take every new one at once).
+func (r *renderer) variantUpstream() *configv1alpha1.Upstream {
+	up := *r.pvs.Spec.Upstream
+	if r.pvs.Spec.Rollout != nil {
+		up.Revision = r.upstream.Spec.Revision
+	}
+	return &up
+}
+
 // render computes the spec of the variant for one target, in the order
 // the design document gives: downstream.repoExpr first (without the
 // repository variable), then the downstream Repository is loaded and every
@@ -32,15 +44,8 @@ type renderer struct {
 // variant resolves (and follows) it itself; with a rollout, it names the
 // revision the set resolved.
 func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) {
-	up := *r.pvs.Spec.Upstream
-	if r.pvs.Spec.Rollout != nil {
-		// Each variant keeps the revision its wave last opened it for:
-		// one following the latest revision would take every new one at
-		// once.
-		up.Revision = r.upstream.Spec.Revision
-	}
 	spec := &configv1alpha1.PackageVariantSpec{
-		Upstream:   &up,
+		Upstream:   r.variantUpstream(),
 		Downstream: &configv1alpha1.Downstream{Repo: t.repoDefault, Package: t.packageDefault},
 	}
 	tpl := confighelper.WalkTemplate(t.template, confighelper.TemplatePath(t.index))
