@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -8,40 +9,29 @@ import (
 )
 
 func TestSetRollout(t *testing.T) {
-	const header = `
-# HELP variant_controller_rollout_wave_variants Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).
-# TYPE variant_controller_rollout_wave_variants gauge`
 	m := New()
+	// want is every series: "<set> <wave> <state> <value>".
+	check := func(want ...string) {
+		t.Helper()
+		var b strings.Builder
+		b.WriteString("# HELP variant_controller_rollout_wave_variants Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).\n")
+		b.WriteString("# TYPE variant_controller_rollout_wave_variants gauge\n")
+		for _, w := range want {
+			f := strings.Fields(w)
+			fmt.Fprintf(&b, "variant_controller_rollout_wave_variants{namespace=\"ns\",set=%q,state=%q,wave=%q} %s\n", f[0], f[2], f[1], f[3])
+		}
+		if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(b.String()), "variant_controller_rollout_wave_variants"); err != nil {
+			t.Error(err)
+		}
+	}
 	m.SetRollout("ns", "edge", []WaveVariants{{Wave: "canary", Finished: 1}, {Wave: "rest", Pending: 3, Open: 2, Failed: 1}})
 	m.SetRollout("ns", "other", []WaveVariants{{Wave: "all", Open: 4}})
-	want := header + `
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="failed",wave="canary"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="failed",wave="rest"} 1
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="finished",wave="canary"} 1
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="finished",wave="rest"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="open",wave="canary"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="open",wave="rest"} 2
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="pending",wave="canary"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="pending",wave="rest"} 3
-variant_controller_rollout_wave_variants{namespace="ns",set="other",state="failed",wave="all"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="other",state="finished",wave="all"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="other",state="open",wave="all"} 4
-variant_controller_rollout_wave_variants{namespace="ns",set="other",state="pending",wave="all"} 0
-`
-	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "variant_controller_rollout_wave_variants"); err != nil {
-		t.Error(err)
-	}
+	check("edge canary pending 0", "edge canary open 0", "edge canary finished 1", "edge canary failed 0",
+		"edge rest pending 3", "edge rest open 2", "edge rest finished 0", "edge rest failed 1",
+		"other all pending 0", "other all open 4", "other all finished 0", "other all failed 0")
 	// A set whose waves change, or that has no rollout any more, keeps no
 	// series of before.
 	m.SetRollout("ns", "edge", []WaveVariants{{Wave: "all", Finished: 5}})
 	m.SetRollout("ns", "other", nil)
-	want = header + `
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="failed",wave="all"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="finished",wave="all"} 5
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="open",wave="all"} 0
-variant_controller_rollout_wave_variants{namespace="ns",set="edge",state="pending",wave="all"} 0
-`
-	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "variant_controller_rollout_wave_variants"); err != nil {
-		t.Error(err)
-	}
+	check("edge all pending 0", "edge all open 0", "edge all finished 5", "edge all failed 0")
 }

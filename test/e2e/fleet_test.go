@@ -74,23 +74,11 @@ func testFleet(t *testing.T, b *backend) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: repoBlueprints, Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					Labels:         map[string]string{"fleet": "prod"},
-					PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"team": "fleet"}},
-					Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("region-us-east")}},
-				},
-			}},
-		},
-	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, ctx, prodSet(ns, "fleet", &configv1alpha2.PackageVariantTemplate{
+		Labels:         map[string]string{"fleet": "prod"},
+		PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"team": "fleet"}},
+		Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("region-us-east")}},
+	}))
 	s.createVariant(t, "extra-1", repos[0], "extra", configv1alpha1.DeletionPolicyDelete, nil)
 	s.createVariant(t, "extra-2", repos[1], "extra", configv1alpha1.DeletionPolicyDelete, nil)
 	const variants = fleetRepositories + 2

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
@@ -162,6 +163,29 @@ func publishUpstream(t *testing.T, ns string) {
 	publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
 		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
 	}, false)
+}
+
+// prodSet is the set name of blueprints/app over every Repository of ns
+// labelled env: prod, each variant made from template (nil: none).
+func prodSet(ns, name string, template *configv1alpha2.PackageVariantTemplate) *configv1alpha2.PackageVariantSet {
+	return &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+				Template:           template,
+			}},
+		},
+	}
+}
+
+// createSet creates a set as the cluster's admin.
+func createSet(t *testing.T, ctx context.Context, pvs *configv1alpha2.PackageVariantSet) {
+	t.Helper()
+	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(pvs.Namespace).Create(ctx, pvs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // controller is a variant-controller process and where it serves.

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
@@ -40,26 +39,15 @@ func testRolloutInWaves(t *testing.T, b *backend) {
 		repository(t, ns, repo, true, map[string]string{"env": "prod", "tier": tier})
 	}
 	ctrl := startController(t, "controller", ns)
-	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("tier"), ValueExpr: ptr("repository.labels['tier']")}},
-				},
-			}},
-			Rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
-				{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
-				{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, Approval: configv1alpha2.WaveApprovalManual},
-				{Name: "rest", MaxConcurrent: ptr(intstr.FromString("50%"))},
-			}},
-		},
-	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	set := prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("tier"), ValueExpr: ptr("repository.labels['tier']")}},
+	})
+	set.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
+		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, Approval: configv1alpha2.WaveApprovalManual},
+		{Name: "rest", MaxConcurrent: ptr(intstr.FromString("50%"))},
+	}}
+	createSet(t, ctx, set)
 	eventually(t, ctrl, "6 Ready variants with one draft each (new targets are not held back)", func() (bool, string) {
 		return fleetReady(ctx, ns, 6)
 	})

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"sigs.k8s.io/yaml"
 
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
@@ -130,21 +129,9 @@ func testSetOverRepositories(t *testing.T, b *backend) {
 	repository(t, ns, "lab", true, map[string]string{"env": "lab"})
 
 	ctrl := startController(t, "controller", ns)
-	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}},
-				},
-			}},
-		},
-	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, ctx, prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}},
+	}))
 	eventually(t, ctrl, "3 Ready variants with one draft each", func() (bool, string) {
 		return fleetReady(ctx, ns, 3)
 	})
@@ -304,18 +291,7 @@ func prodSites(t *testing.T, ns string) {
 // Repository labelled env=prod.
 func createProdSet(t *testing.T, ctx context.Context, ns string) {
 	t.Helper()
-	set := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "sites", Namespace: ns},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-			}},
-		},
-	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, ctx, prodSet(ns, "sites", nil))
 }
 
 // waitTakeover waits for standby to hold the Lease oldHolder held, and
