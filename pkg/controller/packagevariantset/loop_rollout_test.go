@@ -1,11 +1,13 @@
 package packagevariantset_test
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -14,6 +16,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/test/kit"
 )
 
@@ -287,4 +290,49 @@ func TestRolloutPauseAndNewTargets(t *testing.T) {
 	if after := kit.Summary(h.Revisions("edge-01", "app")); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("a paused variant's downstream changed: %v, was %v", after, before)
 	}
+}
+
+// TestRolloutHaltsOnFailure: a variant Porch refuses (Stalled, Refused)
+// halts a rollout that tolerates no failure: nothing more is opened, and a
+// Warning says so; raising maxFailures lets the wave go on, and once the
+// refusal is mended and the variant published, the rollout completes.
+func TestRolloutHaltsOnFailure(t *testing.T) {
+	h := newHarness(t, fleet(3, "prod"))
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr(intstr.FromInt32(2))}}}
+	h.CreateSet(pvs)
+	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
+	h.waitVariants(all...)
+	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: "edge-00.app.packagevariant-2",
+		Err: apierrors.NewForbidden(porchv1alpha1.Resource("packagerevisions"), "edge-00.app.packagevariant-2", errors.New("the repository is read-only"))})
+	h.bumpAfterFirstRollout(all...)
+
+	h.waitRollout(rollout.ReasonHalted, "all:Halted")
+	h.WaitVariantCondition("edge-edge-00-app", "Stalled", metav1.ConditionTrue, configv1alpha1.ReasonRefused)
+	h.waitOpen("edge-edge-01-app")
+	h.WaitVariantCondition("edge-edge-01-app", "Ready", metav1.ConditionTrue, "NoErrors")
+	h.Settle()
+	h.publishOpen("edge-edge-01-app")
+	h.Settle()
+	if rev := h.pins()["edge-edge-02-app"]; rev != 1 {
+		t.Errorf("a halted rollout opened edge-edge-02-app (revision %d)", rev)
+	}
+	if len(h.EventsMatching(rollout.EventRolloutHalted)) == 0 {
+		t.Errorf("no %s event", rollout.EventRolloutHalted)
+	}
+
+	// One failure tolerated: the wave goes on beside it.
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.MaxFailures = ptr(int32(1)) })
+	h.waitOpen("edge-edge-02-app")
+	h.WaitVariantCondition("edge-edge-02-app", "Ready", metav1.ConditionTrue, "NoErrors")
+	h.Settle()
+	h.publishOpen("edge-edge-02-app")
+	// Mended: the variant makes its draft once it is touched.
+	h.Sim.ClearFaults()
+	h.UpdateVariant("edge-edge-00-app", func(pv *configv1alpha1.PackageVariant) { kit.Annotate(pv, "example.com/retry", "1") })
+	h.waitOpen("edge-edge-00-app")
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen("edge-edge-00-app")
+	h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
 }
