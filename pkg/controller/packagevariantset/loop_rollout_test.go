@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -335,4 +337,73 @@ func TestRolloutHaltsOnFailure(t *testing.T) {
 	h.Settle()
 	h.publishOpen("edge-edge-00-app")
 	h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
+}
+
+// clock is a test's time, moved by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestRolloutSoakAndDeadline: after a wave finishes, the next waits for
+// the soak time (RolledOut says Soaking, until when); a wave not finished
+// within progressDeadlineSeconds is reported (reason and a Warning) and
+// keeps going.
+func TestRolloutSoakAndDeadline(t *testing.T) {
+	h := newHarness(t, fleet(2, "prod"))
+	c := &clock{now: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	h.set.SetClock(c.Now)
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{
+		Waves: []configv1alpha2.Wave{
+			{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}},
+			{Name: "us"},
+		},
+		SoakSeconds:             ptr(int32(600)),
+		ProgressDeadlineSeconds: ptr(int32(3600)),
+	}
+	h.CreateSet(pvs)
+	all := []string{"edge-edge-00-app", "edge-edge-01-app"}
+	h.waitVariants(all...)
+	h.waitOpen(all...)
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(all...)
+	st := h.waitRollout(rollout.ReasonSoaking, "eu:Soaking us:Pending")
+	if cond := meta.FindStatusCondition(st.Status.Conditions, rollout.ConditionRolledOut); !strings.Contains(cond.Message, "soaking until 2026-11-26T12:10:00Z") {
+		t.Errorf("RolledOut message %q does not say until when it soaks", cond.Message)
+	}
+	c.Add(10 * time.Minute)
+	h.resync("edge")
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
+	h.Settle()
+
+	// Revision 2: the eu wave opens and nobody publishes for an hour.
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, blueprint("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitOpen("edge-edge-00-app")
+	h.waitRollout(rollout.ReasonWaveProgressing, "eu:Progressing us:Pending")
+	c.Add(61 * time.Minute)
+	h.resync("edge")
+	h.waitRollout(rollout.ReasonProgressDeadlineExceeded, "eu:Progressing us:Pending")
+	if len(h.EventsMatching(rollout.EventProgressDeadlineExceeded)) == 0 {
+		t.Errorf("no %s event", rollout.EventProgressDeadlineExceeded)
+	}
+	// It keeps going: published, the wave finishes and soaks.
+	h.Settle()
+	h.publishOpen("edge-edge-00-app")
+	h.waitRollout(rollout.ReasonSoaking, "eu:Soaking us:Pending")
 }

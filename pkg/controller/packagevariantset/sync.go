@@ -85,13 +85,14 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	if err := errors.Join(managed.writeErrs...); err != nil {
 		return err
 	}
-	recheck := managed.recheck
-	if r := w.rollout; r != nil && r.RequeueAfter > 0 && (recheck == 0 || r.RequeueAfter < recheck) {
-		// A soak ends, or a progress deadline passes.
-		recheck = r.RequeueAfter
+	if r := w.rollout; r != nil && r.RequeueAfter > 0 {
+		// A soak ends, or a progress deadline passes: a wake-up at that
+		// time, not work in hand (variantctl, where no time passes, shows
+		// the rollout soaking rather than waiting for it).
+		c.queue.AddAfter(cache.MetaObjectToName(pvs), r.RequeueAfter)
 	}
-	if recheck > 0 {
-		return workloop.RecheckAfter(recheck)
+	if managed.recheck > 0 {
+		return workloop.RecheckAfter(managed.recheck)
 	}
 	return nil
 }
