@@ -104,6 +104,9 @@ type ObjectDiff struct {
 	// SpecDiff is a unified diff of the spec as YAML.
 	SpecDiff   string            `json:"specDiff,omitempty"`
 	Conditions []ConditionChange `json:"conditions,omitempty"`
+	// Rollout is where a set's rollout stands after the change: which
+	// waves take the change now and which wait.
+	Rollout *configv1alpha2.RolloutStatus `json:"rollout,omitempty"`
 }
 
 // VariantDiff is a variant and what happens to its package revisions. A
@@ -287,6 +290,9 @@ func compareSets(before, after *State) []ObjectDiff {
 		}
 		if od.Action == "" {
 			continue
+		}
+		if a != nil {
+			od.Rollout = a.Status.Rollout
 		}
 		ns, name, _ := strings.Cut(k, "/")
 		od.Kind, od.Namespace, od.Name = "PackageVariantSet", ns, name

@@ -103,6 +103,13 @@ func writeObject(b *strings.Builder, o ObjectDiff, owner string) {
 	for _, c := range o.Conditions {
 		fmt.Fprintf(b, "    %s: %s -> %s\n", c.Type, describeCondition(c.Before), describeCondition(c.After))
 	}
+	if r := o.Rollout; r != nil {
+		fmt.Fprintf(b, "    rollout %s (upstream revision %d), wave by wave:\n", r.ID, r.UpstreamRevision)
+		for _, w := range r.Waves {
+			fmt.Fprintf(b, "      %s: %s; %d variants, %d with the change, %d published, %d failed\n",
+				w.Name, w.Phase, w.Variants, w.Updated, w.Finished, w.Failed)
+		}
+	}
 }
 
 func hasCondition(cs []ConditionChange, t string) bool {
