@@ -147,11 +147,21 @@ func (l *leadership) lead(leaderCtx context.Context) {
 	runCtx, cancel := context.WithCancel(workloop.WithFence(leaderCtx, leaderCtx))
 	defer cancel()
 	defer context.AfterFunc(l.ctx, cancel)()
-	defer context.AfterFunc(leaderCtx, func() {
-		if l.ctx.Err() == nil {
+	// lost cuts the syncs off and says so, once: from the AfterFunc the
+	// moment the Lease is lost, or at the latest before lead returns (the
+	// process may exit right after; an AfterFunc still on its way would
+	// never write its line).
+	var announce sync.Once
+	lost := func() {
+		announce.Do(func() {
 			l.lost.Store(true)
 			l.fence.close()
 			logger.Error(nil, "Lost the leader election Lease; cutting the syncs off", "identity", l.id)
+		})
+	}
+	defer context.AfterFunc(leaderCtx, func() {
+		if l.ctx.Err() == nil {
+			lost()
 		}
 	})()
 	graceErr := waitWithGrace(runCtx, l.grace, l.run)
@@ -159,9 +169,10 @@ func (l *leadership) lead(leaderCtx context.Context) {
 		logger.Error(graceErr, "Controllers did not stop in time")
 	}
 	if leaderCtx.Err() != nil {
-		// Lost while leading (the AfterFunc above may still be on its
-		// way: say so before stopped is closed).
-		l.lost.Store(l.ctx.Err() == nil)
+		// Lost while leading, unless a signal stopped us first.
+		if l.ctx.Err() == nil {
+			lost()
+		}
 		l.fence.close()
 		return
 	}

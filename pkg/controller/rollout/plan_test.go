@@ -240,7 +240,7 @@ func TestCompute(t *testing.T) {
 			wantPhases:     "canary:Progressing prod:Pending rest:Pending",
 			wantReason:     ReasonWaveProgressing, wantCurrent: "canary",
 		},
-		"a wave past its progress deadline is reported once and keeps going": {
+		"a wave past its progress deadline is reported and keeps going": {
 			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
 			previous:    started([2]int{0, -1}),
 			state:       map[string]string{"c1": "done"},
@@ -251,6 +251,16 @@ func TestCompute(t *testing.T) {
 			wantMessage: []string{"not finished within spec.rollout.progressDeadlineSeconds (3600) of its start at 2026-11-26T12:00:00Z"},
 			wantEvents:  []string{EventProgressDeadlineExceeded},
 			wantCurrent: "canary",
+		},
+		"a deadline already reported is not announced again": {
+			spec:           func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonProgressDeadlineExceeded,
+			state:          map[string]string{"c1": "waiting"},
+			now:            90 * time.Minute,
+			wantPhases:     "canary:Progressing prod:Pending rest:Pending",
+			wantReason:     ReasonProgressDeadlineExceeded,
+			wantCurrent:    "canary",
 		},
 		"before its deadline a wave asks to be synced when it passes": {
 			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
