@@ -70,8 +70,8 @@ func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) configv1alph
 		return ws
 	}
 	maxFailures := int32(intOr(d.in.Spec.MaxFailures, 0))
-	if ws.FinishedAt == nil && failures(vs) > maxFailures {
-		count(&ws, vs, nil)
+	count(&ws, vs, nil)
+	if ws.FinishedAt == nil && ws.Failed > maxFailures {
 		ws.Phase = configv1alpha2.WaveHalted
 		d.stop = &stopped{wave: ws, reason: ReasonHalted, detail: fmt.Sprintf(
 			"more variants failed than spec.rollout.maxFailures (%d) allows: %s; fix them or raise maxFailures",
@@ -83,7 +83,7 @@ func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) configv1alph
 		open = d.open(w, vs)
 	}
 	count(&ws, vs, open)
-	if ws.FinishedAt == nil && done(vs, open, maxFailures) {
+	if ws.FinishedAt == nil && ws.Failed <= maxFailures && done(vs, open) {
 		ws.FinishedAt = d.now()
 		d.event(false, EventWaveFinished, "wave %q of rollout %s finished: %d of %d variants published the change", w.Name, d.in.ID, ws.Finished, ws.Variants)
 	}
