@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -90,6 +91,13 @@ type Controller struct {
 	// celBudget is Options.CELBudget.
 	celBudget uint64
 	cel       *celtemplate.Cache
+	// states are what each set's syncs keep for the next (state.go);
+	// changes, what happened to each set since its last sync.
+	states  states
+	changes changes
+	// verify, when set (by tests), is given the fleet of every
+	// incremental sync.
+	verify atomic.Pointer[func(context.Context, *configv1alpha2.PackageVariantSet, *fleet)]
 	// readinessDelay batches wake-ups by variants' readiness changes.
 	readinessDelay time.Duration
 	// expectations are the variants created that the cache does not show
@@ -204,6 +212,8 @@ func New(ctx context.Context, client versioned.Interface,
 			DeleteFunc: func(obj interface{}) {
 				if m := handlers.Meta(obj); m != nil {
 					c.cel.Forget(m.GetUID())
+					c.states.forget(m.GetUID())
+					c.changes.take(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
 					c.expectations.Forget(m.GetUID())
 					c.statusWrites.Delete(m.GetUID())
 					c.written.Forget(m.GetUID())
@@ -237,7 +247,18 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return c.loop.WaitAndRun(ctx, workers)
 }
 
-func (c *Controller) enqueueSet(obj interface{}) { c.loop.Enqueue(obj, "PackageVariantSet") }
+func (c *Controller) enqueueSet(obj interface{}) {
+	if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+		c.changes.everything(key)
+	}
+	c.loop.Enqueue(obj, "PackageVariantSet")
+}
+
+// wake queues a set for a change other than its variants'.
+func (c *Controller) wake(key cache.ObjectName) {
+	c.changes.everything(key)
+	c.queue.Add(key)
+}
 
 // ownStatusWrite reports whether an update of a set is the echo of its
 // own last status write. Syncing again for it would compute the same
@@ -259,7 +280,8 @@ func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
 // readiness or where it stands with its change (published, failed: what a
 // rollout waits on) changed: after the readiness delay, batched with the
 // others.
-// Other status writes do not concern the set.
+// Other status writes wake nothing; the set's next sync reads the variant
+// again all the same.
 func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj interface{}) {
 	o, ok1 := oldObj.(*configv1alpha1.PackageVariant)
 	n, ok2 := newObj.(*configv1alpha1.PackageVariant)
@@ -277,34 +299,48 @@ func (c *Controller) handleVariantUpdate(logger klog.Logger, oldObj, newObj inte
 	}
 	if meta.IsStatusConditionTrue(o.Status.Conditions, "Ready") != meta.IsStatusConditionTrue(n.Status.Conditions, "Ready") || progressChanged(o, n) {
 		c.handleVariant(logger, newObj, c.readinessDelay)
+		return
 	}
+	c.noteVariant(newObj)
 }
 
-// handleVariant enqueues the set that controls a PackageVariant, checked by
-// UID so a variant of a deleted and re-created set of the same name does not
-// wake the new one.
+// handleVariant enqueues the set that controls a PackageVariant, after
+// delay (batched) or at once.
 func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay time.Duration) {
+	key, ok := c.noteVariant(obj)
+	if !ok {
+		return
+	}
+	logger.V(4).Info("PackageVariant event", "packageVariant", klog.KObj(handlers.Meta(obj)), "packageVariantSet", key)
+	if delay > 0 {
+		c.delayed.AddAfter(key, delay)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// noteVariant records an event of a PackageVariant for the set that
+// controls it, checked by UID so a variant of a deleted and re-created set
+// of the same name does not concern the new one, and returns the set.
+func (c *Controller) noteVariant(obj interface{}) (cache.ObjectName, bool) {
 	m := handlers.Meta(obj)
 	if m == nil {
-		return
+		return cache.ObjectName{}, false
 	}
 	ref := metav1.GetControllerOfNoCopy(m)
 	if ref == nil || ref.Kind != "PackageVariantSet" || ref.APIVersion != configv1alpha2.SchemeGroupVersion.String() {
-		return
+		return cache.ObjectName{}, false
 	}
 	// Any event of the variant means the cache has caught up with its
 	// creation.
 	c.expectations.Observed(ref.UID, m.GetName())
 	pvs, err := c.pvsLister.PackageVariantSets(m.GetNamespace()).Get(ref.Name)
 	if err != nil || pvs.UID != ref.UID {
-		return
+		return cache.ObjectName{}, false
 	}
-	logger.V(4).Info("PackageVariant event", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
-	if delay > 0 {
-		c.delayed.AddAfter(cache.MetaObjectToName(pvs), delay)
-		return
-	}
-	c.queue.Add(cache.MetaObjectToName(pvs))
+	key := cache.MetaObjectToName(pvs)
+	c.changes.variant(key, m.GetName())
+	return key, true
 }
 
 // handleVariantDeleted enqueues the set that controlled a deleted
@@ -326,7 +362,7 @@ func (c *Controller) handleVariantDeleted(logger klog.Logger, obj interface{}) {
 		switch {
 		case meta.IsStatusConditionTrue(pvs.Status.Conditions, ConditionStalled):
 			logger.V(4).Info("PackageVariant deleted; waking a Stalled set", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
-			c.queue.Add(cache.MetaObjectToName(pvs))
+			c.wake(cache.MetaObjectToName(pvs))
 		case pvs.UID != ownerUID(m) && c.expectations.Pending(pvs.UID, m.GetName()):
 			// The set's create of a variant of this name was answered
 			// AlreadyExists by this one (of another set, still being
@@ -334,7 +370,7 @@ func (c *Controller) handleVariantDeleted(logger klog.Logger, obj interface{}) {
 			// It creates its own now.
 			logger.V(4).Info("PackageVariant deleted; waking the set that expected one of its name", "packageVariant", klog.KObj(m), "packageVariantSet", klog.KObj(pvs))
 			c.expectations.Observed(pvs.UID, m.GetName())
-			c.queue.Add(cache.MetaObjectToName(pvs))
+			c.wake(cache.MetaObjectToName(pvs))
 		}
 	}
 }
@@ -368,7 +404,7 @@ func (c *Controller) handlePackageRevision(logger klog.Logger, obj interface{}) 
 
 func (c *Controller) enqueueByIndex(logger klog.Logger, index string, values ...string) {
 	for _, key := range handlers.ByIndex(logger, c.pvsIndexer, index, values...) {
-		c.queue.Add(key)
+		c.wake(key)
 	}
 }
 

@@ -23,6 +23,22 @@ type renderer struct {
 	upstream *porchv1alpha1.PackageRevision
 	// repository looks a downstream Repository up by name (from the cache).
 	repository func(name string) (*configv1alpha1.Repository, bool)
+	// loaded is the downstream Repository the last render looked up (""
+	// when it stopped before).
+	loaded string
+}
+
+// repositoryVersion is the resourceVersion of the downstream Repository
+// of that name ("" when there is none, or no name).
+func (r *renderer) repositoryVersion(name string) string {
+	if name == "" {
+		return ""
+	}
+	repo, ok := r.repository(name)
+	if !ok {
+		return ""
+	}
+	return repo.ResourceVersion
 }
 
 // variantUpstream is the upstream of every variant of the set: the set's,
@@ -70,6 +86,7 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 	if spec.Downstream.Repo, err = downstream(tpl.DownstreamRepo, spec.Downstream.Repo, eval); err != nil {
 		return nil, err
 	}
+	r.loaded = spec.Downstream.Repo
 	repo, ok := r.repository(spec.Downstream.Repo)
 	if !ok {
 		return nil, fmt.Errorf("%s: downstream repository %q could not be loaded: there is no Repository of that name in namespace %s", tpl.Path, spec.Downstream.Repo, r.pvs.Namespace)

@@ -29,10 +29,10 @@ import (
 func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
 	variants := make([]rollout.Variant, 0, len(w.variants))
 	for _, v := range w.variants {
-		rv := rollout.Variant{Name: variantName(v.id), Labels: v.spec.Labels, Updated: true}
+		rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Updated: true}
 		if cur, ok := existing[v.id]; ok {
 			rv.Name = cur.Name
-			rv.Updated = specEqual(&cur.Spec, v.spec)
+			rv.Updated = v.specOf(cur)
 			rv.Finished, rv.Failed, rv.WaitingFor = variantProgress(cur)
 		}
 		variants = append(variants, rv)

@@ -31,11 +31,12 @@ func setVariants(ready, notReady int) map[string]*configv1alpha1.PackageVariant 
 	return out
 }
 
-// rendered are n rendered variants (their specs play no part in status).
-func rendered(n int) []want {
-	var out []want
+// renderedVariants are n rendered variants (their specs play no part in
+// status).
+func renderedVariants(n int) []*rendered {
+	var out []*rendered
 	for i := range n {
-		out = append(out, want{id: fmt.Sprintf("s-edge-%d-app", i)})
+		out = append(out, &rendered{id: fmt.Sprintf("s-edge-%d-app", i)})
 	}
 	return out
 }
@@ -79,7 +80,7 @@ func TestCalculateStatus(t *testing.T) {
 	// reconciledCase: the n rendered variants were written (managed); the
 	// set is Valid and Reconciled with the counts want.
 	reconciledCase := func(reason string, variants map[string]*configv1alpha1.PackageVariant, n int, managed manageResult, want counts) statusCase {
-		return statusCase{reason: reason, variants: variants, wanted: wanted{variants: rendered(n)}, managed: managed, want: want,
+		return statusCase{reason: reason, variants: variants, wanted: wanted{variants: renderedVariants(n)}, managed: managed, want: want,
 			wantConds: []metav1.Condition{valid, ready(metav1.ConditionTrue, "Reconciled",
 				fmt.Sprintf("package variants successfully reconciled: %d desired, %d exist, %d Ready", want.desired, want.existing, want.ready))}}
 	}
@@ -98,7 +99,7 @@ func TestCalculateStatus(t *testing.T) {
 			reason:   "a sync that finds what the last one found changes no transition time, only the generation",
 			before:   previous,
 			variants: setVariants(1, 0),
-			wanted:   wanted{variants: rendered(1)},
+			wanted:   wanted{variants: renderedVariants(1)},
 			want:     counts{1, 1, 1},
 			wantConds: []metav1.Condition{
 				{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "Valid", Message: "all validation checks passed", ObservedGeneration: gen, LastTransitionTime: earlier},
@@ -108,7 +109,7 @@ func TestCalculateStatus(t *testing.T) {
 		"ProblemsWithoutRenderFailure": {
 			reason:   "a duplicate downstream and a name taken by another object stall the set, sorted; every target rendered, so no suffix",
 			variants: setVariants(1, 0),
-			wanted: wanted{variants: rendered(2), problems: []string{
+			wanted: wanted{variants: renderedVariants(2), problems: []string{
 				"spec.targets[0] and spec.targets[1] both render downstream edge-0/app; only the first is used: give each a different downstream",
 				"PackageVariant s-edge-1-app (for downstream edge-1/app) already exists and does not belong to this set; delete or rename it",
 			}},
@@ -121,7 +122,7 @@ func TestCalculateStatus(t *testing.T) {
 		"RenderFailed": {
 			reason:   "a target that does not render stalls the set and says the others are still served",
 			variants: setVariants(1, 0),
-			wanted: wanted{variants: rendered(1), renderFailed: true, problems: []string{
+			wanted: wanted{variants: renderedVariants(1), renderFailed: true, problems: []string{
 				`spec.targets[1].template.downstream.packageExpr: no such key: "site"`,
 			}},
 			want: counts{1, 1, 1},
@@ -139,7 +140,7 @@ func TestCalculateStatus(t *testing.T) {
 		"ProblemsOutrankWriteErrors": {
 			reason:    "what a person must fix is shown, not the failed write that will be retried",
 			variants:  setVariants(0, 1),
-			wanted:    wanted{variants: rendered(1), problems: []string{"spec.targets[0]: downstream repository \"edge-9\" could not be loaded"}, renderFailed: true},
+			wanted:    wanted{variants: renderedVariants(1), problems: []string{"spec.targets[0]: downstream repository \"edge-9\" could not be loaded"}, renderFailed: true},
 			managed:   manageResult{writeErrs: []error{errors.New("update PackageVariant s-edge-0-app: the server is busy")}},
 			want:      counts{1, 1, 0},
 			wantConds: stalled("ValidationError", "spec.targets[0]: downstream repository \"edge-9\" could not be loaded; variants of the other targets are kept up to date, and none is deleted until every target renders"),
@@ -147,7 +148,7 @@ func TestCalculateStatus(t *testing.T) {
 		"WriteErrors": {
 			reason:   "failed writes make the set not Ready, every one named, retried; the writes that went ahead count",
 			variants: setVariants(1, 1),
-			wanted:   wanted{variants: rendered(2)},
+			wanted:   wanted{variants: renderedVariants(2)},
 			managed: manageResult{created: 1, deleted: 1, writeErrs: []error{
 				errors.New("create PackageVariant s-edge-1-app: the server is busy"),
 				errors.New("delete stale PackageVariant s-old-app: forbidden"),
@@ -174,7 +175,7 @@ func TestCalculateStatus(t *testing.T) {
 			reason:    "the writes stopped before the first create: the counts are current, the conditions stay as they were",
 			before:    previous,
 			variants:  setVariants(1, 0),
-			wanted:    wanted{variants: rendered(2), problems: []string{"ignored until a sync gets through"}},
+			wanted:    wanted{variants: renderedVariants(2), problems: []string{"ignored until a sync gets through"}},
 			managed:   manageResult{updated: 1},
 			manageErr: errors.New("read PackageVariantSet ns/s before creating variants: the server is busy"),
 			want:      counts{2, 1, 1},

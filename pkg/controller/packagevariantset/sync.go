@@ -3,6 +3,7 @@ package packagevariantset
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,7 @@ import (
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
@@ -55,15 +57,20 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // (manage.go); the status, computed from both without a client
 // (status.go).
 func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
+	since := c.changes.take(cache.MetaObjectToName(pvs))
 	if confighelper.Paused(pvs) {
 		// Everything else stays as the last sync left it.
+		c.states.keep(pvs.UID, nil)
 		conditions.Set(&pvs.Status.Conditions, pvs.Generation, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
 			confighelper.PausedMessage("PackageVariantSet", pvs))
 		return nil
 	}
 	meta.RemoveStatusCondition(&pvs.Status.Conditions, ConditionPaused)
-	existing, byName := c.variantsOf(pvs)
-	w := c.wantedVariants(ctx, pvs, existing)
+	f, w := c.incremental(ctx, pvs, since)
+	if w == nil {
+		f = c.variantsOf(pvs)
+		w = c.wantedVariants(ctx, pvs, f)
+	}
 	var managed manageResult
 	var manageErr error
 	if w.writable() {
@@ -72,7 +79,14 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 			return manageErr
 		}
 	}
-	pvs.Status = calculateStatus(pvs, byName, w, managed, manageErr)
+	clean := w.writable() && manageErr == nil && len(managed.writeErrs) == 0 && managed.recheck == 0 && !f.unusable
+	if clean {
+		f.written(w)
+		c.states.keep(pvs.UID, f)
+	} else {
+		c.states.keep(pvs.UID, nil)
+	}
+	pvs.Status = calculateStatus(pvs, f.byName, w, managed, manageErr)
 	if manageErr == nil {
 		c.recordRollout(pvs, &pvs.Status, w.rollout)
 	}
@@ -97,30 +111,73 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	return nil
 }
 
-// variantsOf returns the set's variants from the cache (label index), by
-// identifier and by name.
-func (c *Controller) variantsOf(pvs *configv1alpha2.PackageVariantSet) (map[string]*configv1alpha1.PackageVariant, map[string]*configv1alpha1.PackageVariant) {
-	objs, _ := c.pvIndexer.ByIndex(BySetIndex, pvs.Namespace+"/"+string(pvs.UID))
-	byID := make(map[string]*configv1alpha1.PackageVariant, len(objs))
-	byName := make(map[string]*configv1alpha1.PackageVariant, len(objs))
-	for _, o := range objs {
-		pv, ok := o.(*configv1alpha1.PackageVariant)
-		if !ok {
-			continue
-		}
-		byName[pv.Name] = pv
-		if pv.Spec.Downstream == nil {
-			continue
-		}
-		id := variantIdentifier(pvs.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
-		// Two variants with one identifier (made by hand): keep the one
-		// with the expected name.
-		if prev, dup := byID[id]; dup && prev.Name == variantName(id) {
-			continue
-		}
-		byID[id] = pv
+// incremental is what the set wants when only some of its variants
+// changed since its last sync and that sync's fleet may be gone on from:
+// those variants are read again and their writes planned; nothing is
+// rendered. Both results are nil when a full sync is needed.
+func (c *Controller) incremental(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, since changed) (*fleet, *wanted) {
+	if since.everything || pvs.Spec.Upstream == nil {
+		return nil, nil
 	}
-	return byID, byName
+	up := pvs.Spec.Upstream
+	upstream, err := helper.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
+	if err != nil {
+		return nil, nil
+	}
+	f := c.states.fleetOf(pvs, upstream, c.now())
+	if f == nil {
+		return nil, nil
+	}
+	w := &wanted{variants: f.variants, problems: slices.Clone(f.renderProblems), renderFailed: f.renderFailed}
+	if !c.refresh(pvs, f, since.variants, w) {
+		return nil, nil
+	}
+	f.apply(w)
+	if pvs.Spec.Rollout != nil {
+		if err := c.planRollout(pvs, f.existing, w, upstream); err != nil {
+			return nil, nil
+		}
+	}
+	if check := c.verify.Load(); check != nil {
+		(*check)(ctx, pvs, f)
+	}
+	return f, w
+}
+
+// refresh reads the named variants of the set from the cache into f and
+// plans the writes of the identifiers they had and have. It reports
+// whether f may still be gone on from.
+func (c *Controller) refresh(pvs *configv1alpha2.PackageVariantSet, f *fleet, names map[string]bool, w *wanted) bool {
+	ids := make(map[string]bool, 2*len(names))
+	for name := range names {
+		if id := f.remove(name); id != "" {
+			ids[id] = true
+		}
+		pv, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name)
+		if err != nil || pv.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
+			continue
+		}
+		f.add(pvs.Name, pv)
+		if id, ok := f.idOf[name]; ok {
+			ids[id] = true
+		}
+	}
+	for id := range ids {
+		c.planVariant(pvs, f, id, w)
+	}
+	return !f.unusable
+}
+
+// variantsOf reads the set's variants from the cache (label index).
+func (c *Controller) variantsOf(pvs *configv1alpha2.PackageVariantSet) *fleet {
+	objs, _ := c.pvIndexer.ByIndex(BySetIndex, pvs.Namespace+"/"+string(pvs.UID))
+	f := newFleet(len(objs), c.now())
+	for _, o := range objs {
+		if pv, ok := o.(*configv1alpha1.PackageVariant); ok {
+			f.add(pvs.Name, pv)
+		}
+	}
+	return f
 }
 
 // packageRevisions lists the revisions of one package from the cache.

@@ -28,6 +28,8 @@ type target struct {
 	// object is the selected Repository or object; nil for a target from
 	// the repositories list (target is then {repo, package}).
 	object *celtemplate.Object
+	// version is the resourceVersion of object ("" without one).
+	version string
 }
 
 // targetError is a target that cannot be expanded until the spec or the
@@ -72,7 +74,7 @@ func (c *Controller) expandTargets(ctx context.Context, pvs *configv1alpha2.Pack
 			for _, r := range repos {
 				obj := objectOf(r.Name, r.Namespace, r.Labels, r.Annotations)
 				for _, pn := range packageNames(t.RepositorySelector.PackageNames) {
-					out = append(out, target{index: i, template: t.Template, repoDefault: r.Name, packageDefault: pn, object: obj})
+					out = append(out, target{index: i, template: t.Template, repoDefault: r.Name, packageDefault: pn, object: obj, version: r.ResourceVersion})
 				}
 			}
 		case t.ObjectSelector != nil:
@@ -80,9 +82,9 @@ func (c *Controller) expandTargets(ctx context.Context, pvs *configv1alpha2.Pack
 			if err != nil {
 				return nil, err
 			}
-			for _, obj := range objs {
+			for _, o := range objs {
 				for _, pn := range packageNames(t.ObjectSelector.PackageNames) {
-					out = append(out, target{index: i, template: t.Template, repoDefault: obj.Name, packageDefault: pn, object: obj})
+					out = append(out, target{index: i, template: t.Template, repoDefault: o.object.Name, packageDefault: pn, object: o.object, version: o.version})
 				}
 			}
 		}
@@ -96,7 +98,7 @@ func (c *Controller) expandTargets(ctx context.Context, pvs *configv1alpha2.Pack
 // the target's ServiceAccount may get it; one it may not stops the whole
 // set, as any error does: nothing is created or deleted for a selection
 // that cannot be read in full.
-func (c *Controller) selectObjects(ctx context.Context, namespace string, i int, t *configv1alpha2.Target) ([]*celtemplate.Object, error) {
+func (c *Controller) selectObjects(ctx context.Context, namespace string, i int, t *configv1alpha2.Target) ([]selected, error) {
 	s := t.ObjectSelector
 	path := confighelper.TargetPath(i).Child("objectSelector")
 	sel, err := metav1.LabelSelectorAsSelector(&s.LabelSelector)
@@ -108,7 +110,7 @@ func (c *Controller) selectObjects(ctx context.Context, namespace string, i int,
 		return nil, &targetError{fmt.Sprintf("%s %q: %v", path.Child("apiVersion"), s.APIVersion, err)}
 	}
 	gvk := gv.WithKind(s.Kind)
-	var out []*celtemplate.Object
+	var out []selected
 	keep := func(name string) bool { return s.Name == nil || *s.Name == name }
 	if gvk.GroupKind() == configv1alpha1.SchemeGroupVersion.WithKind("Repository").GroupKind() {
 		repos, err := c.repoLister.Repositories(namespace).List(sel)
@@ -118,7 +120,7 @@ func (c *Controller) selectObjects(ctx context.Context, namespace string, i int,
 		sortRepositories(repos)
 		for _, r := range repos {
 			if keep(r.Name) {
-				out = append(out, objectOf(r.Name, r.Namespace, r.Labels, r.Annotations))
+				out = append(out, selected{objectOf(r.Name, r.Namespace, r.Labels, r.Annotations), r.ResourceVersion})
 			}
 		}
 		return out, nil
@@ -156,9 +158,16 @@ func (c *Controller) selectObjects(ctx context.Context, namespace string, i int,
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		out = append(out, objectOf(u.GetName(), u.GetNamespace(), u.GetLabels(), u.GetAnnotations()))
+		out = append(out, selected{objectOf(u.GetName(), u.GetNamespace(), u.GetLabels(), u.GetAnnotations()), u.GetResourceVersion()})
 	}
 	return out, nil
+}
+
+// selected is an object an objectSelector selects, with its
+// resourceVersion.
+type selected struct {
+	object  *celtemplate.Object
+	version string
 }
 
 func objectOf(name, namespace string, lbls, annotations map[string]string) *celtemplate.Object {

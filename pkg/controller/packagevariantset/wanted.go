@@ -31,7 +31,7 @@ type wanted struct {
 	targetsErr error
 
 	// variants are the rendered specs, in target order, one per downstream.
-	variants []want
+	variants []*rendered
 	// changes are the creates and updates that make the set's variants
 	// the rendered ones, in target order.
 	changes []change
@@ -61,24 +61,20 @@ func (w *wanted) writable() bool {
 	return w.stalled == nil && w.targetsErr == nil
 }
 
-// want is the spec the set renders for one of its variants.
-type want struct {
-	id   string
-	spec *configv1alpha1.PackageVariantSpec
-}
-
 // change is one write for a wanted variant: a create of the variant name
 // when current is nil, else an update of current to spec.
 type change struct {
+	// id is the identifier of the variant (variantIdentifier).
+	id      string
 	name    string
 	spec    *configv1alpha1.PackageVariantSpec
 	current *configv1alpha1.PackageVariant
 }
 
 // wantedVariants validates the set, resolves its upstream, expands and
-// renders its targets, and compares the result with the set's existing
-// variants (by identifier, from variantsOf).
-func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant) *wanted {
+// renders its targets, and compares the result with the set's variants
+// (f, from variantsOf), planning the write of each.
+func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, f *fleet) *wanted {
 	set := celtemplate.SetKey{UID: pvs.UID, Generation: pvs.Generation}
 	check := func(fldPath *field.Path, expr string, withRepository bool) error {
 		return c.cel.Check(set, fldPath.String(), expr, withRepository)
@@ -107,7 +103,10 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 		}}
 	w := &wanted{}
 	var stopped error
-	w.variants, w.problems, w.renderFailed, stopped = desiredVariants(pvs, r, targets)
+	w.variants, w.problems, w.renderFailed, stopped = desiredVariants(c.states.of(pvs, upstream), r, targets)
+	if stopped != nil {
+		c.states.forget(pvs.UID)
+	}
 	var overBudget *celtemplate.BudgetError
 	switch {
 	case errors.As(stopped, &overBudget):
@@ -115,50 +114,74 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	case stopped != nil:
 		return &wanted{targetsErr: stopped}
 	}
-	c.planChanges(pvs, existing, w)
+	f.variants, f.renderProblems, f.renderFailed = w.variants, w.problems, w.renderFailed
+	c.planChanges(pvs, f, w)
 	if pvs.Spec.Rollout != nil {
-		if err := c.planRollout(pvs, existing, w, upstream); err != nil {
+		if err := c.planRollout(pvs, f.existing, w, upstream); err != nil {
 			return &wanted{stalled: &setProblem{ReasonValidationError, err.Error()}}
 		}
 	}
 	return w
 }
 
-// planChanges fills in w's changes, stale variants, and the problems of
-// variant names taken by objects that are not the set's.
-func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant, w *wanted) {
-	rendered := make(map[string]bool, len(w.variants))
+// planChanges plans the write of every variant of f, rendered or stale,
+// and lists them in w; the problems of variant names taken by objects that
+// are not the set's go to w's problems.
+func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted) {
+	f.rendered = make(map[string]*rendered, len(w.variants))
 	for _, v := range w.variants {
-		rendered[v.id] = true
-		if cur, ok := existing[v.id]; ok {
-			// One being deleted is left to go; a later sync creates it
-			// anew once it has gone.
-			if cur.DeletionTimestamp == nil && !specEqual(&cur.Spec, v.spec) {
-				w.changes = append(w.changes, change{name: cur.Name, spec: v.spec, current: cur})
-			}
-			continue
+		f.rendered[v.id] = v
+	}
+	for _, v := range w.variants {
+		c.planVariant(pvs, f, v.id, w)
+	}
+	for id := range f.existing {
+		if f.rendered[id] == nil {
+			c.planVariant(pvs, f, id, w)
 		}
-		name := variantName(v.id)
-		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name); err == nil {
+	}
+	f.apply(w)
+}
+
+// planVariant plans the write for one identifier of f: an update of its
+// variant to the rendered spec, a create when it has none, nothing when it
+// has the rendered spec; stale when nothing renders it any more.
+func (c *Controller) planVariant(pvs *configv1alpha2.PackageVariantSet, f *fleet, id string, w *wanted) {
+	delete(f.changes, id)
+	cur := f.existing[id]
+	if cur != nil {
+		delete(f.stale, cur.Name)
+	}
+	v := f.rendered[id]
+	switch {
+	case v == nil:
+		if cur != nil && cur.DeletionTimestamp == nil {
+			f.stale[cur.Name] = cur
+		}
+	case cur != nil:
+		// One being deleted is left to go; a later sync creates it anew
+		// once it has gone.
+		if cur.DeletionTimestamp == nil && !v.specOf(cur) {
+			f.changes[id] = change{id: id, name: cur.Name, spec: v.spec, current: cur}
+		}
+	default:
+		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(v.name); err == nil {
 			if other.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
+				f.unusable = true
 				w.problems = append(w.problems, fmt.Sprintf("PackageVariant %s (for downstream %s/%s) already exists and does not belong to this set; delete or rename it",
-					name, v.spec.Downstream.Repo, v.spec.Downstream.Package))
+					v.name, v.spec.Downstream.Repo, v.spec.Downstream.Package))
 			}
 			// Ours, and in the cache since this sync listed the set's
 			// variants: its event has queued the set again.
-			continue
+			return
 		}
-		w.changes = append(w.changes, change{name: name, spec: v.spec})
+		f.changes[id] = change{id: id, name: v.name, spec: v.spec}
 	}
-	for id, pv := range existing {
-		if !rendered[id] && pv.DeletionTimestamp == nil {
-			w.stale = append(w.stale, pv)
-		}
-	}
-	sortByName(w.stale, func(pv *configv1alpha1.PackageVariant) string { return pv.Name })
 }
 
-// desiredVariants renders every target into the spec of its variant. A
+// desiredVariants renders every target into the spec of its variant,
+// rendering again only the targets whose inputs changed since s's last
+// sync. A
 // target that cannot be rendered, renders a spec the PackageVariant
 // controller would refuse, or renders the downstream of an earlier target
 // is a problem for the set's condition. renderFailed says that a target
@@ -167,35 +190,33 @@ func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, existing
 //
 // stopped is an error that stops the rendering of every target: the sync's
 // CEL budget spent (*celtemplate.BudgetError), or its context ended.
-func desiredVariants(pvs *configv1alpha2.PackageVariantSet, r *renderer, targets []target) (wants []want, problems []string, renderFailed bool, stopped error) {
-	firstTarget := map[string]int{}
+func desiredVariants(s *setState, r *renderer, targets []target) (wants []*rendered, problems []string, renderFailed bool, stopped error) {
+	s.begin()
+	firstTarget := make(map[string]int, len(targets))
 	for _, t := range targets {
-		spec, err := r.render(t)
-		if stop := stopsRendering(err); stop != nil {
+		e, stop := s.render(r, t)
+		if stop != nil {
 			return nil, nil, false, stop
 		}
-		if err != nil {
+		switch {
+		case e.err != nil:
 			renderFailed = true
-			problems = append(problems, err.Error())
+			problems = append(problems, e.err.Error())
+			continue
+		case e.invalid != "":
+			renderFailed = true
+			problems = append(problems, e.invalid)
 			continue
 		}
-		id := variantIdentifier(pvs.Name, spec.Downstream.Repo, spec.Downstream.Package)
-		// Created, it would only be a Stalled variant; an existing one
-		// keeps the spec it has.
-		if errs := validation.ValidatePackageVariantSpec(spec, field.NewPath("spec")); len(errs) > 0 {
-			renderFailed = true
-			problems = append(problems, fmt.Sprintf("%s renders PackageVariant %s (for downstream %s/%s) with an invalid spec, so it is not created or updated: %s",
-				confighelper.TargetPath(t.index), variantName(id), spec.Downstream.Repo, spec.Downstream.Package, strings.Join(validation.Messages(errs), "; ")))
-			continue
-		}
-		if first, dup := firstTarget[id]; dup {
+		if first, dup := firstTarget[e.id]; dup {
 			problems = append(problems, fmt.Sprintf("%s and %s both render downstream %s/%s; only the first is used: give each a different downstream",
-				confighelper.TargetPath(first), confighelper.TargetPath(t.index), spec.Downstream.Repo, spec.Downstream.Package))
+				confighelper.TargetPath(first), confighelper.TargetPath(t.index), e.spec.Downstream.Repo, e.spec.Downstream.Package))
 			continue
 		}
-		firstTarget[id] = t.index
-		wants = append(wants, want{id, spec})
+		firstTarget[e.id] = t.index
+		wants = append(wants, e)
 	}
+	s.end()
 	return wants, problems, renderFailed, nil
 }
 

@@ -107,19 +107,18 @@ func TestPlanChanges(t *testing.T) {
 			f.variants = tc.cached
 			c, _ := f.newController(ctx)
 			w := &wanted{}
-			rendered := map[*configv1alpha1.PackageVariantSpec]bool{}
+			specs := map[*configv1alpha1.PackageVariantSpec]bool{}
 			for _, d := range tc.rendered {
 				s := spec(d[0], d[1])
-				rendered[s] = true
-				w.variants = append(w.variants, want{id: variantIdentifier("s", d[0], d[1]), spec: s})
+				specs[s] = true
+				id := variantIdentifier("s", d[0], d[1])
+				w.variants = append(w.variants, &rendered{id: id, name: variantName(id), spec: s})
 			}
-			existing, _ := c.variantsOf(pvs)
-
-			c.planChanges(pvs, existing, w)
+			c.planChanges(pvs, c.variantsOf(pvs), w)
 
 			var changes, stale []string
 			for _, ch := range w.changes {
-				if !rendered[ch.spec] {
+				if !specs[ch.spec] {
 					t.Errorf("%s: %s is not given a rendered spec", tc.reason, ch.name)
 				}
 				d := ch.spec.Downstream.Repo + "/" + ch.spec.Downstream.Package
