@@ -6,6 +6,7 @@ package packagevariantset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,8 +104,9 @@ type Controller struct {
 	// expectations are the variants created that the cache does not show
 	// yet.
 	expectations *expectations.Expectations
-	// statusWrites holds, by set UID, the resourceVersion of the set's
-	// last status write, so that its echo does not wake the set again.
+	// statusWrites holds, by set UID, the resourceVersions of the set's
+	// last status writes (*recentWrites), so that their echoes do not wake
+	// the set again.
 	statusWrites sync.Map
 	// written holds the controller's own status writes of sets that the
 	// cache may not show yet.
@@ -260,19 +262,49 @@ func (c *Controller) wake(key cache.ObjectName) {
 	c.queue.Add(key)
 }
 
-// ownStatusWrite reports whether an update of a set is the echo of its
-// own last status write. Syncing again for it would compute the same
+// ownStatusWrite reports whether an update of a set is the echo of one of
+// its own last status writes. Syncing again for it would compute the same
 // status from the same inputs: whatever changed since has its own event
 // (readiness changes of variants arrive batched, after readinessDelay, and
-// an echo must not undo that batching with an immediate sync).
+// an echo must not undo that batching with an immediate sync). Not only
+// the last write: syncs that follow each other closely write again before
+// the echo of the write before arrives.
 func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
 	o, ok1 := oldObj.(*configv1alpha2.PackageVariantSet)
 	n, ok2 := newObj.(*configv1alpha2.PackageVariantSet)
 	if !ok1 || !ok2 || o.Generation != n.Generation {
 		return false
 	}
-	rv, ok := c.statusWrites.Load(n.UID)
-	return ok && rv == n.ResourceVersion
+	recent, ok := c.statusWrites.Load(n.UID)
+	return ok && recent.(*recentWrites).has(n.ResourceVersion)
+}
+
+// recordStatusWrite remembers a status write of a set by its
+// resourceVersion.
+func (c *Controller) recordStatusWrite(uid types.UID, resourceVersion string) {
+	recent, _ := c.statusWrites.LoadOrStore(uid, &recentWrites{})
+	recent.(*recentWrites).add(resourceVersion)
+}
+
+// recentWrites are the resourceVersions of the last few writes of an
+// object.
+type recentWrites struct {
+	mu   sync.Mutex
+	rvs  [4]string
+	next int
+}
+
+func (r *recentWrites) add(rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rvs[r.next] = rv
+	r.next = (r.next + 1) % len(r.rvs)
+}
+
+func (r *recentWrites) has(rv string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.rvs[:], rv)
 }
 
 // handleVariantUpdate wakes the set when what it manages changed (the

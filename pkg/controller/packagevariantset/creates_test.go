@@ -87,9 +87,9 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	}
 }
 
-// TestOwnStatusWriteDoesNotWakeTheSet: the echo of the set's own status
-// write is not a reason to sync again; anybody else's update, and a spec
-// change, are.
+// TestOwnStatusWriteDoesNotWakeTheSet: the echo of one of the set's own
+// last status writes is not a reason to sync again; anybody else's update,
+// and a spec change, are.
 func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
@@ -107,8 +107,12 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
+	// A second write follows before the first one's echo arrives.
+	c.recordStatusWrite(s.UID, "13")
 	echo := s.DeepCopy()
 	echo.ResourceVersion = "11"
+	laterEcho := s.DeepCopy()
+	laterEcho.ResourceVersion = "13"
 	foreign := s.DeepCopy()
 	foreign.ResourceVersion = "12"
 	specChanged := echo.DeepCopy()
@@ -118,7 +122,8 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 		new    *configv1alpha2.PackageVariantSet
 		want   bool
 	}{
-		"Echo":        {reason: "the set's own status write comes back", new: echo, want: true},
+		"Echo":        {reason: "the set's own status write comes back after its next write", new: echo, want: true},
+		"LaterEcho":   {reason: "the set's next status write comes back", new: laterEcho, want: true},
 		"Foreign":     {reason: "somebody else updated the set", new: foreign, want: false},
 		"SpecChanged": {reason: "the same resourceVersion with another generation is not the echo", new: specChanged, want: false},
 	}

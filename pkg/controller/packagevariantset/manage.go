@@ -46,6 +46,12 @@ func (c *Controller) manageVariants(ctx context.Context, pvs *configv1alpha2.Pac
 			r.updated++
 			continue
 		}
+		if _, err := c.pvLister.PackageVariants(pvs.Namespace).Get(ch.name); err == nil {
+			// In the cache since the create was planned: its event has
+			// queued the set again (and settled the expectation that
+			// would keep the set from creating it twice).
+			continue
+		}
 		if wait, err := c.awaitCreated(ctx, pvs, ch.name); err != nil {
 			r.writeErrs = append(r.writeErrs, err)
 			continue

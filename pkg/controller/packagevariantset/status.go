@@ -129,7 +129,7 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	if err != nil {
 		return fmt.Errorf("update status of PackageVariantSet %s/%s: %w", pvs.Namespace, pvs.Name, err)
 	}
-	c.statusWrites.Store(updated.UID, updated.ResourceVersion)
+	c.recordStatusWrite(updated.UID, updated.ResourceVersion)
 	c.written.Record(old.ResourceVersion, updated)
 	return nil
 }
