@@ -5,7 +5,9 @@ go 1.26.0
 require (
 	cel.dev/cel-go v0.33.2
 	github.com/aymanbagabas/go-udiff v0.4.1
+	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/google/uuid v1.6.0
 	github.com/kptdev/kpt v1.0.0-beta.61
 	github.com/kptdev/krm-functions-catalog/functions/go/apply-replacements v0.1.5
@@ -58,7 +60,6 @@ require (
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-errors/errors v1.5.1 // indirect
-	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
 	github.com/go-openapi/jsonreference v1.0.0 // indirect

@@ -2,8 +2,10 @@ package offline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -18,7 +20,9 @@ import (
 // run untimed to set the fleet up. Besides the phase's wall time (ns/op)
 // each reports what it cost per variant: API requests in total and by verb
 // and resource, PackageVariant syncs and bytes allocated; and the set's
-// syncs, the peak heap during the phase and the heap the fleet keeps after
+// syncs (in all and per variant), the time they took and the CPU they used
+// per variant (wall time, and CPU from a profile of the phase: not under
+// -cpuprofile, which holds the profiler), the peak heap during the phase and the heap the fleet keeps after
 // it. Run it with -benchtime=1x (`make bench`): a larger b.N repeats the
 // set-up of every phase as well.
 func BenchmarkFleet(b *testing.B) {
@@ -28,20 +32,25 @@ func BenchmarkFleet(b *testing.B) {
 	defer klog.ClearLogger()
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("variants=%d", n), func(b *testing.B) {
-			for i, name := range []string{"converge", "resync", "publish", "bump"} {
-				b.Run(name, func(b *testing.B) { benchmarkStep(b, n, i) })
+			for _, name := range []string{"converge", "resync", "publish", "bump"} {
+				b.Run(name, func(b *testing.B) { benchmarkStep(b, n, false, name) })
 			}
+			// The rollout scenario (rollout_fleet_test.go): its own fleet,
+			// whose set rolls the bump out in waves.
+			b.Run("rollout", func(b *testing.B) { benchmarkStep(b, n, true, "rollout") })
 		})
 	}
 }
 
-// benchmarkStep measures step i of the scenario on a fleet of n.
-func benchmarkStep(b *testing.B, n, i int) {
+// benchmarkStep measures the named step of the scenario (with rollout, the
+// rollout scenario) on a fleet of n.
+func benchmarkStep(b *testing.B, n int, rollout bool, name string) {
 	var sum phase
 	for range b.N {
 		b.StopTimer()
-		f := newFleet(b, n)
+		f := newFleet(b, n, rollout)
 		steps := f.steps()
+		i := slices.IndexFunc(steps, func(s fleetStep) bool { return s.name == name })
 		for _, s := range steps[:i] {
 			f.runStep(b, s)
 		}
@@ -65,12 +74,20 @@ func (p *phase) add(o phase) {
 	if p.requests == nil {
 		p.requests = map[string]int{}
 		p.syncs = map[string]int{}
+		p.syncTime = map[string]time.Duration{}
+		p.syncCPU = map[string]time.Duration{}
 	}
 	for k, v := range o.requests {
 		p.requests[k] += v
 	}
 	for k, v := range o.syncs {
 		p.syncs[k] += v
+	}
+	for k, v := range o.syncTime {
+		p.syncTime[k] += v
+	}
+	for k, v := range o.syncCPU {
+		p.syncCPU[k] += v
 	}
 }
 
@@ -85,6 +102,11 @@ func (p phase) report(b *testing.B, n, runs int) {
 	}
 	b.ReportMetric(float64(p.syncs[packagevariant.ControllerName])/per, "pv-syncs/variant")
 	b.ReportMetric(float64(p.syncs[packagevariantset.ControllerName])/float64(runs), "set-syncs/op")
+	b.ReportMetric(float64(p.syncs[packagevariantset.ControllerName])/per, "set-syncs/variant")
+	b.ReportMetric(float64(p.syncTime[packagevariantset.ControllerName].Microseconds())/per, "set-sync-µs/variant")
+	if cpu, ok := p.syncCPU[packagevariantset.ControllerName]; ok {
+		b.ReportMetric(float64(cpu.Microseconds())/per, "set-cpu-µs/variant")
+	}
 	b.ReportMetric(float64(p.allocated)/per, "B/variant")
 	b.ReportMetric(float64(p.peakHeap)/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(p.liveHeap)/(1<<20), "live-heap-MB")

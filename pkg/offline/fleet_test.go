@@ -1,11 +1,15 @@
 package offline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/google/pprof/profile"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -100,17 +105,20 @@ func fleetSetObject() *configv1alpha2.PackageVariantSet {
 // fleet is the scenario's world: a Sim with the blueprint, n prod
 // repositories and a few others, and both controllers running on it.
 type fleet struct {
-	n      int
-	ctx    context.Context
-	sim    *porchsim.Sim
-	runner *Runner
+	n int
+	// rollout says the set rolls changes out in waves (rollout_fleet_test.go).
+	rollout bool
+	ctx     context.Context
+	sim     *porchsim.Sim
+	runner  *Runner
 	// timeout bounds each wait for the controllers to settle.
 	timeout time.Duration
 }
 
 // newFleet builds the Sim and starts the controllers, and waits until they
-// have settled on it (nothing to do: there is no set yet).
-func newFleet(tb testing.TB, n int) *fleet {
+// have settled on it (nothing to do: there is no set yet). With rollout,
+// the set rolls changes out in waves.
+func newFleet(tb testing.TB, n int, rollout bool) *fleet {
 	tb.Helper()
 	// The controllers log every draft they make; at fleet scale that is
 	// tens of thousands of lines of no interest here.
@@ -121,7 +129,11 @@ func newFleet(tb testing.TB, n int) *fleet {
 		tb.Fatal(err)
 	}
 	for i := range n {
-		sim.AddRepository(fleetNS, prodRepo(i), true, map[string]string{"env": "prod", "region": fleetRegions[i%len(fleetRegions)]})
+		labels := map[string]string{"env": "prod", "region": fleetRegions[i%len(fleetRegions)]}
+		if rollout {
+			labels["wave"] = waveOf(i)
+		}
+		sim.AddRepository(fleetNS, prodRepo(i), true, labels)
 	}
 	for i := range fleetOtherRepos {
 		sim.AddRepository(fleetNS, fmt.Sprintf("dev-%d", i), true, map[string]string{"env": "dev"})
@@ -134,7 +146,7 @@ func newFleet(tb testing.TB, n int) *fleet {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(r.Stop)
-	f := &fleet{n: n, ctx: ctx, sim: sim, runner: r, timeout: 2*time.Minute + time.Duration(n)*20*time.Millisecond}
+	f := &fleet{n: n, rollout: rollout, ctx: ctx, sim: sim, runner: r, timeout: 2*time.Minute + time.Duration(n)*20*time.Millisecond}
 	if err := r.WaitIdle(ctx, f.timeout); err != nil {
 		tb.Fatal(err)
 	}
@@ -152,8 +164,14 @@ type phase struct {
 	wall time.Duration
 	// requests are the API requests served, by "verb resource".
 	requests map[string]int
-	// syncs are the syncs run, by controller name.
-	syncs map[string]int
+	// syncs are the syncs run, and syncTime the time they took in all
+	// (wall time), by controller name.
+	syncs    map[string]int
+	syncTime map[string]time.Duration
+	// syncCPU is the CPU the syncs used, by controller name, from a CPU
+	// profile of the phase (nil when another profile was running, as
+	// under go test -cpuprofile).
+	syncCPU map[string]time.Duration
 	// allocated is the bytes allocated by the whole process: controllers,
 	// informers and the Sim alike.
 	allocated uint64
@@ -180,36 +198,84 @@ func (f *fleet) perVariant(count int) float64 { return float64(count) / float64(
 // that cost.
 func (f *fleet) measure(tb testing.TB, what string, step func() error) phase {
 	tb.Helper()
+	return f.measureUntil(tb, what, step, nil)
+}
+
+// measureUntil is measure that first waits until done is closed (nil:
+// not at all).
+func (f *fleet) measureUntil(tb testing.TB, what string, step func() error, done <-chan struct{}) phase {
+	tb.Helper()
 	runtime.GC()
 	f.sim.ResetRequests()
-	syncsBefore := f.runner.Syncs()
+	syncsBefore, timeBefore := f.runner.Syncs(), f.runner.SyncTime()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	sampler := startHeapSampler(5 * time.Millisecond)
+	var profile bytes.Buffer
+	profiling := pprof.StartCPUProfile(&profile) == nil
 
 	start := time.Now()
 	if err := step(); err != nil {
 		sampler.stop()
 		tb.Fatalf("%s: %v", what, err)
 	}
+	if done != nil {
+		select {
+		case <-done:
+		case <-time.After(f.timeout):
+			sampler.stop()
+			tb.Fatalf("%s: not done within %v", what, f.timeout)
+		}
+	}
 	if err := f.runner.WaitIdle(f.ctx, f.timeout); err != nil {
 		sampler.stop()
 		tb.Fatalf("%s: %v", what, err)
 	}
 	p := phase{wall: time.Since(start), peakHeap: sampler.stop()}
+	if profiling {
+		pprof.StopCPUProfile()
+		cpu, err := cpuByLoop(&profile)
+		if err != nil {
+			tb.Fatalf("%s: read the CPU profile: %v", what, err)
+		}
+		p.syncCPU = cpu
+	}
 
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	p.allocated = after.TotalAlloc - before.TotalAlloc
 	p.requests = f.sim.Requests()
-	p.syncs = map[string]int{}
+	p.syncs, p.syncTime = map[string]int{}, map[string]time.Duration{}
 	for name, n := range f.runner.Syncs() {
 		p.syncs[name] = n - syncsBefore[name]
+	}
+	for name, d := range f.runner.SyncTime() {
+		p.syncTime[name] = d - timeBefore[name]
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	p.liveHeap = after.HeapAlloc
 	return p
+}
+
+// cpuByLoop sums the CPU samples of a profile by the "loop" label the
+// workloop puts on each sync (goroutines a sync starts carry it too).
+func cpuByLoop(r io.Reader) (map[string]time.Duration, error) {
+	prof, err := profile.Parse(r)
+	if err != nil {
+		return nil, err
+	}
+	cpu := slices.IndexFunc(prof.SampleType, func(t *profile.ValueType) bool { return t.Type == "cpu" && t.Unit == "nanoseconds" })
+	if cpu < 0 {
+		return nil, fmt.Errorf("no cpu/nanoseconds samples in %v", prof.SampleType)
+	}
+	out := map[string]time.Duration{}
+	for _, s := range prof.Sample {
+		for _, loop := range s.Label["loop"] {
+			out[loop] += time.Duration(s.Value[cpu])
+		}
+	}
+	return out, nil
 }
 
 // heapSampler records the highest heap seen while it runs. runtime/metrics
@@ -257,7 +323,11 @@ func (s *heapSampler) stop() uint64 {
 func (f *fleet) converge(tb testing.TB) phase {
 	tb.Helper()
 	return f.measure(tb, "converge", func() error {
-		_, err := f.sim.Clientset().ConfigV1alpha2().PackageVariantSets(fleetNS).Create(f.ctx, fleetSetObject(), metav1.CreateOptions{})
+		pvs := fleetSetObject()
+		if f.rollout {
+			withRollout(pvs)
+		}
+		_, err := f.sim.Clientset().ConfigV1alpha2().PackageVariantSets(fleetNS).Create(f.ctx, pvs, metav1.CreateOptions{})
 		return err
 	})
 }
@@ -429,6 +499,13 @@ type fleetStep struct {
 // steps are the phases of the scenario, in order; each starts from where
 // the one before left the fleet.
 func (f *fleet) steps() []fleetStep {
+	if f.rollout {
+		return []fleetStep{
+			{"converge", f.converge, f.checkConverged},
+			{"publish", f.publish, f.checkPublished},
+			{"rollout", f.rollOut, f.checkRolledOut},
+		}
+	}
 	return []fleetStep{
 		{"converge", f.converge, f.checkConverged},
 		{"resync", f.resync, f.checkConverged},
@@ -463,7 +540,7 @@ func firstProblems(problems []string, n int) string {
 // Published; an upstream bump costs a variant no more than converging did. BenchmarkFleet measures the same at
 // fleet scale.
 func TestFleetPerVariantTargets(t *testing.T) {
-	f := newFleet(t, 20)
+	f := newFleet(t, 20, false)
 	var res struct{ converge, resync, publish, bump phase }
 	for i, into := range []*phase{&res.converge, &res.resync, &res.publish, &res.bump} {
 		*into = f.runStep(t, f.steps()[i])

@@ -320,6 +320,15 @@ func (r *Runner) Syncs() map[string]int {
 	}
 }
 
+// SyncTime is how long each controller's syncs took, in all (wall time),
+// by controller name.
+func (r *Runner) SyncTime() map[string]time.Duration {
+	return map[string]time.Duration{
+		packagevariant.ControllerName:    r.tracker.Busy(packagevariant.ControllerName),
+		packagevariantset.ControllerName: r.tracker.Busy(packagevariantset.ControllerName),
+	}
+}
+
 // ResyncVariants queues every PackageVariant, as a full informer resync
 // would.
 func (r *Runner) ResyncVariants() { r.resync.Now() }

@@ -1,6 +1,8 @@
 package workloop
 
 import (
+	"time"
+
 	"fmt"
 	"slices"
 	"sort"
@@ -18,6 +20,8 @@ type Tracker struct {
 	inflight int
 	failing  map[string]map[cache.ObjectName]error // by loop: the last error
 	syncs    map[string]int
+	// busy is the time each loop's syncs took, in all.
+	busy map[string]time.Duration
 	// keySyncs counts the syncs of each key, by loop; it keeps every key
 	// ever synced (a count per object, as the informers hold the object).
 	keySyncs map[string]map[cache.ObjectName]int
@@ -30,6 +34,7 @@ func NewTracker() *Tracker {
 	return &Tracker{
 		failing:  map[string]map[cache.ObjectName]error{},
 		syncs:    map[string]int{},
+		busy:     map[string]time.Duration{},
 		keySyncs: map[string]map[cache.ObjectName]int{},
 	}
 }
@@ -43,9 +48,9 @@ func (t *Tracker) start() {
 	t.inflight++
 }
 
-// finish records the end of a sync; retry says whether the key was queued
-// again because it failed (with err).
-func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool, err error) {
+// finish records the end of a sync that took took; retry says whether the
+// key was queued again because it failed (with err).
+func (t *Tracker) finish(loop string, key cache.ObjectName, took time.Duration, retry bool, err error) {
 	if t == nil {
 		return
 	}
@@ -53,6 +58,7 @@ func (t *Tracker) finish(loop string, key cache.ObjectName, retry bool, err erro
 	defer t.mu.Unlock()
 	t.inflight--
 	t.syncs[loop]++
+	t.busy[loop] += took
 	counts := t.keySyncs[loop]
 	if counts == nil {
 		counts = map[cache.ObjectName]int{}
@@ -92,6 +98,14 @@ func (t *Tracker) Syncs(loop string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.syncs[loop]
+}
+
+// Busy returns how long the named loop's syncs took, in all (wall time:
+// on a busy machine more than the CPU they used).
+func (t *Tracker) Busy(loop string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.busy[loop]
 }
 
 // SyncsOf returns how many syncs of key the named loop has run (tests

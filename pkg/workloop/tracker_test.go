@@ -49,6 +49,12 @@ func TestTracker(t *testing.T) {
 	if got := tr.Syncs(testLoop); got != 2 {
 		t.Errorf("Syncs = %d, want 2", got)
 	}
+	if got := tr.Busy(testLoop); got <= 0 {
+		t.Errorf("Busy = %v after two syncs, want their time", got)
+	}
+	if got := tr.Busy("other"); got != 0 {
+		t.Errorf("Busy of a loop that never synced = %v, want 0", got)
+	}
 	if got := tr.SyncsOf(testLoop, keyA); got != 2 {
 		t.Errorf("SyncsOf(%s) = %d, want 2", keyA, got)
 	}
@@ -74,7 +80,7 @@ func TestTracker(t *testing.T) {
 
 	var nilTracker *Tracker
 	nilTracker.start()
-	nilTracker.finish(testLoop, keyC, true, nil)
+	nilTracker.finish(testLoop, keyC, time.Millisecond, true, nil)
 }
 
 // TestTrackerBusyUntilDone: a key re-added while its sync runs is back in

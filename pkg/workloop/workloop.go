@@ -232,16 +232,16 @@ func (l *Loop) processNext(ctx, syncCtx context.Context) bool {
 	// tracker can report the loop idle.
 	l.Tracker.start()
 	retry := false
+	start := time.Now()
 	defer func() {
 		l.Queue.Done(key)
 		// A scheduled retry is not work in hand; a recheck is.
-		l.Tracker.finish(l.Name, key, retry && (!IsRetryAfter(err) || inHand(err)), err)
+		l.Tracker.finish(l.Name, key, time.Since(start), retry && (!IsRetryAfter(err) || inHand(err)), err)
 	}()
 	if ctx.Err() != nil {
 		return false
 	}
 
-	start := time.Now()
 	// Labelled with the loop's name, a CPU profile tells each loop's
 	// syncs apart (go tool pprof -tagfocus loop=NAME).
 	pprof.Do(syncCtx, pprof.Labels("loop", l.Name), func(syncCtx context.Context) {

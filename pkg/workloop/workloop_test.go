@@ -250,7 +250,7 @@ func TestReportedFailureIsNotWorkInHand(t *testing.T) {
 			// A key that failed unreported before: a reported failure
 			// or a success must clear it.
 			tracker.start()
-			tracker.finish(testLoop, keyA, true, nil)
+			tracker.finish(testLoop, keyA, time.Millisecond, true, nil)
 			q.Add(keyA)
 			l := &Loop{Name: testLoop, Queue: q, Tracker: tracker, Sync: func(context.Context, cache.ObjectName) error { return tc.err }}
 			l.processNext(ctx, ctx)
