@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // A set keeps what each of its targets rendered from one sync to the next,
@@ -51,19 +53,45 @@ type rendered struct {
 
 	// used is the sweep of the last sync that used it.
 	used uint64
-	// variantVersion and equal remember the last comparison of spec with a
-	// variant: the variant's resourceVersion, and whether its spec was spec.
-	variantVersion string
-	equal          bool
+
+	// What the syncs worked out from the render, kept for the next ones:
+	// the last comparison of spec with the variant's (equal), for the
+	// variant's UID and generation (a change of its spec changes its
+	// generation); where the variant stands with its change, for its UID
+	// and resourceVersion; and the index of its wave in spec.rollout.waves.
+	comparedUID types.UID
+	comparedGen int64
+	equal       bool
+	progressUID types.UID
+	progressRV  string
+	progress    progress
+	wave        int
+	waveKnown   bool
 }
 
 // specOf says whether pv's spec is the rendered one, comparing only when
-// pv changed since the last comparison.
+// pv's spec changed since the last comparison.
 func (e *rendered) specOf(pv *configv1alpha1.PackageVariant) bool {
-	if e.variantVersion == "" || e.variantVersion != pv.ResourceVersion {
-		e.variantVersion, e.equal = pv.ResourceVersion, specEqual(&pv.Spec, e.spec)
+	if e.comparedUID == "" || e.comparedUID != pv.UID || e.comparedGen != pv.Generation {
+		e.comparedUID, e.comparedGen, e.equal = pv.UID, pv.Generation, specEqual(&pv.Spec, e.spec)
 	}
 	return e.equal
+}
+
+// progressOf is variantProgress(pv), worked out again only when pv changed.
+func (e *rendered) progressOf(pv *configv1alpha1.PackageVariant) progress {
+	if e.progressUID == "" || e.progressUID != pv.UID || e.progressRV != pv.ResourceVersion {
+		e.progressUID, e.progressRV, e.progress = pv.UID, pv.ResourceVersion, variantProgress(pv)
+	}
+	return e.progress
+}
+
+// waveIn is the index of the variant's wave, worked out by m once.
+func (e *rendered) waveIn(m *rollout.Matcher) *int {
+	if !e.waveKnown {
+		e.wave, e.waveKnown = m.Wave(e.spec.Labels), true
+	}
+	return &e.wave
 }
 
 // render returns what target t renders: the earlier sync's render when

@@ -95,7 +95,8 @@ func TestRendersAreReusedUntilAnInputChanges(t *testing.T) {
 
 // TestRenderedComparesEachVariantVersionOnce: the comparison of a
 // variant's spec with the rendered one is remembered for the variant's
-// resourceVersion, and made again when the variant changes.
+// generation, and made again when its spec changes (a status write does
+// not change it).
 func TestRenderedComparesEachVariantVersionOnce(t *testing.T) {
 	spec := &configv1alpha1.PackageVariantSpec{
 		Upstream:   &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
@@ -104,13 +105,18 @@ func TestRenderedComparesEachVariantVersionOnce(t *testing.T) {
 	}
 	e := &rendered{spec: spec}
 	pv := variantOf("ns", "s-edge-1-app", "s", "uid-s")
-	pv.ResourceVersion = "1"
+	pv.ResourceVersion, pv.Generation = "1", 1
 	pv.Spec = *spec.DeepCopy()
 	if !e.specOf(pv) {
 		t.Fatal("the variant carries the rendered spec, yet it compares unequal")
 	}
+	statusWritten := pv.DeepCopy()
+	statusWritten.ResourceVersion = "2"
+	if !e.specOf(statusWritten) {
+		t.Error("only the status changed, yet the spec compares unequal")
+	}
 	edited := pv.DeepCopy()
-	edited.ResourceVersion = "2"
+	edited.ResourceVersion, edited.Generation = "3", 2
 	edited.Spec.Labels = nil
 	if e.specOf(edited) {
 		t.Error("the variant changed to another spec, yet the remembered comparison was used")

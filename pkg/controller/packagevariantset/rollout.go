@@ -27,13 +27,18 @@ import (
 // the updates it holds back. existing are the set's variants by
 // identifier.
 func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
+	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
+	if err != nil {
+		return err
+	}
 	variants := make([]rollout.Variant, 0, len(w.variants))
 	for _, v := range w.variants {
-		rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Updated: true}
+		rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(matcher), Updated: true}
 		if cur, ok := existing[v.id]; ok {
 			rv.Name = cur.Name
 			rv.Updated = v.specOf(cur)
-			rv.Finished, rv.Failed, rv.WaitingFor = variantProgress(cur)
+			p := v.progressOf(cur)
+			rv.Finished, rv.Failed, rv.WaitingFor = p.finished, p.failed, p.waitingFor
 		}
 		variants = append(variants, rv)
 	}
@@ -71,11 +76,17 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, existing
 	return nil
 }
 
-// variantProgress is where a variant stands with its current spec: it has
+// progress is where a variant stands with its current spec: it has
 // published it (Published=True for its generation), it failed (the reason:
 // Stalled, or Ready=False for something a person must fix, for its
 // generation), and the draft or proposal waiting for approval.
-func variantProgress(pv *configv1alpha1.PackageVariant) (finished bool, failed, waitingFor string) {
+type progress struct {
+	finished           bool
+	failed, waitingFor string
+}
+
+// variantProgress is where pv stands with its current spec.
+func variantProgress(pv *configv1alpha1.PackageVariant) (p progress) {
 	current := func(condType string) *metav1.Condition {
 		cond := meta.FindStatusCondition(pv.Status.Conditions, condType)
 		if cond == nil || cond.ObservedGeneration != pv.Generation {
@@ -84,29 +95,27 @@ func variantProgress(pv *configv1alpha1.PackageVariant) (finished bool, failed, 
 		return cond
 	}
 	if cond := current(conditions.Stalled); cond != nil && cond.Status == metav1.ConditionTrue {
-		failed = "Stalled: " + cond.Reason
+		p.failed = "Stalled: " + cond.Reason
 	}
-	if cond := current(conditions.Ready); failed == "" && cond != nil && cond.Status == metav1.ConditionFalse {
+	if cond := current(conditions.Ready); p.failed == "" && cond != nil && cond.Status == metav1.ConditionFalse {
 		switch cond.Reason {
 		case configv1alpha1.ReasonRenderFailed, configv1alpha1.ReasonRefused, configv1alpha1.ReasonConflict:
-			failed = cond.Reason
+			p.failed = cond.Reason
 		}
 	}
 	pub := current(configv1alpha1.ConditionPublished)
-	finished = pub != nil && pub.Status == metav1.ConditionTrue
+	p.finished = pub != nil && pub.Status == metav1.ConditionTrue
 	if pub != nil && pub.Reason == configv1alpha1.ReasonWaitingForApproval && len(pv.Status.DownstreamTargets) > 0 {
-		waitingFor = pv.Status.DownstreamTargets[0].Name
+		p.waitingFor = pv.Status.DownstreamTargets[0].Name
 	}
-	return finished, failed, waitingFor
+	return p
 }
 
 // progressChanged reports whether a variant's update changed where it
 // stands with its change (variantProgress), what the set's RolledOut
 // condition says of it included.
 func progressChanged(o, n *configv1alpha1.PackageVariant) bool {
-	of, ofail, owait := variantProgress(o)
-	nf, nfail, nwait := variantProgress(n)
-	return of != nf || ofail != nfail || owait != nwait
+	return variantProgress(o) != variantProgress(n)
 }
 
 // templatesOf are the templates of the set's targets, in order: with the

@@ -62,6 +62,11 @@ type Variant struct {
 	Name string
 	// Labels the set gives it (spec.labels): they decide its wave.
 	Labels map[string]string
+	// Wave, when not nil, is the index of the variant's wave in
+	// spec.rollout.waves as its Labels decide it, worked out by the caller
+	// (with a Matcher, once for as long as the labels and the spec stay
+	// the same); nil: Compute works it out.
+	Wave *int
 	// Updated: it carries the change, or will when it is created (a
 	// variant for a new target is never held back).
 	Updated bool
@@ -156,23 +161,17 @@ func ID(upstreamRevision int, templates []*configv1alpha2.PackageVariantTemplate
 // took, and the last wave those no wave took. Each wave's variants are in
 // name order.
 func Waves(spec *configv1alpha2.Rollout, variants []Variant) ([][]Variant, error) {
-	selectors := make([]labels.Selector, len(spec.Waves))
-	for i, w := range spec.Waves {
-		if w.Selector == nil {
-			selectors[i] = labels.Everything()
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(w.Selector)
-		if err != nil {
-			return nil, fmt.Errorf("spec.rollout.waves[%d].selector: %w", i, err)
-		}
-		selectors[i] = sel
+	m, err := NewMatcher(spec)
+	if err != nil {
+		return nil, err
 	}
 	out := make([][]Variant, len(spec.Waves))
 	for _, v := range variants {
-		i := slices.IndexFunc(selectors, func(s labels.Selector) bool { return s.Matches(labels.Set(v.Labels)) })
-		if i < 0 {
-			i = len(out) - 1
+		i := 0
+		if v.Wave != nil {
+			i = *v.Wave
+		} else {
+			i = m.Wave(v.Labels)
 		}
 		out[i] = append(out[i], v)
 	}
@@ -180,6 +179,38 @@ func Waves(spec *configv1alpha2.Rollout, variants []Variant) ([][]Variant, error
 		slices.SortFunc(w, func(a, b Variant) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return out, nil
+}
+
+// Matcher tells a variant's wave from its labels.
+type Matcher struct {
+	selectors []labels.Selector
+}
+
+// NewMatcher compiles the waves' selectors of a rollout.
+func NewMatcher(spec *configv1alpha2.Rollout) (*Matcher, error) {
+	m := &Matcher{selectors: make([]labels.Selector, len(spec.Waves))}
+	for i, w := range spec.Waves {
+		if w.Selector == nil {
+			m.selectors[i] = labels.Everything()
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.rollout.waves[%d].selector: %w", i, err)
+		}
+		m.selectors[i] = sel
+	}
+	return m, nil
+}
+
+// Wave is the index of the wave of a variant with these labels: the first
+// whose selector matches them, else the last.
+func (m *Matcher) Wave(lbls map[string]string) int {
+	i := slices.IndexFunc(m.selectors, func(s labels.Selector) bool { return s.Matches(labels.Set(lbls)) })
+	if i < 0 {
+		return len(m.selectors) - 1
+	}
+	return i
 }
 
 // MaxConcurrent is how many variants of a wave of n may have an unfinished

@@ -56,6 +56,13 @@ func TestWaves(t *testing.T) {
 			}
 		})
 	}
+	// A wave the caller worked out is taken as it is.
+	first := 0
+	known := []Variant{{Name: "a-us", Labels: map[string]string{"region": "us-east"}, Wave: &first}}
+	waves, err := Waves(&configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{canary, {Name: "rest"}}}, known)
+	if err != nil || len(waves[0]) != 1 || len(waves[1]) != 0 {
+		t.Errorf("a variant whose wave the caller gives as the first went to %v (%v)", waves, err)
+	}
 	bad := &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "x", Selector: &metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}}}}
 	if _, err := Waves(bad, vs); err == nil {
