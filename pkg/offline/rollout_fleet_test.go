@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,6 +137,11 @@ func (f *fleet) rollOut(tb testing.TB) phase {
 	stop := make(chan struct{})
 	defer close(stop)
 	p := f.startPublisher(2, stop)
+	// The waves run one after the other, each paying for its upgrades
+	// (porchsim's merge and render) and the readiness delay in turn: three
+	// times the bound of the other phases.
+	defer func(timeout time.Duration) { f.timeout = timeout }(f.timeout)
+	f.timeout *= 3
 	return f.measureUntil(tb, "rollout", func() error {
 		_, err := f.sim.AddPublished(fleetNS, "blueprints", "app", 2, fleetBlueprint(2))
 		return err

@@ -6,6 +6,7 @@ package packagevariantset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -104,9 +105,9 @@ type Controller struct {
 	// expectations are the variants created that the cache does not show
 	// yet.
 	expectations *expectations.Expectations
-	// statusWrites holds, by set UID, the resourceVersions of the set's
-	// last status writes (*recentWrites), so that their echoes do not wake
-	// the set again.
+	// statusWrites holds, by set UID, the status of the set's last status
+	// write (*PackageVariantSetStatus), so that its echo does not wake the
+	// set again.
 	statusWrites sync.Map
 	// written holds the controller's own status writes of sets that the
 	// cache may not show yet.
@@ -262,49 +263,25 @@ func (c *Controller) wake(key cache.ObjectName) {
 	c.queue.Add(key)
 }
 
-// ownStatusWrite reports whether an update of a set is the echo of one of
-// its own last status writes. Syncing again for it would compute the same
-// status from the same inputs: whatever changed since has its own event
-// (readiness changes of variants arrive batched, after readinessDelay, and
-// an echo must not undo that batching with an immediate sync). Not only
-// the last write: syncs that follow each other closely write again before
-// the echo of the write before arrives.
+// ownStatusWrite reports whether an update of a set is the echo of its own
+// last status write: nothing but the status changed, and the status is
+// the one the controller last wrote. Syncing again for it would compute the
+// same status from the same inputs: whatever changed since has its own
+// event (readiness changes of variants arrive batched, after
+// readinessDelay, and an echo must not undo that batching with an
+// immediate sync). Told by content, not by resourceVersion: the echo can
+// arrive before the write's answer does.
 func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
 	o, ok1 := oldObj.(*configv1alpha2.PackageVariantSet)
 	n, ok2 := newObj.(*configv1alpha2.PackageVariantSet)
-	if !ok1 || !ok2 || o.Generation != n.Generation {
+	if !ok1 || !ok2 || o.Generation != n.Generation || o.UID != n.UID ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+		!slices.Equal(o.Finalizers, n.Finalizers) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) {
 		return false
 	}
-	recent, ok := c.statusWrites.Load(n.UID)
-	return ok && recent.(*recentWrites).has(n.ResourceVersion)
-}
-
-// recordStatusWrite remembers a status write of a set by its
-// resourceVersion.
-func (c *Controller) recordStatusWrite(uid types.UID, resourceVersion string) {
-	recent, _ := c.statusWrites.LoadOrStore(uid, &recentWrites{})
-	recent.(*recentWrites).add(resourceVersion)
-}
-
-// recentWrites are the resourceVersions of the last few writes of an
-// object.
-type recentWrites struct {
-	mu   sync.Mutex
-	rvs  [4]string
-	next int
-}
-
-func (r *recentWrites) add(rv string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rvs[r.next] = rv
-	r.next = (r.next + 1) % len(r.rvs)
-}
-
-func (r *recentWrites) has(rv string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Contains(r.rvs[:], rv)
+	written, ok := c.statusWrites.Load(n.UID)
+	return ok && equality.Semantic.DeepEqual(written, &n.Status)
 }
 
 // handleVariantUpdate wakes the set when what it manages changed (the

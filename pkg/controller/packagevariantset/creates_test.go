@@ -87,9 +87,10 @@ func TestSyncCreatesEachVariantOnce(t *testing.T) {
 	}
 }
 
-// TestOwnStatusWriteDoesNotWakeTheSet: the echo of one of the set's own
-// last status writes is not a reason to sync again; anybody else's update,
-// and a spec change, are.
+// TestOwnStatusWriteDoesNotWakeTheSet: the echo of the set's own last
+// status write is not a reason to sync again, even when it arrives before
+// the write's answer; anybody else's status, and a change of the spec,
+// labels or annotations, are.
 func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	f := newFixture(t)
@@ -98,34 +99,39 @@ func TestOwnStatusWriteDoesNotWakeTheSet(t *testing.T) {
 	f.sets = append(f.sets, s)
 	f.Objects = append(f.Objects, s)
 	c, _ := f.newController(ctx)
+	var echo *configv1alpha2.PackageVariantSet
 	f.Client.PrependReactor("update", "packagevariantsets", func(a core.Action) (bool, runtime.Object, error) {
 		obj := a.(core.UpdateAction).GetObject().(*configv1alpha2.PackageVariantSet).DeepCopy()
 		obj.ResourceVersion = "11"
+		// The informer hears of the write before its answer arrives.
+		if c.ownStatusWrite(s, obj) {
+			echo = obj
+		}
 		return true, obj, nil
 	})
 	// No upstream revision: the sync reports it in status, which it writes.
 	if err := c.sync(ctx, cache.ObjectName{Namespace: "ns", Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	// A second write follows before the first one's echo arrives.
-	c.recordStatusWrite(s.UID, "13")
-	echo := s.DeepCopy()
-	echo.ResourceVersion = "11"
-	laterEcho := s.DeepCopy()
-	laterEcho.ResourceVersion = "13"
-	foreign := s.DeepCopy()
+	if echo == nil {
+		t.Fatal("the echo of the status write, heard before its answer, was taken for somebody else's update")
+	}
+	foreign := echo.DeepCopy()
 	foreign.ResourceVersion = "12"
+	foreign.Status.ReadyVariants = 7
 	specChanged := echo.DeepCopy()
 	specChanged.Generation = 2
+	annotated := echo.DeepCopy()
+	annotated.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "eu@abc"}
 	cases := map[string]struct {
 		reason string
 		new    *configv1alpha2.PackageVariantSet
 		want   bool
 	}{
-		"Echo":        {reason: "the set's own status write comes back after its next write", new: echo, want: true},
-		"LaterEcho":   {reason: "the set's next status write comes back", new: laterEcho, want: true},
-		"Foreign":     {reason: "somebody else updated the set", new: foreign, want: false},
-		"SpecChanged": {reason: "the same resourceVersion with another generation is not the echo", new: specChanged, want: false},
+		"Echo":        {reason: "the set's own status write comes back", new: echo, want: true},
+		"Foreign":     {reason: "somebody else wrote another status", new: foreign, want: false},
+		"SpecChanged": {reason: "the written status with another generation is not the echo", new: specChanged, want: false},
+		"Annotated":   {reason: "an annotation changed besides the status (a wave approved)", new: annotated, want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

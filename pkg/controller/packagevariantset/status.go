@@ -107,6 +107,8 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 		return nil
 	}
 	sets := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace)
+	// Recorded before the write: its echo may arrive before its answer.
+	c.statusWrites.Store(pvs.UID, pvs.Status.DeepCopy())
 	updated, err := sets.UpdateStatus(ctx, pvs, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		// The cache is behind the server. As the ReplicaSet controller
@@ -129,7 +131,6 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	if err != nil {
 		return fmt.Errorf("update status of PackageVariantSet %s/%s: %w", pvs.Namespace, pvs.Name, err)
 	}
-	c.recordStatusWrite(updated.UID, updated.ResourceVersion)
 	c.written.Record(old.ResourceVersion, updated)
 	return nil
 }
