@@ -24,24 +24,13 @@ import (
 // from the caches and applies its plan to the set's writes.
 
 // planRollout decides the rollout of w's change and drops from w.changes
-// the updates it holds back. existing are the set's variants by
-// identifier.
-func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, existing map[string]*configv1alpha1.PackageVariant, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
+// the updates it holds back. f is the set's fleet.
+func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
 	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
 	if err != nil {
 		return err
 	}
-	variants := make([]rollout.Variant, 0, len(w.variants))
-	for _, v := range w.variants {
-		rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(matcher), Updated: true}
-		if cur, ok := existing[v.id]; ok {
-			rv.Name = cur.Name
-			rv.Updated = v.specOf(cur)
-			p := v.progressOf(cur)
-			rv.Finished, rv.Failed, rv.WaitingFor = p.finished, p.failed, p.waitingFor
-		}
-		variants = append(variants, rv)
-	}
+	variants := f.rolloutFacts(matcher)
 	var previousReason string
 	if cond := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut); cond != nil {
 		previousReason = cond.Reason

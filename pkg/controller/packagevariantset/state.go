@@ -4,12 +4,15 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // A set's sync works on what changed since its last sync, not on the
@@ -193,6 +196,15 @@ type fleet struct {
 	// stale are the variants no rendered spec is for, by name.
 	changes map[string]change
 	stale   map[string]*configv1alpha1.PackageVariant
+	// ready counts the variants of byName that are Ready.
+	ready int
+	// facts are what a rollout knows of each rendered variant, in the
+	// order of variants, and factAt the position of each identifier
+	// (built by the first sync that needs them); touched are the
+	// identifiers the last refresh read again.
+	facts   []rollout.Variant
+	factAt  map[string]int
+	touched map[string]bool
 	// unusable says a later sync cannot go on from this fleet: two
 	// variants share an identifier, or a variant name is taken by an
 	// object that is not the set's.
@@ -214,6 +226,9 @@ func newFleet(n int, at time.Time) *fleet {
 // identifier (made by hand) the one with the expected name is kept.
 func (f *fleet) add(setName string, pv *configv1alpha1.PackageVariant) {
 	f.byName[pv.Name] = pv
+	if isReady(pv) {
+		f.ready++
+	}
 	if pv.Spec.Downstream == nil {
 		return
 	}
@@ -232,6 +247,9 @@ func (f *fleet) add(setName string, pv *configv1alpha1.PackageVariant) {
 // remove takes the variant name out of the fleet and returns the
 // identifier it had ("" when none).
 func (f *fleet) remove(name string) string {
+	if pv, ok := f.byName[name]; ok && isReady(pv) {
+		f.ready--
+	}
 	delete(f.byName, name)
 	delete(f.stale, name)
 	id, ok := f.idOf[name]
@@ -275,4 +293,42 @@ func (f *fleet) written(w *wanted) {
 			delete(f.stale, pv.Name)
 		}
 	}
+}
+
+// isReady says whether a variant reports Ready=True.
+func isReady(pv *configv1alpha1.PackageVariant) bool {
+	return meta.IsStatusConditionTrue(pv.Status.Conditions, conditions.Ready)
+}
+
+// rolloutFacts are what a rollout knows of each rendered variant, in the
+// order of f.variants: built in full once, then brought up to date for the
+// identifiers a refresh touched. m works out each variant's wave.
+func (f *fleet) rolloutFacts(m *rollout.Matcher) []rollout.Variant {
+	if f.facts == nil {
+		f.facts = make([]rollout.Variant, len(f.variants))
+		f.factAt = make(map[string]int, len(f.variants))
+		for i, v := range f.variants {
+			f.factAt[v.id] = i
+			f.facts[i] = f.factOf(v, m)
+		}
+		return f.facts
+	}
+	for id := range f.touched {
+		if i, ok := f.factAt[id]; ok {
+			f.facts[i] = f.factOf(f.variants[i], m)
+		}
+	}
+	return f.facts
+}
+
+// factOf is what a rollout knows of the rendered variant v.
+func (f *fleet) factOf(v *rendered, m *rollout.Matcher) rollout.Variant {
+	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(m), Updated: true}
+	if cur, ok := f.existing[v.id]; ok {
+		rv.Name = cur.Name
+		rv.Updated = v.specOf(cur)
+		p := v.progressOf(cur)
+		rv.Finished, rv.Failed, rv.WaitingFor = p.finished, p.failed, p.waitingFor
+	}
+	return rv
 }

@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -45,17 +44,17 @@ const readyMessage = "package variants successfully reconciled"
 // spec: the rest of the set is still served.
 const renderFailedSuffix = "; variants of the other targets are kept up to date, and none is deleted until every target renders"
 
-// calculateStatus is the status of pvs after one sync: variants are the
-// set's variants the cache showed when the sync began (by name), w is what
+// calculateStatus is the status of pvs after one sync: f holds the set's
+// variants as the sync found them (with how many are Ready), w is what
 // wantedVariants found, and managed and manageErr are what manageVariants
 // did (zero when it did not run). A manageErr leaves the conditions as
 // they were: the sync stopped before its first create and is retried.
 // pvs is not changed.
-func calculateStatus(pvs *configv1alpha2.PackageVariantSet, variants map[string]*configv1alpha1.PackageVariant, w *wanted, managed manageResult, manageErr error) configv1alpha2.PackageVariantSetStatus {
+func calculateStatus(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, managed manageResult, manageErr error) configv1alpha2.PackageVariantSetStatus {
 	status := *pvs.Status.DeepCopy()
 	status.DesiredVariants = int32(len(w.variants))
-	status.ExistingVariants = int32(len(variants) + managed.created - managed.deleted)
-	status.ReadyVariants = countReady(variants)
+	status.ExistingVariants = int32(len(f.byName) + managed.created - managed.deleted)
+	status.ReadyVariants = int32(f.ready)
 
 	conds, gen := &status.Conditions, pvs.Generation
 	switch {
@@ -87,17 +86,6 @@ func calculateStatus(pvs *configv1alpha2.PackageVariantSet, variants map[string]
 			readyMessage, status.DesiredVariants, status.ExistingVariants, status.ReadyVariants))
 	}
 	return status
-}
-
-// countReady is how many of the variants report Ready=True.
-func countReady(variants map[string]*configv1alpha1.PackageVariant) int32 {
-	var n int32
-	for _, pv := range variants {
-		if meta.IsStatusConditionTrue(pv.Status.Conditions, "Ready") {
-			n++
-		}
-	}
-	return n
 }
 
 // writeStatus writes the status when it differs from what the cache holds.

@@ -192,7 +192,11 @@ func TestCalculateStatus(t *testing.T) {
 			pvs.Status = configv1alpha2.PackageVariantSetStatus{ObservedGeneration: 2, Conditions: tc.before, DesiredVariants: 7, ExistingVariants: 7, ReadyVariants: 7}
 			before := pvs.DeepCopy()
 
-			got := calculateStatus(pvs, tc.variants, &tc.wanted, tc.managed, tc.manageErr)
+			f := newFleet(len(tc.variants), time.Time{})
+			for _, pv := range tc.variants {
+				f.add(pvs.Name, pv)
+			}
+			got := calculateStatus(pvs, f, &tc.wanted, tc.managed, tc.manageErr)
 
 			if diff := cmp.Diff(tc.want, counts{got.DesiredVariants, got.ExistingVariants, got.ReadyVariants}, cmp.AllowUnexported(counts{})); diff != "" {
 				t.Errorf("%s: desired, existing, ready (-want +got):\n%s", tc.reason, diff)

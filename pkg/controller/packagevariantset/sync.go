@@ -86,7 +86,7 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	} else {
 		c.states.keep(pvs.UID, nil)
 	}
-	pvs.Status = calculateStatus(pvs, f.byName, w, managed, manageErr)
+	pvs.Status = calculateStatus(pvs, f, w, managed, manageErr)
 	if manageErr == nil {
 		c.recordRollout(pvs, &pvs.Status, w.rollout)
 	}
@@ -134,7 +134,7 @@ func (c *Controller) incremental(ctx context.Context, pvs *configv1alpha2.Packag
 	}
 	f.apply(w)
 	if pvs.Spec.Rollout != nil {
-		if err := c.planRollout(pvs, f.existing, w, upstream); err != nil {
+		if err := c.planRollout(pvs, f, w, upstream); err != nil {
 			return nil, nil
 		}
 	}
@@ -149,6 +149,7 @@ func (c *Controller) incremental(ctx context.Context, pvs *configv1alpha2.Packag
 // whether f may still be gone on from.
 func (c *Controller) refresh(pvs *configv1alpha2.PackageVariantSet, f *fleet, names map[string]bool, w *wanted) bool {
 	ids := make(map[string]bool, 2*len(names))
+	f.touched = ids
 	for name := range names {
 		if id := f.remove(name); id != "" {
 			ids[id] = true

@@ -117,7 +117,7 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	f.variants, f.renderProblems, f.renderFailed = w.variants, w.problems, w.renderFailed
 	c.planChanges(pvs, f, w)
 	if pvs.Spec.Rollout != nil {
-		if err := c.planRollout(pvs, f.existing, w, upstream); err != nil {
+		if err := c.planRollout(pvs, f, w, upstream); err != nil {
 			return &wanted{stalled: &setProblem{ReasonValidationError, err.Error()}}
 		}
 	}
