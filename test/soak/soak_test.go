@@ -101,8 +101,10 @@ func TestSoak(t *testing.T) {
 
 // counts are what a soak did, by kind.
 type counts struct {
-	faults     map[string]int
-	actions    map[string]int
+	faults  map[string]int
+	actions map[string]int
+	// rollout counts what the rollout set did (see rolloutMonitor).
+	rollout    map[string]int
 	restarts   int
 	holds      int
 	breaks     int
@@ -114,7 +116,7 @@ type counts struct {
 }
 
 func newCounts() *counts {
-	return &counts{faults: map[string]int{}, actions: map[string]int{}}
+	return &counts{faults: map[string]int{}, actions: map[string]int{}, rollout: map[string]int{}}
 }
 
 func (c *counts) add(o *counts) {
@@ -126,6 +128,9 @@ func (c *counts) add(o *counts) {
 	}
 	for k, v := range o.actions {
 		c.actions[k] += v
+	}
+	for k, v := range o.rollout {
+		c.rollout[k] += v
 	}
 	c.restarts += o.restarts
 	c.holds += o.holds
@@ -151,7 +156,7 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 			busy++
 		}
 	}
-	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over %d site repositories and 10 hand-written variants; %s in all.\n\n",
+	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over the env=prod ones of %d site repositories, one over all of them rolling out in waves, and 10 hand-written variants; %s in all.\n\n",
 		seeds, first, first+int64(seeds)-1, busy, d, sites, took.Round(time.Second))
 	fmt.Fprintf(&b, "| what | count |\n|---|---:|\n")
 	row := func(what string, n int) { fmt.Fprintf(&b, "| %s | %d |\n", what, n) }
@@ -168,6 +173,9 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 	row("broken watches", c.breaks)
 	row("controller restarts", c.restarts)
 	breakdown("person: ", c.actions, "people's actions in all")
+	for _, k := range slices.Sorted(maps.Keys(c.rollout)) {
+		row("rollout: "+k, c.rollout[k])
+	}
 	row("DraftEdited without a person's edit (draft kept)", c.falseEdited)
 	row("violations", c.violations)
 	if len(failed) > 0 {
