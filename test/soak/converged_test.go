@@ -83,12 +83,16 @@ func (w *world) checkConverged() {
 			m.violate([]string{obj}, "PackageVariantSet %s is stuck deleting", set.Name)
 			continue
 		}
-		// The fleet set takes the env=prod sites, the rollout set every
-		// site.
+		// The fleet set takes the env=prod sites, the rollout set those
+		// labelled rollout=waves.
 		desired := 0
 		prod := map[string]bool{}
 		for _, r := range repos.Items {
-			if r.Labels["env"] == "prod" || set.Name == rolloutSetName && r.Labels["region"] != "" {
+			selected := r.Labels["env"] == "prod"
+			if set.Name == rolloutSetName {
+				selected = r.Labels["rollout"] == rolloutSetName
+			}
+			if selected {
 				desired++
 				prod[r.Name] = true
 			}

@@ -315,8 +315,8 @@ func (m *monitor) report(t *testing.T, seed int64) int {
 }
 
 // rolloutMonitor follows the variants of the set that rolls out in waves
-// (world.rolloutSet), whose variants are fixed (one per site, never
-// deleted), and checks, at the moment each change is made:
+// (world.rolloutSet), whose variants are fixed (one per site it selects,
+// never deleted), and checks, at the moment each change is made:
 //
 //   - a variant's update to upstream revision P (a spec change after its
 //     creation) is in a wave that may have started for P: every earlier
@@ -332,7 +332,8 @@ func (m *monitor) report(t *testing.T, seed int64) int {
 // the set's status, which the controller writes after the variants.
 type rolloutMonitor struct {
 	spec *configv1alpha2.Rollout
-	// size is how many variants each wave has (every site of its region).
+	// size is how many variants each wave has (every selected site of its
+	// region).
 	size []int
 	// variants by name.
 	variants map[string]*rolloutVariant
@@ -349,9 +350,10 @@ type rolloutMonitor struct {
 	finished map[string]bool
 	// faults: the faults are on; checkedUnderFaults counts the updates
 	// checked meanwhile.
-	faults             bool
-	checkedUnderFaults int
-	completed          map[string]bool
+	faults              bool
+	checkedUnderFaults  int
+	finishedUnderFaults int
+	completed           map[string]bool
 }
 
 type rolloutVariant struct {
@@ -513,8 +515,11 @@ func (m *monitor) observeRolloutSet(o *configv1alpha2.PackageVariantSet) string 
 	var phases []string
 	for _, w := range st.Waves {
 		phases = append(phases, fmt.Sprintf("%s:%s(%d/%d)", w.Name, w.Phase, w.Finished, w.Variants))
-		if w.Phase == configv1alpha2.WaveFinished {
+		if w.Phase == configv1alpha2.WaveFinished && !m.ro.finished[st.ID+"/"+w.Name] {
 			m.ro.finished[st.ID+"/"+w.Name] = true
+			if m.ro.faults {
+				m.ro.finishedUnderFaults++
+			}
 		}
 	}
 	line := fmt.Sprintf(" rollout %s rev %d %s", st.ID, st.UpstreamRevision, strings.Join(phases, " "))

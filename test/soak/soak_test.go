@@ -156,8 +156,8 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 			busy++
 		}
 	}
-	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over the env=prod ones of %d site repositories, one over all of them rolling out in waves, and 10 hand-written variants; %s in all.\n\n",
-		seeds, first, first+int64(seeds)-1, busy, d, sites, took.Round(time.Second))
+	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over the env=prod ones of %d site repositories, one over %d of them rolling out in waves, and 10 hand-written variants; %s in all.\n\n",
+		seeds, first, first+int64(seeds)-1, busy, d, sites, min(sites, rolloutSites), took.Round(time.Second))
 	fmt.Fprintf(&b, "| what | count |\n|---|---:|\n")
 	row := func(what string, n int) { fmt.Fprintf(&b, "| %s | %d |\n", what, n) }
 	// each of m by name, then their sum

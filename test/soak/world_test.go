@@ -45,10 +45,12 @@ const (
 	ns          = "soak"
 	decoyNS     = "decoy"
 	setName     = "fleet"
-	// rolloutSetName is the second set: every site gets the blueprint as
-	// package rolloutPkg, rolled out in waves by region (rolloutSet).
+	// rolloutSetName is the second set: the first rolloutSites sites get
+	// the blueprint as package rolloutPkg, rolled out in waves by region
+	// (rolloutSet).
 	rolloutSetName = "waves"
 	rolloutPkg     = "edge"
+	rolloutSites   = 12
 	handRepo       = "hand"
 	// color is what the soak's settings ConfigMap holds; the decoy of the
 	// same name in another namespace holds decoyColor.
@@ -127,7 +129,12 @@ func siteLabels(i int, prod bool) map[string]string {
 	if prod {
 		env = "prod"
 	}
-	return map[string]string{"env": env, "region": []string{"eu", "us", "ap"}[i%3]}
+	labels := map[string]string{"env": env, "region": []string{"eu", "us", "ap"}[i%3]}
+	if i < rolloutSites {
+		// people never change it: the rollout set's variants stay
+		labels["rollout"] = rolloutSetName
+	}
+	return labels
 }
 
 // newWorld builds the fleet: the blueprint, the site repositories (about
@@ -152,7 +159,7 @@ func newWorld(t *testing.T, cfg config) *world {
 		configMap(ns, "settings", color),
 		configMap(decoyNS, "settings", decoyColor),
 	}
-	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, cfg.sites))
+	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, min(cfg.sites, rolloutSites)))
 	w.sim.Observe(w.mon.observe)
 	w.sim.AddRepository(ns, "blueprints", false, nil)
 	if _, err := w.sim.AddPublished(ns, "blueprints", "app", 1, blueprint(1)); err != nil {
@@ -203,9 +210,11 @@ func (w *world) set() *configv1alpha2.PackageVariantSet {
 	}
 }
 
-// rolloutSet is the set that rolls out in waves: every site (whatever its
-// env, so people's relabelling never adds or removes its variants) gets the
-// blueprint as package edge, labelled with the site's region; a change
+// rolloutSet is the set that rolls out in waves: the first rolloutSites
+// sites (labelled rollout=waves whatever their env, so people's relabelling
+// never adds or removes its variants; few, so that waves finish under the
+// faults even in a long soak, where the controllers take most of its length
+// to make the other set's variants ready) get the blueprint as package edge, labelled with the site's region; a change
 // reaches the eu sites first, two at a time, then the us sites, half of
 // them at a time, then the rest, three at a time. People publish its drafts
 // as they do the others'; no soak, and failures never halt it.
@@ -220,7 +229,7 @@ func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
 			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
 			Targets: []configv1alpha2.Target{{
 				RepositorySelector: &configv1alpha2.RepositorySelector{
-					LabelSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: metav1.LabelSelectorOpExists}}},
+					LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout": rolloutSetName}},
 				},
 				Template: &configv1alpha2.PackageVariantTemplate{
 					Downstream:     &configv1alpha2.DownstreamTemplate{Package: str(rolloutPkg)},
@@ -476,7 +485,7 @@ func (w *world) act(stop <-chan struct{}) {
 		case <-time.After(between(w.rng, 10*time.Millisecond, 60*time.Millisecond)):
 		}
 		w.actOnce()
-		if rng.IntN(3) == 0 {
+		if rng.IntN(2) == 0 {
 			w.publishRolloutDraft(rng)
 		}
 	}
@@ -749,6 +758,7 @@ func runSeed(t *testing.T, cfg config) *counts {
 	w.counts.rollout["variant updates checked against their waves"] += w.mon.ro.checked
 	w.counts.rollout["variant updates checked against their waves, under faults"] += w.mon.ro.checkedUnderFaults
 	w.counts.rollout["waves finished"] += len(w.mon.ro.finished)
+	w.counts.rollout["waves finished, under faults"] += w.mon.ro.finishedUnderFaults
 	w.counts.rollout["rollouts completed"] += len(w.mon.ro.completed)
 	w.mon.mu.Unlock()
 	w.counts.violations = w.mon.report(t, cfg.seed)
