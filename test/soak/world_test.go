@@ -491,27 +491,44 @@ func (w *world) act(stop <-chan struct{}) {
 	}
 }
 
-// publishRolloutDraft is a person publishing one open draft or proposal of
-// the rollout set's variants, if there is one: the waves go on under the
-// faults.
+// publishRolloutDraft is a person publishing, as the rollout set's waves
+// ask, the drafts and proposals of its variants that say they wait for
+// approval (Published=False, WaitingForApproval, for their generation),
+// and now and then one more open draft of them at random, ready or not:
+// the waves go on under the faults.
 func (w *world) publishRolloutDraft(rng *rand.Rand) {
-	var open []string
+	ready := map[string]bool{}
+	for _, pv := range w.sim.PackageVariants(ns) {
+		pub := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ConditionPublished)
+		if _, owner := controllerOf(&pv); owner != "PackageVariantSet "+rolloutSetName || pub == nil ||
+			pub.Reason != configv1alpha1.ReasonWaitingForApproval || pub.ObservedGeneration != pv.Generation {
+			continue
+		}
+		for _, t := range pv.Status.DownstreamTargets {
+			ready[t.Name] = true
+		}
+	}
+	var open, publish []string
 	for _, pr := range w.sim.PackageRevisions(ns) {
 		if pr.Spec.PackageName == rolloutPkg && !helper.IsPlaceholder(&pr) &&
 			(pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed) {
 			open = append(open, pr.Name)
+			if ready[pr.Name] {
+				publish = append(publish, pr.Name)
+			}
 		}
 	}
-	if len(open) == 0 {
-		return
-	}
 	sort.Strings(open)
-	name := open[rng.IntN(len(open))]
-	err := w.sim.Publish(ns, name)
-	if err == nil {
-		w.count("person", "publish a rollout draft")
+	if len(open) > 0 && rng.IntN(4) == 0 {
+		publish = append(publish, open[rng.IntN(len(open))])
 	}
-	w.logf("person publishes %s (rollout): %v", name, err)
+	for _, name := range publish {
+		err := w.sim.Publish(ns, name)
+		if err == nil {
+			w.count("person", "publish a rollout draft")
+		}
+		w.logf("person publishes %s (rollout): %v", name, err)
+	}
 }
 
 // watchDrafts is the person of a busy seed who edits each draft the
