@@ -2,6 +2,11 @@
 // faults (API errors with and without effect, conflicts, lagging and broken
 // watches, controller restarts mid-sync) while people act on the same
 // objects, then checks that nothing was lost and everything converged.
+// A second set rolls out each new upstream revision in waves while people
+// publish its drafts: the monitor checks that no variant gets the change
+// before its wave may start and that no wave holds more open changes than
+// its maxConcurrent, and at the end the rollout of the newest revision must
+// be complete (see rolloutMonitor).
 //
 // `make test` runs a short fixed-seed soak; `make soak` runs many seeds:
 //
