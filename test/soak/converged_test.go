@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // checkConverged checks the world once the controllers have settled.
@@ -81,10 +83,16 @@ func (w *world) checkConverged() {
 			m.violate([]string{obj}, "PackageVariantSet %s is stuck deleting", set.Name)
 			continue
 		}
+		// The fleet set takes the env=prod sites, the rollout set those
+		// labelled rollout=waves.
 		desired := 0
 		prod := map[string]bool{}
 		for _, r := range repos.Items {
-			if r.Labels["env"] == "prod" {
+			selected := r.Labels["env"] == "prod"
+			if set.Name == rolloutSetName {
+				selected = r.Labels["rollout"] == rolloutSetName
+			}
+			if selected {
 				desired++
 				prod[r.Name] = true
 			}
@@ -100,13 +108,22 @@ func (w *world) checkConverged() {
 				readyN++
 			}
 			if !prod[pv.Spec.Downstream.Repo] {
-				m.violate([]string{obj, "PackageVariant " + pv.Name}, "PackageVariant %s of the set targets %s, which is not labelled env=prod", pv.Name, pv.Spec.Downstream.Repo)
+				m.violate([]string{obj, "PackageVariant " + pv.Name}, "PackageVariant %s of the set targets %s, which the set does not select", pv.Name, pv.Spec.Downstream.Repo)
+			}
+			if set.Name == rolloutSetName && (pv.Spec.Upstream == nil || pv.Spec.Upstream.Revision != w.upstream) {
+				m.violate([]string{obj, "PackageVariant " + pv.Name}, "PackageVariant %s of the rollout set is on upstream %+v once the rollout finished, not revision %d", pv.Name, pv.Spec.Upstream, w.upstream)
 			}
 		}
 		st := set.Status
 		if int(st.DesiredVariants) != desired || int(st.ExistingVariants) != existing || int(st.ReadyVariants) != readyN {
 			m.violate([]string{obj}, "PackageVariantSet %s counts desired/existing/ready %d/%d/%d, the world has %d/%d/%d",
 				set.Name, st.DesiredVariants, st.ExistingVariants, st.ReadyVariants, desired, existing, readyN)
+		}
+		if set.Name == rolloutSetName {
+			c := meta.FindStatusCondition(set.Status.Conditions, rollout.ConditionRolledOut)
+			if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != set.Generation || set.Status.Rollout == nil || set.Status.Rollout.UpstreamRevision != w.upstream {
+				m.violate([]string{obj}, "PackageVariantSet %s has not rolled out upstream revision %d: RolledOut %+v, status.rollout %+v", set.Name, w.upstream, c, set.Status.Rollout)
+			}
 		}
 		if r := readyOf(set.Status.Conditions); r == nil || r.Status != metav1.ConditionTrue || r.ObservedGeneration != set.Generation {
 			m.violate([]string{obj}, "PackageVariantSet %s is not Ready for its generation %d: %+v", set.Name, set.Generation, r)

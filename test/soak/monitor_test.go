@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,6 +17,8 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -51,6 +54,8 @@ type monitor struct {
 	changed    map[string]bool
 	events     []string
 	violations []violation
+	// ro follows the set that rolls out in waves.
+	ro *rolloutMonitor
 }
 
 type violation struct {
@@ -58,7 +63,7 @@ type violation struct {
 	msg     string
 }
 
-func newMonitor(start time.Time) *monitor {
+func newMonitor(start time.Time, ro *rolloutMonitor) *monitor {
 	return &monitor{
 		start:         start,
 		open:          map[string]map[string]bool{},
@@ -67,6 +72,7 @@ func newMonitor(start time.Time) *monitor {
 		personDeleted: map[string]bool{},
 		going:         map[types.UID]string{},
 		history:       map[string][]string{},
+		ro:            ro,
 	}
 }
 
@@ -160,13 +166,25 @@ func (m *monitor) observe(c porchsim.Change) {
 			m.going[o.UID] = o.Name
 			line += " deleting"
 		}
-		if _, owner := controllerOf(o); owner != "" {
+		_, owner := controllerOf(o)
+		if owner != "" {
 			line += " owner=" + owner
 		}
 		if r := readyOf(o.Status.Conditions); r != nil {
 			line += fmt.Sprintf(" Ready=%s/%s", r.Status, r.Reason)
 		}
+		if owner == "PackageVariantSet "+rolloutSetName {
+			if o.Spec.Upstream != nil {
+				line += fmt.Sprintf(" upstream=%d", o.Spec.Upstream.Revision)
+			}
+			if p := meta.FindStatusCondition(o.Status.Conditions, configv1alpha1.ConditionPublished); p != nil {
+				line += fmt.Sprintf(" Published=%s/%s@%d", p.Status, p.Reason, p.ObservedGeneration)
+			}
+		}
 		m.noteLocked("PackageVariant "+o.Name, line)
+		if owner == "PackageVariantSet "+rolloutSetName {
+			m.observeRolloutVariant(c.Type, o)
+		}
 	case *configv1alpha2.PackageVariantSet:
 		line := fmt.Sprintf("#%d %s uid=%s gen=%d desired/existing/ready=%d/%d/%d", c.Sequence, c.Type, o.UID, o.Generation,
 			o.Status.DesiredVariants, o.Status.ExistingVariants, o.Status.ReadyVariants)
@@ -175,6 +193,9 @@ func (m *monitor) observe(c porchsim.Change) {
 		}
 		if r := readyOf(o.Status.Conditions); r != nil {
 			line += fmt.Sprintf(" Ready=%s/%s %q", r.Status, r.Reason, r.Message)
+		}
+		if o.Name == rolloutSetName {
+			line += m.observeRolloutSet(o)
 		}
 		m.noteLocked("PackageVariantSet "+o.Name, line)
 	case *configv1alpha1.Repository:
@@ -291,4 +312,222 @@ func (m *monitor) report(t *testing.T, seed int64) int {
 	}
 	t.Error(b.String())
 	return len(m.violations)
+}
+
+// rolloutMonitor follows the variants of the set that rolls out in waves
+// (world.rolloutSet), whose variants are fixed (one per site it selects,
+// never deleted), and checks, at the moment each change is made:
+//
+//   - a variant's update to upstream revision P (a spec change after its
+//     creation) is in a wave that may have started for P: every earlier
+//     wave is done for P, each of its variants having been seen carrying
+//     P and finished (Published=True for its generation) or failed, as
+//     the controller decides from its caches, which only ever hold states
+//     the monitor saw before;
+//   - no wave has more variants with an open change for P than its
+//     maxConcurrent: updated to P (created ones are never held back and
+//     not counted) and not seen finished for their generation.
+//
+// Both are decided from the set's spec and the variants alone, never from
+// the set's status, which the controller writes after the variants.
+type rolloutMonitor struct {
+	spec *configv1alpha2.Rollout
+	// size is how many variants each wave has (every selected site of its
+	// region).
+	size []int
+	// variants by name.
+	variants map[string]*rolloutVariant
+	// done[P][wave] is a wave done for upstream revision P; seen[P] the
+	// variants seen carrying P and finished or failed.
+	done map[int]map[int]bool
+	seen map[int]map[string]bool
+	// over[P][wave] is the most open changes already reported.
+	over map[int]map[int]int
+	// checked counts the variant updates checked; finished the waves the
+	// set reported Finished (by rollout and wave), completed the rollouts
+	// it reported RolledOut.
+	checked  int
+	finished map[string]bool
+	// faults: the faults are on; checkedUnderFaults counts the updates
+	// checked meanwhile.
+	faults              bool
+	checkedUnderFaults  int
+	finishedUnderFaults int
+	completed           map[string]bool
+}
+
+type rolloutVariant struct {
+	wave int
+	pin  int
+	gen  int64
+	// updated: pin came by an update, not with the creation.
+	updated bool
+	// finishedGen is the generation seen Published=True (0: none).
+	finishedGen int64
+}
+
+func newRolloutMonitor(spec *configv1alpha2.Rollout, sites int) *rolloutMonitor {
+	all := make([]rollout.Variant, 0, sites)
+	for i := range sites {
+		all = append(all, rollout.Variant{Name: siteName(i), Labels: rolloutVariantLabels(i)})
+	}
+	waves, err := rollout.Waves(spec, all)
+	if err != nil {
+		panic(err)
+	}
+	r := &rolloutMonitor{spec: spec, variants: map[string]*rolloutVariant{}, done: map[int]map[int]bool{},
+		seen: map[int]map[string]bool{}, over: map[int]map[int]int{}, finished: map[string]bool{}, completed: map[string]bool{}}
+	for _, vs := range waves {
+		r.size = append(r.size, len(vs))
+	}
+	return r
+}
+
+// waveOf is the wave of a variant with labels.
+func (r *rolloutMonitor) waveOf(labels map[string]string) int {
+	waves, _ := rollout.Waves(r.spec, []rollout.Variant{{Name: "v", Labels: labels}})
+	for i, vs := range waves {
+		if len(vs) > 0 {
+			return i
+		}
+	}
+	return len(waves) - 1
+}
+
+// failedNow is variantProgress's failure: Stalled, or Ready=False for
+// something a person must fix, for the variant's generation.
+func failedNow(pv *configv1alpha1.PackageVariant) bool {
+	for _, c := range pv.Status.Conditions {
+		if c.ObservedGeneration != pv.Generation {
+			continue
+		}
+		if c.Type == conditions.Stalled && c.Status == metav1.ConditionTrue {
+			return true
+		}
+		if c.Type == conditions.Ready && c.Status == metav1.ConditionFalse {
+			switch c.Reason {
+			case configv1alpha1.ReasonRenderFailed, configv1alpha1.ReasonRefused, configv1alpha1.ReasonConflict:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// observeRolloutVariant runs under the monitor's lock for every change of
+// a variant of the rollout set.
+func (m *monitor) observeRolloutVariant(typ watch.EventType, pv *configv1alpha1.PackageVariant) {
+	r := m.ro
+	obj := "PackageVariant " + pv.Name
+	if typ == watch.Deleted || pv.DeletionTimestamp != nil {
+		delete(r.variants, pv.Name)
+		return
+	}
+	pin := 0
+	if pv.Spec.Upstream != nil {
+		pin = pv.Spec.Upstream.Revision
+	}
+	v := r.variants[pv.Name]
+	if v == nil {
+		v = &rolloutVariant{wave: r.waveOf(pv.Spec.Labels), pin: pin, gen: pv.Generation}
+		r.variants[pv.Name] = v
+	} else if pv.Generation != v.gen {
+		v.gen = pv.Generation
+		if pin != v.pin {
+			v.pin, v.updated = pin, true
+			r.checked++
+			if r.faults {
+				r.checkedUnderFaults++
+			}
+			for j := 0; j < v.wave; j++ {
+				if !r.done[pin][j] {
+					m.violateLocked([]string{obj, "PackageVariantSet " + rolloutSetName},
+						"PackageVariant %s of wave %q got upstream revision %d before wave %q was done for it (%d of its %d variants seen finished with it)",
+						pv.Name, r.spec.Waves[v.wave].Name, pin, r.spec.Waves[j].Name, r.doneIn(pin, j), r.size[j])
+					break
+				}
+			}
+		}
+	}
+	if pub := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ConditionPublished); pub != nil &&
+		pub.Status == metav1.ConditionTrue && pub.ObservedGeneration == pv.Generation {
+		v.finishedGen = pv.Generation
+	}
+	if v.finishedGen == v.gen || failedNow(pv) {
+		if r.seen[v.pin] == nil {
+			r.seen[v.pin] = map[string]bool{}
+		}
+		r.seen[v.pin][pv.Name] = true
+		if r.doneIn(v.pin, v.wave) == r.size[v.wave] {
+			if r.done[v.pin] == nil {
+				r.done[v.pin] = map[int]bool{}
+			}
+			r.done[v.pin][v.wave] = true
+		}
+	}
+	// The open changes of the variant's wave for its revision.
+	var open []string
+	for name, o := range r.variants {
+		if o.wave == v.wave && o.pin == v.pin && o.updated && o.finishedGen != o.gen {
+			open = append(open, name)
+		}
+	}
+	limit := rollout.MaxConcurrent(r.spec.Waves[v.wave], r.size[v.wave])
+	if r.over[v.pin] == nil {
+		r.over[v.pin] = map[int]int{}
+	}
+	if len(open) > limit && len(open) > r.over[v.pin][v.wave] {
+		r.over[v.pin][v.wave] = len(open)
+		sort.Strings(open)
+		objects := []string{"PackageVariantSet " + rolloutSetName}
+		for _, name := range open {
+			objects = append(objects, "PackageVariant "+name)
+		}
+		m.violateLocked(objects, "wave %q has %d open changes to upstream revision %d, more than its maxConcurrent %d: %s",
+			r.spec.Waves[v.wave].Name, len(open), v.pin, limit, strings.Join(open, ", "))
+	}
+}
+
+// faultsOn says whether the faults are on, for the counts.
+func (m *monitor) faultsOn(on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ro.faults = on
+}
+
+// doneIn is how many variants of wave j were seen finished with revision p.
+func (r *rolloutMonitor) doneIn(p, j int) int {
+	n := 0
+	for name := range r.seen[p] {
+		if v := r.variants[name]; v != nil && v.wave == j {
+			n++
+		}
+	}
+	return n
+}
+
+// observeRolloutSet counts the waves and rollouts the set reports done.
+func (m *monitor) observeRolloutSet(o *configv1alpha2.PackageVariantSet) string {
+	st := o.Status.Rollout
+	if st == nil {
+		return ""
+	}
+	var phases []string
+	for _, w := range st.Waves {
+		phases = append(phases, fmt.Sprintf("%s:%s(%d/%d)", w.Name, w.Phase, w.Finished, w.Variants))
+		if w.Phase == configv1alpha2.WaveFinished && !m.ro.finished[st.ID+"/"+w.Name] {
+			m.ro.finished[st.ID+"/"+w.Name] = true
+			if m.ro.faults {
+				m.ro.finishedUnderFaults++
+			}
+		}
+	}
+	line := fmt.Sprintf(" rollout %s rev %d %s", st.ID, st.UpstreamRevision, strings.Join(phases, " "))
+	if c := meta.FindStatusCondition(o.Status.Conditions, rollout.ConditionRolledOut); c != nil {
+		line += fmt.Sprintf(" RolledOut=%s/%s", c.Status, c.Reason)
+		if c.Status == metav1.ConditionTrue {
+			m.ro.completed[st.ID] = true
+		}
+	}
+	return line
 }

@@ -2,6 +2,11 @@
 // faults (API errors with and without effect, conflicts, lagging and broken
 // watches, controller restarts mid-sync) while people act on the same
 // objects, then checks that nothing was lost and everything converged.
+// A second set rolls out each new upstream revision in waves while people
+// publish its drafts: the monitor checks that no variant gets the change
+// before its wave may start and that no wave holds more open changes than
+// its maxConcurrent, and at the end the rollout of the newest revision must
+// be complete (see rolloutMonitor).
 //
 // `make test` runs a short fixed-seed soak; `make soak` runs many seeds:
 //
@@ -101,8 +106,10 @@ func TestSoak(t *testing.T) {
 
 // counts are what a soak did, by kind.
 type counts struct {
-	faults     map[string]int
-	actions    map[string]int
+	faults  map[string]int
+	actions map[string]int
+	// rollout counts what the rollout set did (see rolloutMonitor).
+	rollout    map[string]int
 	restarts   int
 	holds      int
 	breaks     int
@@ -114,7 +121,7 @@ type counts struct {
 }
 
 func newCounts() *counts {
-	return &counts{faults: map[string]int{}, actions: map[string]int{}}
+	return &counts{faults: map[string]int{}, actions: map[string]int{}, rollout: map[string]int{}}
 }
 
 func (c *counts) add(o *counts) {
@@ -126,6 +133,9 @@ func (c *counts) add(o *counts) {
 	}
 	for k, v := range o.actions {
 		c.actions[k] += v
+	}
+	for k, v := range o.rollout {
+		c.rollout[k] += v
 	}
 	c.restarts += o.restarts
 	c.holds += o.holds
@@ -151,8 +161,8 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 			busy++
 		}
 	}
-	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over %d site repositories and 10 hand-written variants; %s in all.\n\n",
-		seeds, first, first+int64(seeds)-1, busy, d, sites, took.Round(time.Second))
+	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over the env=prod ones of %d site repositories, one over %d of them rolling out in waves, and 10 hand-written variants; %s in all.\n\n",
+		seeds, first, first+int64(seeds)-1, busy, d, sites, min(sites, rolloutSites), took.Round(time.Second))
 	fmt.Fprintf(&b, "| what | count |\n|---|---:|\n")
 	row := func(what string, n int) { fmt.Fprintf(&b, "| %s | %d |\n", what, n) }
 	// each of m by name, then their sum
@@ -168,6 +178,9 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 	row("broken watches", c.breaks)
 	row("controller restarts", c.restarts)
 	breakdown("person: ", c.actions, "people's actions in all")
+	for _, k := range slices.Sorted(maps.Keys(c.rollout)) {
+		row("rollout: "+k, c.rollout[k])
+	}
 	row("DraftEdited without a person's edit (draft kept)", c.falseEdited)
 	row("violations", c.violations)
 	if len(failed) > 0 {

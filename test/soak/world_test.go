@@ -14,15 +14,19 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
@@ -41,7 +45,13 @@ const (
 	ns          = "soak"
 	decoyNS     = "decoy"
 	setName     = "fleet"
-	handRepo    = "hand"
+	// rolloutSetName is the second set: the first rolloutSites sites get
+	// the blueprint as package rolloutPkg, rolled out in waves by region
+	// (rolloutSet).
+	rolloutSetName = "waves"
+	rolloutPkg     = "edge"
+	rolloutSites   = 12
+	handRepo       = "hand"
 	// color is what the soak's settings ConfigMap holds; the decoy of the
 	// same name in another namespace holds decoyColor.
 	color      = "teal"
@@ -119,7 +129,12 @@ func siteLabels(i int, prod bool) map[string]string {
 	if prod {
 		env = "prod"
 	}
-	return map[string]string{"env": env, "region": []string{"eu", "us", "ap"}[i%3]}
+	labels := map[string]string{"env": env, "region": []string{"eu", "us", "ap"}[i%3]}
+	if i < rolloutSites {
+		// people never change it: the rollout set's variants stay
+		labels["rollout"] = rolloutSetName
+	}
+	return labels
 }
 
 // newWorld builds the fleet: the blueprint, the site repositories (about
@@ -144,7 +159,7 @@ func newWorld(t *testing.T, cfg config) *world {
 		configMap(ns, "settings", color),
 		configMap(decoyNS, "settings", decoyColor),
 	}
-	w.mon = newMonitor(w.start)
+	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, min(cfg.sites, rolloutSites)))
 	w.sim.Observe(w.mon.observe)
 	w.sim.AddRepository(ns, "blueprints", false, nil)
 	if _, err := w.sim.AddPublished(ns, "blueprints", "app", 1, blueprint(1)); err != nil {
@@ -193,6 +208,57 @@ func (w *world) set() *configv1alpha2.PackageVariantSet {
 			}},
 		},
 	}
+}
+
+// rolloutSet is the set that rolls out in waves: the first rolloutSites
+// sites (labelled rollout=waves whatever their env, so people's relabelling
+// never adds or removes its variants; few, so that waves finish under the
+// faults even in a long soak, where the controllers take most of its length
+// to make the other set's variants ready) get the blueprint as package edge, labelled with the site's region; a change
+// reaches the eu sites first, two at a time, then the us sites, half of
+// them at a time, then the rest, three at a time. People publish its drafts
+// as they do the others'; no soak, and failures never halt it.
+func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
+	str := func(s string) *string { return &s }
+	i32 := func(n int32) *int32 { return &n }
+	ios := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
+	policy := configv1alpha1.DeletionPolicyDelete
+	return &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rolloutSetName},
+		Spec: configv1alpha2.PackageVariantSetSpec{
+			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
+			Targets: []configv1alpha2.Target{{
+				RepositorySelector: &configv1alpha2.RepositorySelector{
+					LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout": rolloutSetName}},
+				},
+				Template: &configv1alpha2.PackageVariantTemplate{
+					Downstream:     &configv1alpha2.DownstreamTemplate{Package: str(rolloutPkg)},
+					DeletionPolicy: &policy,
+					Labels:         map[string]string{"fleet": rolloutPkg},
+					LabelExprs:     []configv1alpha2.MapExpr{{Key: str("region"), ValueExpr: str("repository.labels['region']")}},
+					PackageContext: &configv1alpha2.PackageContextTemplate{
+						DataExprs: []configv1alpha2.MapExpr{{Key: str("site"), ValueExpr: str("repository.name")}},
+					},
+					Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
+				},
+			}},
+			Rollout: &configv1alpha2.Rollout{
+				Waves: []configv1alpha2.Wave{
+					{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ios(intstr.FromInt32(2))},
+					{Name: "us", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, MaxConcurrent: ios(intstr.FromString("50%"))},
+					{Name: "rest", MaxConcurrent: ios(intstr.FromInt32(3))},
+				},
+				SoakSeconds: i32(0),
+				MaxFailures: i32(1000),
+			},
+		},
+	}
+}
+
+// rolloutVariantLabels are the labels rolloutSet gives the variant of site
+// i (what its wave is chosen by).
+func rolloutVariantLabels(i int) map[string]string {
+	return map[string]string{"fleet": rolloutPkg, "region": siteLabels(i, false)["region"]}
 }
 
 // handVariant is hand-written variant i: into hand/app-i, half of them
@@ -409,6 +475,9 @@ func (w *world) disturb(stop <-chan struct{}) {
 
 // act makes people act until stop is closed.
 func (w *world) act(stop <-chan struct{}) {
+	// A draw of its own, so that the other actions draw as they did before
+	// the rollout set was there.
+	rng := rand.New(rand.NewPCG(uint64(w.cfg.seed), 5))
 	for {
 		select {
 		case <-stop:
@@ -416,6 +485,49 @@ func (w *world) act(stop <-chan struct{}) {
 		case <-time.After(between(w.rng, 10*time.Millisecond, 60*time.Millisecond)):
 		}
 		w.actOnce()
+		if rng.IntN(2) == 0 {
+			w.publishRolloutDraft(rng)
+		}
+	}
+}
+
+// publishRolloutDraft is a person publishing, as the rollout set's waves
+// ask, the drafts and proposals of its variants that say they wait for
+// approval (Published=False, WaitingForApproval, for their generation),
+// and now and then one more open draft of them at random, ready or not:
+// the waves go on under the faults.
+func (w *world) publishRolloutDraft(rng *rand.Rand) {
+	ready := map[string]bool{}
+	for _, pv := range w.sim.PackageVariants(ns) {
+		pub := meta.FindStatusCondition(pv.Status.Conditions, configv1alpha1.ConditionPublished)
+		if _, owner := controllerOf(&pv); owner != "PackageVariantSet "+rolloutSetName || pub == nil ||
+			pub.Reason != configv1alpha1.ReasonWaitingForApproval || pub.ObservedGeneration != pv.Generation {
+			continue
+		}
+		for _, t := range pv.Status.DownstreamTargets {
+			ready[t.Name] = true
+		}
+	}
+	var open, publish []string
+	for _, pr := range w.sim.PackageRevisions(ns) {
+		if pr.Spec.PackageName == rolloutPkg && !helper.IsPlaceholder(&pr) &&
+			(pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed) {
+			open = append(open, pr.Name)
+			if ready[pr.Name] {
+				publish = append(publish, pr.Name)
+			}
+		}
+	}
+	sort.Strings(open)
+	if len(open) > 0 && rng.IntN(4) == 0 {
+		publish = append(publish, open[rng.IntN(len(open))])
+	}
+	for _, name := range publish {
+		err := w.sim.Publish(ns, name)
+		if err == nil {
+			w.count("person", "publish a rollout draft")
+		}
+		w.logf("person publishes %s (rollout): %v", name, err)
 	}
 }
 
@@ -618,8 +730,10 @@ func runSeed(t *testing.T, cfg config) *counts {
 	w := newWorld(t, cfg)
 	ctx := context.Background()
 	// The starting fleet: the set and the hand variants.
-	if _, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, w.set(), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, set := range []*configv1alpha2.PackageVariantSet{w.set(), w.rolloutSet()} {
+		if _, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i := range cfg.hand {
 		if _, err := w.person.ConfigV1alpha1().PackageVariants(ns).Create(ctx, w.handVariant(i), metav1.CreateOptions{}); err != nil {
@@ -630,6 +744,7 @@ func runSeed(t *testing.T, cfg config) *counts {
 	defer func() { w.currentRunner().Stop() }()
 
 	w.chaosOn.Store(true)
+	w.mon.faultsOn(true)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -640,6 +755,7 @@ func runSeed(t *testing.T, cfg config) *counts {
 	close(stop)
 	wg.Wait()
 	w.chaosOn.Store(false)
+	w.mon.faultsOn(false)
 	w.sim.ReleaseWatchEvents()
 	w.logf("faults and people stop")
 	before := w.sim.Requests()
@@ -649,12 +765,76 @@ func runSeed(t *testing.T, cfg config) *counts {
 
 	if err := w.currentRunner().WaitIdle(ctx, cfg.settle); err != nil {
 		w.mon.violate([]string{}, "the controllers did not converge once faults stopped: %v", err)
+	} else if err := w.finishRollout(); err != nil {
+		w.mon.violate([]string{"PackageVariantSet " + rolloutSetName}, "the rollout did not finish once people published everything: %v", err)
 	} else {
 		w.checkConverged()
 		w.checkRestartWritesNothing()
 	}
+	w.mon.mu.Lock()
+	w.counts.rollout["variant updates checked against their waves"] += w.mon.ro.checked
+	w.counts.rollout["variant updates checked against their waves, under faults"] += w.mon.ro.checkedUnderFaults
+	w.counts.rollout["waves finished"] += len(w.mon.ro.finished)
+	w.counts.rollout["waves finished, under faults"] += w.mon.ro.finishedUnderFaults
+	w.counts.rollout["rollouts completed"] += len(w.mon.ro.completed)
+	w.mon.mu.Unlock()
 	w.counts.violations = w.mon.report(t, cfg.seed)
 	return w.counts
+}
+
+// finishRollout is the people publishing, once faults stopped, every draft
+// and proposal of the rollout set's variants, and again as the waves open
+// more, until the set reports its rollout of the newest upstream revision
+// done (the controllers idle in between).
+func (w *world) finishRollout() error {
+	ctx := context.Background()
+	deadline := time.Now().Add(w.cfg.settle)
+	idle := 0
+	for {
+		if w.rolledOut() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not RolledOut for upstream revision %d within %s", w.upstream, w.cfg.settle)
+		}
+		published := 0
+		for _, pr := range w.sim.PackageRevisions(ns) {
+			open := pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed
+			if !open || pr.Spec.PackageName != rolloutPkg || helper.IsPlaceholder(&pr) {
+				continue
+			}
+			err := w.sim.Publish(ns, pr.Name)
+			w.logf("person publishes %s to finish the rollout: %v", pr.Name, err)
+			if err == nil {
+				published++
+				w.count("person", "publish a rollout draft (settle)")
+			}
+		}
+		// Nothing to publish and still not rolled out: the controllers may
+		// be one step behind; a few idle rounds without anything to publish
+		// are a stuck rollout.
+		if published == 0 {
+			if idle++; idle > 3 {
+				return fmt.Errorf("nothing left to publish, yet not RolledOut for upstream revision %d", w.upstream)
+			}
+		} else {
+			idle = 0
+		}
+		if err := w.currentRunner().WaitIdle(ctx, time.Until(deadline)); err != nil {
+			return err
+		}
+	}
+}
+
+// rolledOut reports whether the rollout set says it rolled the newest
+// upstream revision out.
+func (w *world) rolledOut() bool {
+	set, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Get(context.Background(), rolloutSetName, metav1.GetOptions{})
+	if err != nil || set.Status.Rollout == nil || set.Status.Rollout.UpstreamRevision != w.upstream {
+		return false
+	}
+	c := meta.FindStatusCondition(set.Status.Conditions, rollout.ConditionRolledOut)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == set.Generation
 }
 
 // checkRestartWritesNothing restarts the controllers on the converged
