@@ -105,9 +105,9 @@ type Controller struct {
 	// expectations are the variants created that the cache does not show
 	// yet.
 	expectations *expectations.Expectations
-	// statusWrites holds, by set UID, the status of the set's last status
-	// write (*PackageVariantSetStatus), so that its echo does not wake the
-	// set again.
+	// statusWrites holds, by set UID, the statuses of the set's last
+	// status writes (*lastWrites), so that their echoes do not wake the set
+	// again.
 	statusWrites sync.Map
 	// written holds the controller's own status writes of sets that the
 	// cache may not show yet.
@@ -263,9 +263,9 @@ func (c *Controller) wake(key cache.ObjectName) {
 	c.queue.Add(key)
 }
 
-// ownStatusWrite reports whether an update of a set is the echo of its own
-// last status write: nothing but the status changed, and the status is
-// the one the controller last wrote. Syncing again for it would compute the
+// ownStatusWrite reports whether an update of a set is the echo of one of
+// its own last status writes: nothing but the status changed, and the
+// status is one the controller wrote. Syncing again for it would compute the
 // same status from the same inputs: whatever changed since has its own
 // event (readiness changes of variants arrive batched, after
 // readinessDelay, and an echo must not undo that batching with an
@@ -281,7 +281,37 @@ func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
 		return false
 	}
 	written, ok := c.statusWrites.Load(n.UID)
-	return ok && equality.Semantic.DeepEqual(written, &n.Status)
+	return ok && written.(*lastWrites).has(&n.Status)
+}
+
+// lastWrites are the last few statuses written of one set: syncs that
+// follow each other closely write again before the echo of the write
+// before arrives.
+type lastWrites struct {
+	mu       sync.Mutex
+	statuses [4]*configv1alpha2.PackageVariantSetStatus
+	next     int
+}
+
+func (l *lastWrites) add(st *configv1alpha2.PackageVariantSetStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.statuses[l.next] = st
+	l.next = (l.next + 1) % len(l.statuses)
+}
+
+func (l *lastWrites) has(st *configv1alpha2.PackageVariantSetStatus) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.statuses[:], func(w *configv1alpha2.PackageVariantSetStatus) bool {
+		return w != nil && equality.Semantic.DeepEqual(w, st)
+	})
+}
+
+// recordStatusWrite remembers a status about to be written of a set.
+func (c *Controller) recordStatusWrite(uid types.UID, st *configv1alpha2.PackageVariantSetStatus) {
+	written, _ := c.statusWrites.LoadOrStore(uid, &lastWrites{})
+	written.(*lastWrites).add(st)
 }
 
 // handleVariantUpdate wakes the set when what it manages changed (the

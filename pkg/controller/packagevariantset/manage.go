@@ -128,8 +128,14 @@ func (c *Controller) awaitCreated(ctx context.Context, pvs *configv1alpha2.Packa
 	return expectations.CheckAfter, nil
 }
 
-// updateVariant writes spec into a copy of cur.
+// updateVariant writes spec into a copy of cur: of the cache's newer copy
+// of it when there is one with the same spec (its controller writes its
+// status all the time; the set's plan may be older than the last of those
+// writes, and writing onto it would only conflict).
 func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.PackageVariant, spec *configv1alpha1.PackageVariantSpec) error {
+	if latest, err := c.pvLister.PackageVariants(cur.Namespace).Get(cur.Name); err == nil && latest.UID == cur.UID && latest.Generation == cur.Generation {
+		cur = latest
+	}
 	upd := cur.DeepCopy()
 	upd.Spec = *spec
 	if _, err := c.client.ConfigV1alpha1().PackageVariants(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {

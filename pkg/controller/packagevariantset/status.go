@@ -96,7 +96,7 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	}
 	sets := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace)
 	// Recorded before the write: its echo may arrive before its answer.
-	c.statusWrites.Store(pvs.UID, pvs.Status.DeepCopy())
+	c.recordStatusWrite(pvs.UID, pvs.Status.DeepCopy())
 	updated, err := sets.UpdateStatus(ctx, pvs, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) {
 		// The cache is behind the server. As the ReplicaSet controller
