@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,44 +24,45 @@ import (
 // held back. pkg/controller/rollout decides; this file hands it the facts
 // from the caches and applies its plan to the set's writes.
 
-// planRollout decides the rollout of w's change and drops from w.changes
-// the updates it holds back. f is the set's fleet.
+// planRollout decides the rollout of the set's change and lists in
+// w.changes the writes of f it does not hold back.
 func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
 	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
 	if err != nil {
 		return err
 	}
-	variants := f.rolloutFacts(matcher)
+	waves, err := f.rolloutWaves(pvs.Spec.Rollout, matcher)
+	if err != nil {
+		return err
+	}
 	var previousReason string
 	if cond := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut); cond != nil {
 		previousReason = cond.Reason
 	}
-	plan, err := rollout.Compute(rollout.Input{
+	plan := rollout.Decide(rollout.Input{
 		Spec:             pvs.Spec.Rollout,
 		Previous:         pvs.Status.Rollout,
 		PreviousReason:   previousReason,
 		ID:               rollout.ID(upstream.Spec.Revision, templatesOf(pvs)),
 		UpstreamRevision: upstream.Spec.Revision,
 		Approval:         pvs.Annotations[configv1alpha2.ApproveWaveAnnotation],
-		Variants:         variants,
 		Now:              c.now(),
 		Namespace:        pvs.Namespace,
 		Set:              pvs.Name,
-	})
-	if err != nil {
-		return err
-	}
+	}, waves)
+	// The writes: every create, and the updates the rollout opens, in
+	// target order.
 	open := make(map[string]bool, len(plan.Open))
 	for _, name := range plan.Open {
 		open[name] = true
 	}
-	kept := w.changes[:0]
-	for _, ch := range w.changes {
+	w.changes = nil
+	for _, ch := range f.changes {
 		if ch.current == nil || open[ch.current.Name] {
-			kept = append(kept, ch)
+			w.changes = append(w.changes, ch)
 		}
 	}
-	w.changes = kept
+	slices.SortFunc(w.changes, func(a, b change) int { return f.pos[a.id] - f.pos[b.id] })
 	w.rollout = &plan
 	return nil
 }

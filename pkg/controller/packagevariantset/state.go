@@ -198,12 +198,14 @@ type fleet struct {
 	stale   map[string]*configv1alpha1.PackageVariant
 	// ready counts the variants of byName that are Ready.
 	ready int
-	// facts are what a rollout knows of each rendered variant, in the
-	// order of variants, and factAt the position of each identifier
-	// (built by the first sync that needs them); touched are the
+	// pos is the position of each identifier in variants (target order).
+	pos map[string]int
+	// waves are what a rollout knows of each rendered variant, in their
+	// waves as rollout.Waves puts them, and waveAt where each identifier
+	// is (built by the first sync that needs them); touched are the
 	// identifiers the last refresh read again.
-	facts   []rollout.Variant
-	factAt  map[string]int
+	waves   [][]rollout.Variant
+	waveAt  map[string][2]int
 	touched map[string]bool
 	// unusable says a later sync cannot go on from this fleet: two
 	// variants share an identifier, or a variant name is taken by an
@@ -262,10 +264,11 @@ func (f *fleet) remove(name string) string {
 }
 
 // apply lists the fleet's writes in w: the creates and updates in target
-// order, the stale variants in name order.
-func (f *fleet) apply(w *wanted) {
+// order (when withChanges; a rollout picks them itself, planRollout), the
+// stale variants in name order.
+func (f *fleet) apply(w *wanted, withChanges bool) {
 	w.changes, w.stale = nil, nil
-	if len(f.changes) > 0 {
+	if withChanges && len(f.changes) > 0 {
 		for _, v := range w.variants {
 			if ch, ok := f.changes[v.id]; ok {
 				w.changes = append(w.changes, ch)
@@ -300,25 +303,50 @@ func isReady(pv *configv1alpha1.PackageVariant) bool {
 	return meta.IsStatusConditionTrue(pv.Status.Conditions, conditions.Ready)
 }
 
-// rolloutFacts are what a rollout knows of each rendered variant, in the
-// order of f.variants: built in full once, then brought up to date for the
-// identifiers a refresh touched. m works out each variant's wave.
-func (f *fleet) rolloutFacts(m *rollout.Matcher) []rollout.Variant {
-	if f.facts == nil {
-		f.facts = make([]rollout.Variant, len(f.variants))
-		f.factAt = make(map[string]int, len(f.variants))
-		for i, v := range f.variants {
-			f.factAt[v.id] = i
-			f.facts[i] = f.factOf(v, m)
+// rolloutWaves are what a rollout knows of each rendered variant, in
+// their waves: grouped once, then brought up to date in place for the
+// identifiers a refresh touched (a variant's wave follows from its
+// rendered labels, which a fleet never changes). m works out each
+// variant's wave.
+func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, m *rollout.Matcher) ([][]rollout.Variant, error) {
+	if f.waves != nil {
+		for id := range f.touched {
+			at, ok := f.waveAt[id]
+			if !ok {
+				continue
+			}
+			fact := f.factOf(f.rendered[id], m)
+			if fact.Name != f.waves[at[0]][at[1]].Name {
+				// The variant of this identifier has another name now:
+				// its place in name order may have changed.
+				f.waves = nil
+				break
+			}
+			f.waves[at[0]][at[1]] = fact
 		}
-		return f.facts
-	}
-	for id := range f.touched {
-		if i, ok := f.factAt[id]; ok {
-			f.facts[i] = f.factOf(f.variants[i], m)
+		if f.waves != nil {
+			return f.waves, nil
 		}
 	}
-	return f.facts
+	facts := make([]rollout.Variant, 0, len(f.variants))
+	idOf := make(map[string]string, len(f.variants))
+	for _, v := range f.variants {
+		fact := f.factOf(v, m)
+		idOf[fact.Name] = v.id
+		facts = append(facts, fact)
+	}
+	waves, err := rollout.Waves(spec, facts)
+	if err != nil {
+		return nil, err
+	}
+	f.waveAt = make(map[string][2]int, len(facts))
+	for w, vs := range waves {
+		for i, v := range vs {
+			f.waveAt[idOf[v.Name]] = [2]int{w, i}
+		}
+	}
+	f.waves = waves
+	return waves, nil
 }
 
 // factOf is what a rollout knows of the rendered variant v.

@@ -132,7 +132,7 @@ func (c *Controller) incremental(ctx context.Context, pvs *configv1alpha2.Packag
 	if !c.refresh(pvs, f, since.variants, w) {
 		return nil, nil
 	}
-	f.apply(w)
+	f.apply(w, pvs.Spec.Rollout == nil)
 	if pvs.Spec.Rollout != nil {
 		if err := c.planRollout(pvs, f, w, upstream); err != nil {
 			return nil, nil

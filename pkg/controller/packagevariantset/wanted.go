@@ -129,8 +129,10 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 // are not the set's go to w's problems.
 func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted) {
 	f.rendered = make(map[string]*rendered, len(w.variants))
-	for _, v := range w.variants {
+	f.pos = make(map[string]int, len(w.variants))
+	for i, v := range w.variants {
 		f.rendered[v.id] = v
+		f.pos[v.id] = i
 	}
 	for _, v := range w.variants {
 		c.planVariant(pvs, f, v.id, w)
@@ -140,7 +142,7 @@ func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, f *fleet
 			c.planVariant(pvs, f, id, w)
 		}
 	}
-	f.apply(w)
+	f.apply(w, pvs.Spec.Rollout == nil)
 }
 
 // planVariant plans the write for one identifier of f: an update of its

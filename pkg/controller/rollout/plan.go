@@ -32,6 +32,14 @@ func Compute(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	return Decide(in, waves), nil
+}
+
+// Decide is Compute for variants already put in their waves, as Waves puts
+// them (in.Variants is not read): a caller that keeps the waves from one
+// decision to the next, bringing only the variants that changed up to
+// date, does not pay for grouping and sorting the whole fleet each time.
+func Decide(in Input, waves [][]Variant) Plan {
 	d := &decision{in: in, previous: map[string]configv1alpha2.WaveStatus{}}
 	if in.Previous != nil && in.Previous.ID == in.ID {
 		for _, w := range in.Previous.Waves {
@@ -54,7 +62,7 @@ func Compute(in Input) (Plan, error) {
 		d.plan.States = append(d.plan.States, states(vs, open))
 	}
 	d.summarise()
-	return d.plan, nil
+	return d.plan
 }
 
 // wave decides wave i, whose variants are vs.

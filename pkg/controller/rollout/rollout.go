@@ -98,7 +98,8 @@ type Input struct {
 	UpstreamRevision int
 	// Approval is the value of the set's ApproveWaveAnnotation.
 	Approval string
-	// Variants are every variant the set wants, in any order.
+	// Variants are every variant the set wants, in any order (Compute;
+	// Decide takes them grouped instead).
 	Variants []Variant
 	// Now is the time of the decision.
 	Now time.Time
