@@ -181,79 +181,74 @@ func (w *world) logf(format string, args ...any) {
 // set is the PackageVariantSet: every env=prod site gets the blueprint,
 // with a package context computed by CEL and the settings injected.
 func (w *world) set() *configv1alpha2.PackageVariantSet {
-	str := func(s string) *string { return &s }
 	policy := configv1alpha1.DeletionPolicyDelete
 	if w.cfg.seed%2 == 0 {
 		policy = configv1alpha1.DeletionPolicyOrphan
 	}
-	return &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: setName},
-		Spec: configv1alpha2.PackageVariantSetSpec{
-			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
-			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{
-					LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
-				},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					DeletionPolicy: &policy,
-					Labels:         map[string]string{"fleet": "app"},
-					PackageContext: &configv1alpha2.PackageContextTemplate{
-						DataExprs: []configv1alpha2.MapExpr{
-							{Key: str("site"), ValueExpr: str("repository.name")},
-							{Key: str("region"), ValueExpr: str("repository.labels['region']")},
-						},
-					},
-					Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
-				},
-			}},
+	return siteSet(setName, map[string]string{"env": "prod"}, &configv1alpha2.PackageVariantTemplate{
+		DeletionPolicy: &policy,
+		Labels:         map[string]string{"fleet": "app"},
+		PackageContext: &configv1alpha2.PackageContextTemplate{
+			DataExprs: []configv1alpha2.MapExpr{
+				{Key: str("site"), ValueExpr: str("repository.name")},
+				{Key: str("region"), ValueExpr: str("repository.labels['region']")},
+			},
 		},
-	}
+		Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
+	})
 }
 
 // rolloutSet is the set that rolls out in waves: the first rolloutSites
 // sites (labelled rollout=waves whatever their env, so people's relabelling
 // never adds or removes its variants; few, so that waves finish under the
-// faults even in a long soak, where the controllers take most of its length
-// to make the other set's variants ready) get the blueprint as package edge, labelled with the site's region; a change
-// reaches the eu sites first, two at a time, then the us sites, half of
-// them at a time, then the rest, three at a time. People publish its drafts
-// as they do the others'; no soak, and failures never halt it.
+// faults even in a long soak, where the controllers take most of its
+// length to make the other set's variants ready) get the blueprint as
+// package edge, labelled with the site's region; a change reaches the eu
+// sites first, two at a time, then the us sites, half of them at a time,
+// then the rest, three at a time. People publish its drafts as they do the
+// others'; no soak, and failures never halt it.
 func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
-	str := func(s string) *string { return &s }
 	i32 := func(n int32) *int32 { return &n }
 	ios := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
 	policy := configv1alpha1.DeletionPolicyDelete
+	pvs := siteSet(rolloutSetName, map[string]string{"rollout": rolloutSetName}, &configv1alpha2.PackageVariantTemplate{
+		Downstream:     &configv1alpha2.DownstreamTemplate{Package: str(rolloutPkg)},
+		DeletionPolicy: &policy,
+		Labels:         map[string]string{"fleet": rolloutPkg},
+		LabelExprs:     []configv1alpha2.MapExpr{{Key: str("region"), ValueExpr: str("repository.labels['region']")}},
+		PackageContext: &configv1alpha2.PackageContextTemplate{
+			DataExprs: []configv1alpha2.MapExpr{{Key: str("site"), ValueExpr: str("repository.name")}},
+		},
+		Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
+	})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{
+		Waves: []configv1alpha2.Wave{
+			{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ios(intstr.FromInt32(2))},
+			{Name: "us", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, MaxConcurrent: ios(intstr.FromString("50%"))},
+			{Name: "rest", MaxConcurrent: ios(intstr.FromInt32(3))},
+		},
+		SoakSeconds: i32(0),
+		MaxFailures: i32(1000),
+	}
+	return pvs
+}
+
+// siteSet is a set named name of the blueprint for every site repository
+// labelled with selector, each variant made from tpl.
+func siteSet(name string, selector map[string]string, tpl *configv1alpha2.PackageVariantTemplate) *configv1alpha2.PackageVariantSet {
 	return &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rolloutSetName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: configv1alpha2.PackageVariantSetSpec{
 			Upstream: &configv1alpha1.Upstream{Repo: "blueprints", Package: "app"},
 			Targets: []configv1alpha2.Target{{
-				RepositorySelector: &configv1alpha2.RepositorySelector{
-					LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"rollout": rolloutSetName}},
-				},
-				Template: &configv1alpha2.PackageVariantTemplate{
-					Downstream:     &configv1alpha2.DownstreamTemplate{Package: str(rolloutPkg)},
-					DeletionPolicy: &policy,
-					Labels:         map[string]string{"fleet": rolloutPkg},
-					LabelExprs:     []configv1alpha2.MapExpr{{Key: str("region"), ValueExpr: str("repository.labels['region']")}},
-					PackageContext: &configv1alpha2.PackageContextTemplate{
-						DataExprs: []configv1alpha2.MapExpr{{Key: str("site"), ValueExpr: str("repository.name")}},
-					},
-					Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
-				},
+				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: selector}},
+				Template:           tpl,
 			}},
-			Rollout: &configv1alpha2.Rollout{
-				Waves: []configv1alpha2.Wave{
-					{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ios(intstr.FromInt32(2))},
-					{Name: "us", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, MaxConcurrent: ios(intstr.FromString("50%"))},
-					{Name: "rest", MaxConcurrent: ios(intstr.FromInt32(3))},
-				},
-				SoakSeconds: i32(0),
-				MaxFailures: i32(1000),
-			},
 		},
 	}
 }
+
+func str(s string) *string { return &s }
 
 // rolloutVariantLabels are the labels rolloutSet gives the variant of site
 // i (what its wave is chosen by).

@@ -6,8 +6,6 @@ package packagevariantset
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,57 +259,6 @@ func (c *Controller) enqueueSet(obj interface{}) {
 func (c *Controller) wake(key cache.ObjectName) {
 	c.changes.everything(key)
 	c.queue.Add(key)
-}
-
-// ownStatusWrite reports whether an update of a set is the echo of one of
-// its own last status writes: nothing but the status changed, and the
-// status is one the controller wrote. Syncing again for it would compute the
-// same status from the same inputs: whatever changed since has its own
-// event (readiness changes of variants arrive batched, after
-// readinessDelay, and an echo must not undo that batching with an
-// immediate sync). Told by content, not by resourceVersion: the echo can
-// arrive before the write's answer does.
-func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
-	o, ok1 := oldObj.(*configv1alpha2.PackageVariantSet)
-	n, ok2 := newObj.(*configv1alpha2.PackageVariantSet)
-	if !ok1 || !ok2 || o.Generation != n.Generation || o.UID != n.UID ||
-		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
-		!slices.Equal(o.Finalizers, n.Finalizers) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
-		!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) {
-		return false
-	}
-	written, ok := c.statusWrites.Load(n.UID)
-	return ok && written.(*lastWrites).has(&n.Status)
-}
-
-// lastWrites are the last few statuses written of one set: syncs that
-// follow each other closely write again before the echo of the write
-// before arrives.
-type lastWrites struct {
-	mu       sync.Mutex
-	statuses [4]*configv1alpha2.PackageVariantSetStatus
-	next     int
-}
-
-func (l *lastWrites) add(st *configv1alpha2.PackageVariantSetStatus) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.statuses[l.next] = st
-	l.next = (l.next + 1) % len(l.statuses)
-}
-
-func (l *lastWrites) has(st *configv1alpha2.PackageVariantSetStatus) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.statuses[:], func(w *configv1alpha2.PackageVariantSetStatus) bool {
-		return w != nil && equality.Semantic.DeepEqual(w, st)
-	})
-}
-
-// recordStatusWrite remembers a status about to be written of a set.
-func (c *Controller) recordStatusWrite(uid types.UID, st *configv1alpha2.PackageVariantSetStatus) {
-	written, _ := c.statusWrites.LoadOrStore(uid, &lastWrites{})
-	written.(*lastWrites).add(st)
 }
 
 // handleVariantUpdate wakes the set when what it manages changed (the

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -121,4 +125,55 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	}
 	c.written.Record(old.ResourceVersion, updated)
 	return nil
+}
+
+// ownStatusWrite reports whether an update of a set is the echo of one of
+// its own last status writes: nothing but the status changed, and the
+// status is one the controller wrote. Syncing again for it would compute the
+// same status from the same inputs: whatever changed since has its own
+// event (readiness changes of variants arrive batched, after
+// readinessDelay, and an echo must not undo that batching with an
+// immediate sync). Told by content, not by resourceVersion: the echo can
+// arrive before the write's answer does.
+func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
+	o, ok1 := oldObj.(*configv1alpha2.PackageVariantSet)
+	n, ok2 := newObj.(*configv1alpha2.PackageVariantSet)
+	if !ok1 || !ok2 || o.Generation != n.Generation || o.UID != n.UID ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) ||
+		!slices.Equal(o.Finalizers, n.Finalizers) || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+		!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) {
+		return false
+	}
+	written, ok := c.statusWrites.Load(n.UID)
+	return ok && written.(*lastWrites).has(&n.Status)
+}
+
+// lastWrites are the last few statuses written of one set: syncs that
+// follow each other closely write again before the echo of the write
+// before arrives.
+type lastWrites struct {
+	mu       sync.Mutex
+	statuses [4]*configv1alpha2.PackageVariantSetStatus
+	next     int
+}
+
+func (l *lastWrites) add(st *configv1alpha2.PackageVariantSetStatus) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.statuses[l.next] = st
+	l.next = (l.next + 1) % len(l.statuses)
+}
+
+func (l *lastWrites) has(st *configv1alpha2.PackageVariantSetStatus) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.ContainsFunc(l.statuses[:], func(w *configv1alpha2.PackageVariantSetStatus) bool {
+		return w != nil && equality.Semantic.DeepEqual(w, st)
+	})
+}
+
+// recordStatusWrite remembers a status about to be written of a set.
+func (c *Controller) recordStatusWrite(uid types.UID, st *configv1alpha2.PackageVariantSetStatus) {
+	written, _ := c.statusWrites.LoadOrStore(uid, &lastWrites{})
+	written.(*lastWrites).add(st)
 }
