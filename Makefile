@@ -26,7 +26,7 @@ test: ## Run every test with the race detector.
 	$(GO) test -race $(GO_PACKAGES)
 
 bench: ## Run the fleet benchmark: 100, 1,000 and 10,000 variants, each phase once (BENCHMARKS.md); minutes, not part of test.
-	$(GO) test -run '^$$' -bench BenchmarkFleet -benchtime=1x -timeout 30m ./pkg/offline/...
+	$(GO) test -run '^$$' -bench BenchmarkFleet -benchtime=1x -timeout 60m ./pkg/offline/...
 
 generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
 	hack/update-codegen.sh
