@@ -8,6 +8,7 @@ package ownwrites
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,20 +20,29 @@ import (
 )
 
 // Objects holds, per object UID, what the controller's last write of it
-// returned and the resourceVersion that write replaced. While the cache
-// still shows the replaced version, the written object is the newer one;
-// once the cache moves on (to this write or past it), the cache is right
-// again and the entry goes. Safe for concurrent use; the zero value is
-// ready.
+// returned and the resourceVersions its writes replaced since the cache
+// last caught up. While the cache still shows one of those versions, the
+// written object is the newest; once the cache moves on (to this write or
+// past it, or to a version someone else wrote), the cache is right again
+// and the entry goes. Safe for concurrent use; the zero value is ready.
 type Objects[T metav1.Object] struct {
 	mu      sync.Mutex
 	entries map[types.UID]entry[T]
 }
 
 type entry[T metav1.Object] struct {
-	replaced string
+	// replaced are the versions the chain of own writes ending in obj
+	// replaced, oldest first: a write made onto the previous one's answer
+	// extends the chain, so a cache that is more than one write behind
+	// still gets the newest.
+	replaced []string
 	obj      T
 }
+
+// maxChain bounds the versions an entry remembers: a cache that many of
+// the controller's own writes behind gets the cached object (and the next
+// write a Conflict, as without this package).
+const maxChain = 8
 
 // Record notes that a write replaced version replaced and returned written.
 func (o *Objects[T]) Record(replaced string, written T) {
@@ -41,7 +51,11 @@ func (o *Objects[T]) Record(replaced string, written T) {
 	if o.entries == nil {
 		o.entries = map[types.UID]entry[T]{}
 	}
-	o.entries[written.GetUID()] = entry[T]{replaced: replaced, obj: written}
+	chain := []string{replaced}
+	if e, ok := o.entries[written.GetUID()]; ok && e.obj.GetResourceVersion() == replaced {
+		chain = append(e.replaced[max(0, len(e.replaced)+1-maxChain):len(e.replaced):len(e.replaced)], replaced)
+	}
+	o.entries[written.GetUID()] = entry[T]{replaced: chain, obj: written}
 }
 
 // Latest returns the newest known state of an object the cache returned:
@@ -54,7 +68,7 @@ func (o *Objects[T]) Latest(cached T) T {
 	if !ok {
 		return cached
 	}
-	if cached.GetResourceVersion() == e.replaced {
+	if slices.Contains(e.replaced, cached.GetResourceVersion()) {
 		return e.obj
 	}
 	delete(o.entries, cached.GetUID())

@@ -3,6 +3,7 @@ package ownwrites
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
@@ -45,6 +46,41 @@ func TestLatest(t *testing.T) {
 	o.Forget("u")
 	if got := o.Latest(cm("6", "cached")); got.ResourceVersion != "6" {
 		t.Errorf("after Forget: got rv %s, want the cached 6", got.ResourceVersion)
+	}
+}
+
+// TestLatestCacheSeveralWritesBehind: writes made one onto the other's
+// answer form a chain; a cache showing any version the chain replaced gets
+// the newest write (up to maxChain writes behind). A write made onto a
+// version someone else wrote starts a new chain.
+func TestLatestCacheSeveralWritesBehind(t *testing.T) {
+	var o Objects[*corev1.ConfigMap]
+	o.Record("1", cm("2", "written"))
+	o.Record("2", cm("3", "written again"))
+	for _, rv := range []string{"1", "2"} {
+		if got := o.Latest(cm(rv, "cached")); got.ResourceVersion != "3" {
+			t.Errorf("cache at %s, two writes made since: got rv %s, want the newest write's 3", rv, got.ResourceVersion)
+		}
+	}
+	if got := o.Latest(cm("3", "cached")); got.Data["v"] != "cached" {
+		t.Errorf("cache caught up: got %v, want the cached object", got.Data)
+	}
+
+	o.Record("1", cm("2", "written"))
+	o.Record("5", cm("6", "onto someone else's write"))
+	if got := o.Latest(cm("1", "cached")); got.ResourceVersion != "1" {
+		t.Errorf("a version replaced before someone else wrote: got rv %s, want the cached 1", got.ResourceVersion)
+	}
+
+	for v := 1; v <= maxChain+2; v++ {
+		o.Record(strconv.Itoa(v), cm(strconv.Itoa(v+1), "written"))
+	}
+	want := strconv.Itoa(maxChain + 3)
+	if got := o.Latest(cm("3", "cached")); got.ResourceVersion != want {
+		t.Errorf("cache %d writes behind: got rv %s, want the newest %s", maxChain, got.ResourceVersion, want)
+	}
+	if got := o.Latest(cm("2", "cached")); got.ResourceVersion != "2" {
+		t.Errorf("cache more than %d writes behind: got rv %s, want the cached 2", maxChain, got.ResourceVersion)
 	}
 }
 
