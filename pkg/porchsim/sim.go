@@ -73,6 +73,7 @@ func (s *Sim) newClientset(user string) *clientset {
 	serve := counting(&s.requests, injecting(&s.faults, s.porch.serveLocked, s.writes.served))
 	serveWatch := counting(&s.requests, refusing(&s.faults, func(r *request) (watch.Interface, error) { return s.store.WatchLocked(r.action) }))
 	cs.AddReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		defer concurrently(&cs.Fake)()
 		r := newRequest(user, a)
 		obj, err := locked(s.store, serve, r)
 		// A fault's Delay is waited out after the Sim's lock is released.
@@ -80,10 +81,26 @@ func (s *Sim) newClientset(user string) *clientset {
 		return true, obj, err
 	})
 	cs.AddWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		defer concurrently(&cs.Fake)()
 		w, err := locked(s.store, serveWatch, newRequest(user, a))
 		return true, w, err
 	})
 	return &clientset{Clientset: cs, sim: s, user: user}
+}
+
+// concurrently lets the fake clientset's other requests in while a
+// reactor serves one, as Porch serves requests side by side: the fake holds
+// its lock from the moment a request arrives until its reactor answers, so
+// one slow render would hold back every other client of the Sim. It also
+// drops the actions the fake records (a copy of every request, objects
+// included, kept until cleared: a long-running Sim grew without bound);
+// the Sim counts requests itself (Requests). Called by a reactor, which
+// runs with the fake's lock held; the function it returns takes the lock
+// back before the reactor returns.
+func concurrently(f *clienttesting.Fake) (relock func()) {
+	f.Unlock()
+	f.ClearActions()
+	return f.Lock
 }
 
 // ClientsetAs returns another clientset on the same Sim whose requests are
@@ -96,8 +113,8 @@ func (s *Sim) ClientsetAs(user string) versioned.Interface {
 
 // Clientset returns a clientset that serves every resource of our generated
 // clientset through the Sim: the generated *fake.Clientset with reactors
-// installed (its methods, such as PrependReactor and Actions, are there;
-// its Tracker is not used), whose writes into repositories are followed from
+// installed (its methods, such as PrependReactor, are there; its Tracker
+// is not used and Actions records nothing), whose writes into repositories are followed from
 // the moment a client makes them (see Overlaps). Informers built from it
 // work (list + watch).
 func (s *Sim) Clientset() versioned.Interface {
@@ -155,11 +172,9 @@ func (s *Sim) Requests() map[string]int {
 	return s.requests.counts()
 }
 
-// ResetRequests zeroes the request counts and clears the actions the fake
-// clientset recorded.
+// ResetRequests zeroes the request counts.
 func (s *Sim) ResetRequests() {
 	s.requests.reset()
-	s.clientset.ClearActions()
 }
 
 // HoldWatchEvents makes watches stop delivering events (they queue) until

@@ -519,3 +519,41 @@ func TestConcurrentClients(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsAreServedSideBySide: while one request renders, the Sim
+// answers another through the same clientset (the fake clientset would
+// otherwise hold every request back until the render ends), and the
+// clientset keeps no copy of the requests it served.
+func TestRequestsAreServedSideBySide(t *testing.T) {
+	s, c := fixture(t)
+	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
+	prr := getPRR(t, c, pr.Name)
+	answered := false
+	s.porch.rendering = func() {
+		s.porch.rendering = nil
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.PorchV1alpha1().PackageRevisions(ns).Get(context.Background(), pr.Name, metav1.GetOptions{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			answered = err == nil
+			if err != nil {
+				t.Errorf("get during a render: %v", err)
+			}
+		case <-time.After(wait):
+			t.Errorf("a get was not answered within %v while another request rendered: requests are served one at a time", wait)
+		}
+	}
+	prr.Spec.Resources["extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(context.Background(), prr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		t.Fatal("the update did not render, or the get during it failed")
+	}
+	if got := c.(*clientset).Actions(); len(got) != 0 {
+		t.Errorf("the clientset kept %d actions, want none (a long-running Sim would grow without bound)", len(got))
+	}
+}
