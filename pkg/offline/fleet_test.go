@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -234,6 +236,7 @@ func (f *fleet) measureUntil(tb testing.TB, what string, step func() error, done
 	p := phase{wall: time.Since(start), peakHeap: sampler.stop()}
 	if profiling {
 		pprof.StopCPUProfile()
+		keepProfile(tb, what, profile.Bytes())
 		cpu, err := cpuByLoop(&profile)
 		if err != nil {
 			tb.Fatalf("%s: read the CPU profile: %v", what, err)
@@ -256,6 +259,22 @@ func (f *fleet) measureUntil(tb testing.TB, what string, step func() error, done
 	runtime.ReadMemStats(&after)
 	p.liveHeap = after.HeapAlloc
 	return p
+}
+
+// profileDirEnv names a directory where each phase's CPU profile is
+// written as TEST-PHASE.pprof, for go tool pprof (unset: none is kept).
+const profileDirEnv = "FLEET_PROFILE_DIR"
+
+func keepProfile(tb testing.TB, phase string, data []byte) {
+	dir := os.Getenv(profileDirEnv)
+	if dir == "" {
+		return
+	}
+	name := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name()+"-"+phase)+".pprof")
+	if err := os.WriteFile(name, data, 0o644); err != nil {
+		tb.Fatalf("keep the CPU profile of %s: %v", phase, err)
+	}
+	tb.Logf("CPU profile of %s: %s", phase, name)
 }
 
 // cpuByLoop sums the CPU samples of a profile by the "loop" label the
