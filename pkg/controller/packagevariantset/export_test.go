@@ -70,6 +70,19 @@ func (c *Controller) fleetDiffs(ctx context.Context, pvs *configv1alpha2.Package
 	same("variant", versions(f.byName), versions(full.byName))
 	same("stale", versions(f.stale), versions(full.stale))
 	same("change of", specs(f.changes), specs(full.changes))
+	// Each fleet's index of creates is its changes without a variant.
+	for which, fl := range map[string]*fleet{"incremental": f, "full": full} {
+		for id, ch := range fl.changes {
+			if (ch.current == nil) != fl.creates[id] {
+				diffs = append(diffs, fmt.Sprintf("the %s sync's change of %s creates: %t, indexed as a create: %t", which, ch.name, ch.current == nil, fl.creates[id]))
+			}
+		}
+		for id := range fl.creates {
+			if _, ok := fl.changes[id]; !ok {
+				diffs = append(diffs, fmt.Sprintf("the %s sync indexes %s as a create without a change", which, id))
+			}
+		}
+	}
 	sort.Strings(diffs)
 	return strings.Join(diffs, "; ")
 }

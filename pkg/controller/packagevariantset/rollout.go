@@ -1,7 +1,6 @@
 package packagevariantset
 
 import (
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,19 +49,7 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 		Namespace:        pvs.Namespace,
 		Set:              pvs.Name,
 	}, waves)
-	// The writes: every create, and the updates the rollout opens, in
-	// target order.
-	open := make(map[string]bool, len(plan.Open))
-	for _, name := range plan.Open {
-		open[name] = true
-	}
-	w.changes = nil
-	for _, ch := range f.changes {
-		if ch.current == nil || open[ch.current.Name] {
-			w.changes = append(w.changes, ch)
-		}
-	}
-	slices.SortFunc(w.changes, func(a, b change) int { return f.pos[a.id] - f.pos[b.id] })
+	w.changes = f.rolloutChanges(plan.Open)
 	w.rollout = &plan
 	return nil
 }

@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -194,7 +195,9 @@ type fleet struct {
 	// changes are the creates and updates that make the variants the
 	// rendered ones, by identifier, before a rollout holds any back;
 	// stale are the variants no rendered spec is for, by name.
+	// creates are the identifiers of changes that create a variant.
 	changes map[string]change
+	creates map[string]bool
 	stale   map[string]*configv1alpha1.PackageVariant
 	// ready counts the variants of byName that are Ready.
 	ready int
@@ -220,6 +223,7 @@ func newFleet(n int, at time.Time) *fleet {
 		byName:   make(map[string]*configv1alpha1.PackageVariant, n),
 		idOf:     make(map[string]string, n),
 		changes:  map[string]change{},
+		creates:  map[string]bool{},
 		stale:    map[string]*configv1alpha1.PackageVariant{},
 	}
 }
@@ -263,6 +267,39 @@ func (f *fleet) remove(name string) string {
 	return id
 }
 
+// plan records the change of an identifier; unplan drops it.
+func (f *fleet) plan(ch change) {
+	f.changes[ch.id] = ch
+	if ch.current == nil {
+		f.creates[ch.id] = true
+	} else {
+		delete(f.creates, ch.id)
+	}
+}
+
+func (f *fleet) unplan(id string) {
+	delete(f.changes, id)
+	delete(f.creates, id)
+}
+
+// rolloutChanges are the writes of a rollout that opens the updates of the
+// variants named open: those updates and every create, in target order.
+// It reads the open names and the creates, not every change: a rollout
+// holds most of them back.
+func (f *fleet) rolloutChanges(open []string) []change {
+	var out []change
+	for _, name := range open {
+		if ch, ok := f.changes[f.idOf[name]]; ok && ch.current != nil && ch.current.Name == name {
+			out = append(out, ch)
+		}
+	}
+	for id := range f.creates {
+		out = append(out, f.changes[id])
+	}
+	slices.SortFunc(out, func(a, b change) int { return f.pos[a.id] - f.pos[b.id] })
+	return out
+}
+
 // apply lists the fleet's writes in w: the creates and updates in target
 // order (when withChanges; a rollout picks them itself, planRollout), the
 // stale variants in name order.
@@ -288,7 +325,7 @@ func (f *fleet) apply(w *wanted, withChanges bool) {
 func (f *fleet) written(w *wanted) {
 	for _, ch := range w.changes {
 		if ch.current != nil {
-			delete(f.changes, ch.id)
+			f.unplan(ch.id)
 		}
 	}
 	if !w.renderFailed {

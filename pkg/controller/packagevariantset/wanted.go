@@ -149,7 +149,7 @@ func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, f *fleet
 // variant to the rendered spec, a create when it has none, nothing when it
 // has the rendered spec; stale when nothing renders it any more.
 func (c *Controller) planVariant(pvs *configv1alpha2.PackageVariantSet, f *fleet, id string, w *wanted) {
-	delete(f.changes, id)
+	f.unplan(id)
 	cur := f.existing[id]
 	if cur != nil {
 		delete(f.stale, cur.Name)
@@ -164,7 +164,7 @@ func (c *Controller) planVariant(pvs *configv1alpha2.PackageVariantSet, f *fleet
 		// One being deleted is left to go; a later sync creates it anew
 		// once it has gone.
 		if cur.DeletionTimestamp == nil && !v.specOf(cur) {
-			f.changes[id] = change{id: id, name: cur.Name, spec: v.spec, current: cur}
+			f.plan(change{id: id, name: cur.Name, spec: v.spec, current: cur})
 		}
 	default:
 		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(v.name); err == nil {
@@ -177,7 +177,7 @@ func (c *Controller) planVariant(pvs *configv1alpha2.PackageVariantSet, f *fleet
 			// variants: its event has queued the set again.
 			return
 		}
-		f.changes[id] = change{id: id, name: v.name, spec: v.spec}
+		f.plan(change{id: id, name: v.name, spec: v.spec})
 	}
 }
 
