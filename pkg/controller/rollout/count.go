@@ -11,50 +11,54 @@ import (
 // listed is how many names a message lists before "and N more".
 const listed = 3
 
-// count sets a wave's counts: its variants carrying the change once the
-// open ones get it, those that finished it, and those that failed.
-func count(ws *configv1alpha2.WaveStatus, vs []Variant, open map[string]bool) {
-	s := states(vs, open)
-	ws.Variants, ws.Finished, ws.Failed, ws.Updated = int32(len(vs)), int32(s.Finished), int32(s.Failed), 0
-	for _, v := range vs {
-		if v.Updated || open[v.Name] {
-			ws.Updated++
-		}
-	}
+// tally is what one pass over a wave's variants finds, once the open ones
+// carry the change (Decide makes one or two such passes per wave).
+type tally struct {
+	States
+	// updated carry the change, the open ones included; started carry it
+	// without having finished it (failed ones included), the open ones
+	// left out; notUpdated do not carry it, the open ones counted as not
+	// carrying it.
+	updated, started, notUpdated int
+	// done: every variant carries the change (none just opened) and
+	// finished it or failed (whether the failures are within maxFailures
+	// is the caller's to check).
+	done bool
 }
 
-// states counts the variants of a wave by state, once the open ones carry
-// the change.
-func states(vs []Variant, open map[string]bool) States {
-	var s States
+func tallyOf(vs []Variant, open map[string]bool) tally {
+	t := tally{done: true}
 	for _, v := range vs {
+		opened := len(open) > 0 && open[v.Name]
 		switch {
 		case v.Failed != "":
-			s.Failed++
+			t.Failed++
 		case v.Updated && v.Finished:
-			s.Finished++
-		case v.Updated || open[v.Name]:
-			s.Open++
+			t.Finished++
+		case v.Updated || opened:
+			t.Open++
 		default:
-			s.Pending++
+			t.Pending++
+		}
+		if v.Updated || opened {
+			t.updated++
+		}
+		if !v.Updated {
+			t.notUpdated++
+		} else if !v.Finished {
+			t.started++
+		}
+		if !v.Updated || opened || (v.Failed == "" && !v.Finished) {
+			t.done = false
 		}
 	}
-	return s
+	return t
 }
 
-// done reports whether every variant of a wave carries the change and
-// finished it or failed (whether the failures are within maxFailures is
-// the caller's to check).
-func done(vs []Variant, open map[string]bool) bool {
-	for _, v := range vs {
-		if !v.Updated || open[v.Name] {
-			return false
-		}
-		if v.Failed == "" && !v.Finished {
-			return false
-		}
-	}
-	return true
+// fill sets a wave's counts: its variants, those carrying the change once
+// the open ones get it, those that finished it, and those that failed.
+func (t tally) fill(ws *configv1alpha2.WaveStatus, variants int) {
+	ws.Variants, ws.Finished, ws.Failed, ws.Updated = int32(variants), int32(t.Finished), int32(t.Failed), int32(t.updated)
 }
 
 func failedList(vs []Variant) string {

@@ -48,50 +48,48 @@ func Decide(in Input, waves [][]Variant) Plan {
 	}
 	d.plan.Status = &configv1alpha2.RolloutStatus{ID: in.ID, UpstreamRevision: in.UpstreamRevision}
 	for i, w := range in.Spec.Waves {
-		ws := d.wave(i, w, waves[i])
+		ws, t := d.wave(i, w, waves[i])
 		d.plan.Status.Waves = append(d.plan.Status.Waves, ws)
+		d.plan.States = append(d.plan.States, t.States)
 		if ws.StartedAt != nil {
 			d.plan.Status.CurrentWave = ws.Name
 		}
-	}
-	open := make(map[string]bool, len(d.plan.Open))
-	for _, name := range d.plan.Open {
-		open[name] = true
-	}
-	for _, vs := range waves {
-		d.plan.States = append(d.plan.States, states(vs, open))
 	}
 	d.summarise()
 	return d.plan
 }
 
-// wave decides wave i, whose variants are vs.
-func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) configv1alpha2.WaveStatus {
+// wave decides wave i, whose variants are vs, and tallies them once the
+// variants it opens carry the change.
+func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (configv1alpha2.WaveStatus, tally) {
 	ws := configv1alpha2.WaveStatus{Name: w.Name, Phase: configv1alpha2.WavePending}
+	t := tallyOf(vs, nil)
+	t.fill(&ws, len(vs))
 	if d.stop != nil {
-		count(&ws, vs, nil)
-		return ws
+		return ws, t
 	}
 	prev := d.previous[w.Name]
 	ws.StartedAt, ws.FinishedAt = prev.StartedAt, prev.FinishedAt
-	if ws.StartedAt == nil && !d.start(i, w, &ws, vs) {
-		return ws
+	if ws.StartedAt == nil && !d.start(i, w, &ws, len(vs)) {
+		return ws, t
 	}
 	maxFailures := int32(intOr(d.in.Spec.MaxFailures, 0))
-	count(&ws, vs, nil)
 	if ws.FinishedAt == nil && ws.Failed > maxFailures {
 		ws.Phase = configv1alpha2.WaveHalted
 		d.stop = &stopped{wave: ws, reason: ReasonHalted, detail: fmt.Sprintf(
 			"more variants failed than spec.rollout.maxFailures (%d) allows: %s; fix them or raise maxFailures",
 			maxFailures, failedList(vs))}
-		return ws
+		return ws, t
 	}
 	var open map[string]bool
 	if !d.in.Spec.Paused {
-		open = d.open(w, vs)
+		open = d.open(w, vs, t)
 	}
-	count(&ws, vs, open)
-	if ws.FinishedAt == nil && ws.Failed <= maxFailures && done(vs, open) {
+	if len(open) > 0 {
+		t = tallyOf(vs, open)
+		t.fill(&ws, len(vs))
+	}
+	if ws.FinishedAt == nil && ws.Failed <= maxFailures && t.done {
 		ws.FinishedAt = d.now()
 		d.event(false, EventWaveFinished, "wave %q of rollout %s finished: %d of %d variants published the change", w.Name, d.in.ID, ws.Finished, ws.Variants)
 	}
@@ -108,19 +106,17 @@ func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) configv1alph
 	default:
 		ws.Phase = configv1alpha2.WaveFinished
 	}
-	return ws
+	return ws, t
 }
 
-// start reports whether wave i starts now (the waves before it have
-// finished and soaked), and if not, records why.
-func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveStatus, vs []Variant) bool {
+// start reports whether wave i, of n variants, starts now (the waves
+// before it have finished and soaked), and if not, records why.
+func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveStatus, n int) bool {
 	switch {
 	case d.in.Spec.Paused:
-		count(ws, vs, nil)
 		d.stop = &stopped{wave: *ws, reason: ReasonPaused, detail: "spec.rollout.paused is true: no wave and no variant starts; set it to false to go on"}
 		return false
 	case w.Approval == configv1alpha2.WaveApprovalManual && !approved(d.in.Spec, d.in.Approval, d.in.ID, i):
-		count(ws, vs, nil)
 		ws.Phase = configv1alpha2.WaveWaitingForApproval
 		d.stop = &stopped{wave: *ws, reason: ReasonWaitingForApproval, detail: fmt.Sprintf(
 			"waits for approval: kubectl annotate -n %s packagevariantset %s %s=%s@%s --overwrite",
@@ -128,19 +124,17 @@ func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveSt
 		return false
 	}
 	ws.StartedAt = d.now()
-	d.event(false, EventWaveStarted, "wave %q of rollout %s started: %d variants", w.Name, d.in.ID, len(vs))
+	d.event(false, EventWaveStarted, "wave %q of rollout %s started: %d variants", w.Name, d.in.ID, n)
 	return true
 }
 
-// open chooses the variants of a started wave that get the change now: in
-// name order, as many as maxConcurrent leaves room for beside the unfinished
-// ones.
-func (d *decision) open(w configv1alpha2.Wave, vs []Variant) map[string]bool {
-	room := MaxConcurrent(w, len(vs))
-	for _, v := range vs {
-		if v.Updated && !v.Finished {
-			room--
-		}
+// open chooses the variants of a started wave (tallied as t) that get the
+// change now: in name order, as many as maxConcurrent leaves room for
+// beside the unfinished ones.
+func (d *decision) open(w configv1alpha2.Wave, vs []Variant, t tally) map[string]bool {
+	room := MaxConcurrent(w, len(vs)) - t.started
+	if room <= 0 || t.notUpdated == 0 {
+		return nil
 	}
 	open := map[string]bool{}
 	for _, v := range vs {
