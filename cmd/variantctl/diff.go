@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.namespace, "n", "", "same as --namespace")
 	del := fs.Bool("delete", false, "show what deleting the objects of the files would do, instead of applying them")
 	output := fs.String("o", "", "output format: yaml or json (default: text for people)")
+	var packages stringList
+	fs.Var(&packages, "package", "preview publishing a new revision of a package: REPO/PACKAGE[@REVISION]=DIR, a kpt package directory (revision: the next one; repeatable); -f is then optional")
+	c.otherInput = func() bool { return len(packages) > 0 }
 	showInjected := fs.Bool("show-injected", false, "show the values injected from in-cluster objects (ConfigMap data, other kinds' spec) in the files' diffs; by default they are masked as *** (*** (before) / *** (after) when they changed), as kubectl diff masks Secrets, so a CI log does not print the cluster's configuration")
 	if code, ok := parse(fs, &c, args, stderr); !ok {
 		return code
@@ -43,11 +47,15 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "variantctl diff: -o %q is not an output format; want yaml or json\n", *output)
 		return exitBadInput
 	}
+	upgrades, ok := readUpgrades(packages, stderr)
+	if !ok {
+		return exitBadInput
+	}
 	change, ok := readInput("diff", c.files, stderr)
 	if !ok {
 		return exitBadInput
 	}
-	if len(change.Variants) == 0 && len(change.Sets) == 0 && len(change.Repositories) == 0 && len(change.Objects) == 0 {
+	if len(upgrades) == 0 && len(change.Variants) == 0 && len(change.Sets) == 0 && len(change.Repositories) == 0 && len(change.Objects) == 0 {
 		fmt.Fprintln(stderr, "variantctl diff: the files hold no PackageVariantSet, PackageVariant, Repository or in-cluster object; nothing to diff")
 		return exitBadInput
 	}
@@ -64,13 +72,13 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		live = readSnapshot(from, c.namespace, stderr)
 	} else {
-		live = readCluster(ctx, cluster.ConfigFlags, change, c.namespace, stderr)
+		live = readCluster(ctx, cluster.ConfigFlags, change, c.namespace, len(upgrades) > 0, stderr)
 	}
 	if live == nil {
 		return exitBadInput
 	}
 
-	d, stats, err := fleetdiff.Run(ctx, live.input, change, fleetdiff.Options{Namespace: live.namespace, Delete: *del, Timeout: c.timeout, Live: live.objects, ShowInjected: *showInjected})
+	d, stats, err := fleetdiff.Run(ctx, live.input, change, fleetdiff.Options{Namespace: live.namespace, Delete: *del, Timeout: c.timeout, Live: live.objects, ShowInjected: *showInjected, Upgrades: upgrades})
 	if err != nil {
 		var inputErrs input.Errors
 		if errors.As(err, &inputErrs) {
@@ -101,6 +109,29 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return exitDifferent
+}
+
+// readUpgrades reads the package directories of diff's --package flags.
+// The revision is the next one unless the flag names it.
+func readUpgrades(flags []string, stderr io.Writer) ([]fleetdiff.Upgrade, bool) {
+	var out []fleetdiff.Upgrade
+	for _, v := range flags {
+		f, err := input.ParsePackageFlag(v)
+		if err != nil {
+			fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
+			return nil, false
+		}
+		if ref, _, _ := strings.Cut(v, "="); !strings.Contains(ref, "@") {
+			f.Revision = 0
+		}
+		files, err := input.ReadPackageDir(f.Dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "variantctl diff: --package %s: %v\n", v, err)
+			return nil, false
+		}
+		out = append(out, fleetdiff.Upgrade{Repo: f.Repo, Package: f.Package, Revision: f.Revision, Files: files, Dir: f.Dir})
+	}
+	return out, true
 }
 
 // fleet is the live fleet a diff starts from, read from a cluster or a
@@ -150,7 +181,10 @@ func readSnapshot(paths []string, ns string, stderr io.Writer) *fleet {
 
 // readCluster reads the fleet of the namespaces the change touches through
 // a read-only client; nil when the cluster cannot be read (said on stderr).
-func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, change *input.Input, ns string, stderr io.Writer) *fleet {
+// readCluster reads the fleet in the namespaces the change names, and in
+// ns (the namespace of objects that name none) when upgrading is set
+// (diff --package publishes the new revisions there).
+func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, change *input.Input, ns string, upgrading bool, stderr io.Writer) *fleet {
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		fmt.Fprintf(stderr, "variantctl diff: cannot use the kubeconfig: %v\n", err)
@@ -175,6 +209,9 @@ func readCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, chan
 		return nil
 	}
 	namespaces := change.Namespaces(ns)
+	if upgrading && !slices.Contains(namespaces, ns) {
+		namespaces = append(namespaces, ns)
+	}
 	if f.input, err = input.ReadCluster(ctx, client, namespaces); err != nil {
 		fmt.Fprintf(stderr, "variantctl diff: %v\n", err)
 		return nil

@@ -104,6 +104,51 @@ func TestDiffFromSnapshot(t *testing.T) {
 	})
 }
 
+// TestDiffPackage: --package previews publishing a new revision of the
+// example blueprint over the snapshot: every variant gets a draft from it
+// now (exit 1; the snapshot's drafts are unpublished, so each is replaced
+// by a clone of the new revision), -f is optional, -o json carries the preview, and a
+// revision out of turn or a directory without a Kptfile exits 2.
+func TestDiffPackage(t *testing.T) {
+	snap := exampleSnapshot(t, true)
+	dir := filepath.Join(t.TempDir(), "app")
+	if err := os.CopyFS(dir, os.DirFS("../../examples/packages/app")); err != nil {
+		t.Fatal(err)
+	}
+	deployment := filepath.Join(dir, "deployment.yaml")
+	b, err := os.ReadFile(deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(deployment, []byte(strings.Replace(string(b), "image: ghcr.io/example-org/app:1.4.2", "image: ghcr.io/example-org/app:1.5.0", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	r := variantctl(t, "diff", "--from", snap, "--package", "blueprints/app="+dir)
+	r.want(t, exitDifferent)
+	mustContain(t, "stdout", r.stdout, "Publishing blueprints/app revision 2 (namespace platform):",
+		"platform/edge-app-prod-us-east-app (set edge-app): draft prod-us-east.app.packagevariant-2, a clone of the new revision in place of its unpublished draft",
+		"-        image: ghcr.io/example-org/app:1.4.2", "+        image: ghcr.io/example-org/app:1.5.0",
+		"blueprints/app revision 2: 5 variants upgraded now, 0 later, 0 not affected, 0 failing to render")
+
+	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app@2="+dir, "-o", "json")
+	r.want(t, exitDifferent)
+	var d fleetdiff.Diff
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+	}
+	if len(d.Previews) != 1 || len(d.Previews[0].Now) != 5 || d.Previews[0].Revision != 2 {
+		t.Errorf("previews %+v; want one, of revision 2, with 5 variants now", d.Previews)
+	}
+
+	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app@3="+dir)
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "the latest revision of blueprints/app is 1; the preview publishes the next one, 2")
+	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app="+t.TempDir())
+	r.want(t, exitBadInput)
+	mustContain(t, "stderr", r.stderr, "is not a kpt package: it has no Kptfile")
+}
+
 // TestDiffSnapshotWithoutFiles: a snapshot without PackageRevisionResources
 // serves an unchanged fleet; a change that needs a package's files names
 // the one to add and exits 2.

@@ -6,6 +6,7 @@
 //	variantctl expand   -f FILE_OR_DIR ...
 //	variantctl validate -f FILE_OR_DIR ...
 //	variantctl diff     -f FILE_OR_DIR ... [--delete] [--kubeconfig PATH] [--context NAME] [-n NAMESPACE] [--from DIR] [-o yaml|json]
+//	variantctl diff     --package REPO/PACKAGE[@REVISION]=DIR [-f FILE_OR_DIR ...] [--from DIR] ...
 //
 // Exit status: 0 when every variant and set is Ready (render, expand) or
 // valid (validate); 1 when some are not; 2 when the input cannot be used.
@@ -66,6 +67,11 @@ Usage:
       client flags work as they do for kubectl (--server, --as, --token,
       --request-timeout ...). Exit status 0 no difference, 1 differences,
       2 an error.
+  variantctl diff     --package REPO/PACKAGE[@REVISION]=DIR [-f FILE_OR_DIR ...] ...
+      Preview publishing the kpt package in DIR as the next revision of
+      REPO/PACKAGE (-f optional): the diff above, then every variant that
+      follows the package: upgraded now, later (held back by a rollout,
+      with its wave), not affected (pinned), failing to render.
 
 Input: YAML files or directories (recursively; kpt package directories are
 skipped) holding Repository, PackageVariant, PackageVariantSet,
@@ -96,6 +102,10 @@ type common struct {
 	namespace string
 	timeout   time.Duration
 	verbosity int
+	// otherInput, when set, says whether flags other than -f give the
+	// command something to work on (diff's --package): -f is then
+	// optional.
+	otherInput func() bool
 }
 
 func (c *common) register(fs *flag.FlagSet, withRun bool) {
@@ -167,7 +177,7 @@ func parse(fs *flag.FlagSet, c *common, args []string, stderr io.Writer) (int, b
 		fmt.Fprintf(stderr, "variantctl %s: unexpected argument %q; give input files with -f\n", fs.Name(), fs.Arg(0))
 		return exitBadInput, false
 	}
-	if len(c.files) == 0 {
+	if len(c.files) == 0 && (c.otherInput == nil || !c.otherInput()) {
 		fmt.Fprintf(stderr, "variantctl %s: no input; give at least one -f FILE_OR_DIR\n", fs.Name())
 		return exitBadInput, false
 	}

@@ -81,7 +81,10 @@ type Diff struct {
 	// OtherRevisions are changed revisions no variant owns (before or
 	// after).
 	OtherRevisions []RevisionDiff `json:"otherRevisions,omitempty"`
-	Summary        Summary        `json:"summary"`
+	// Previews say, for each package revision the diff published
+	// (Options.Upgrades), what it does to the variants that follow it.
+	Previews []Preview `json:"previews,omitempty"`
+	Summary  Summary   `json:"summary"`
 	// NotSettled says what the controllers still had in hand when the run
 	// stopped; empty when they settled.
 	NotSettled string `json:"notSettled,omitempty"`

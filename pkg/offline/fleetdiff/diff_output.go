@@ -80,6 +80,9 @@ func (d *Diff) WriteText(w io.Writer) error {
 			writeRevision(&b, r)
 		}
 	}
+	for _, p := range d.Previews {
+		p.writeText(&b)
+	}
 	if d.NotSettled != "" {
 		fmt.Fprintf(&b, "warning: the controllers did not settle (%s); the difference shows how far they got\n", d.NotSettled)
 	}

@@ -15,6 +15,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -35,6 +36,10 @@ type Options struct {
 	// ShowInjected shows the values injected from in-cluster objects in
 	// the files' diffs; by default they are masked (maskInjected).
 	ShowInjected bool
+	// Upgrades are new revisions of packages to publish into the live
+	// fleet before the change is applied: the diff previews publishing
+	// them (Diff.Previews).
+	Upgrades []Upgrade
 }
 
 // Stats say what a diff read of the live fleet.
@@ -66,6 +71,18 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 	if err := live.Load(ctx, sim, ns); err != nil {
 		return nil, nil, fmt.Errorf("load the live fleet: %w", err)
 	}
+	var published []*porchv1alpha1.PackageRevision
+	if len(opts.Upgrades) > 0 {
+		loaded, err := CaptureState(ctx, sim)
+		if err != nil {
+			return nil, nil, err
+		}
+		if published, err = publish(sim, loaded, ns, opts.Upgrades); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The published upgrades are part of what the diff starts from: the
+	// difference is what the controllers make of them.
 	before, err := CaptureState(ctx, sim)
 	if err != nil {
 		return nil, nil, err
@@ -134,6 +151,7 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 	if settleErr != nil {
 		d.NotSettled = settleErr.Error()
 	}
+	d.Previews = previews(published, after, d)
 	return d, &Stats{FilesRead: files.read()}, nil
 }
 

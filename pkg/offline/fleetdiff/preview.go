@@ -1,0 +1,255 @@
+package fleetdiff
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+)
+
+// Upgrade is a new revision of a package that a diff publishes into the
+// live fleet before the controllers run: the preview of publishing it.
+type Upgrade struct {
+	Repo, Package string
+	// Revision is the revision number to publish; 0: the one after the
+	// package's latest.
+	Revision int
+	Files    map[string]string
+	// Dir is where the files were read, for messages.
+	Dir string
+}
+
+// Preview is what publishing a new revision of a package does to the
+// variants that have it as their upstream, one list per outcome.
+type Preview struct {
+	Namespace string `json:"namespace"`
+	// Package is REPOSITORY/PACKAGE.
+	Package  string `json:"package"`
+	Revision int    `json:"revision"`
+	// Now are the variants the controllers make a draft from the new
+	// revision for: an upgrade, or a clone replacing a draft of a package
+	// that has nothing published.
+	Now []PreviewVariant `json:"now,omitempty"`
+	// Later are the variants a rollout of their set holds back for now.
+	Later []PreviewVariant `json:"later,omitempty"`
+	// NotAffected are the variants pinned to another revision, or that
+	// got no upgrade draft for another reason (Reason).
+	NotAffected []PreviewVariant `json:"notAffected,omitempty"`
+	// RenderFailures are the variants whose upgrade does not render.
+	RenderFailures []PreviewVariant `json:"renderFailures,omitempty"`
+}
+
+// PreviewVariant is one variant in a Preview.
+type PreviewVariant struct {
+	// Name is namespace/name of the PackageVariant.
+	Name string `json:"name"`
+	// Set is the PackageVariantSet that owns it, if any.
+	Set string `json:"set,omitempty"`
+	// Draft is the draft made now from the new revision (Now), and Task
+	// how: upgrade, or clone (in place of an unpublished draft).
+	Draft string `json:"draft,omitempty"`
+	Task  string `json:"task,omitempty"`
+	// Wave is the rollout wave the variant is in (Later).
+	Wave string `json:"wave,omitempty"`
+	// Pinned is the upstream revision the variant stays on (NotAffected,
+	// Later).
+	Pinned int `json:"pinned,omitempty"`
+	// Reason says why (NotAffected without a pin) or what the render said
+	// (RenderFailures).
+	Reason string `json:"reason,omitempty"`
+}
+
+// publish adds each upgrade to the Sim as a Published revision, as a
+// person publishing it would: the next revision of a package the fleet
+// holds, labelled latest.
+func publish(sim *porchsim.Sim, st *State, ns string, ups []Upgrade) ([]*porchv1alpha1.PackageRevision, error) {
+	var out []*porchv1alpha1.PackageRevision
+	for _, up := range ups {
+		name := up.Repo + "/" + up.Package
+		latest, found := 0, false
+		for _, pr := range st.Revisions {
+			if pr.Namespace != ns || pr.Spec.RepositoryName != up.Repo || pr.Spec.PackageName != up.Package {
+				continue
+			}
+			found = true
+			latest = max(latest, pr.Spec.Revision)
+		}
+		if !found {
+			return nil, fmt.Errorf("--package %s: the fleet has no revision of package %s in namespace %s, so no variant follows it; check the repository and package name (or --namespace)", name, name, ns)
+		}
+		rev := up.Revision
+		if rev == 0 {
+			rev = latest + 1
+		}
+		if rev != latest+1 {
+			return nil, fmt.Errorf("--package %s@%d: the latest revision of %s is %d; the preview publishes the next one, %d (give @%d or leave the revision out)", name, rev, name, latest, latest+1, latest+1)
+		}
+		pr, err := sim.AddPublished(ns, up.Repo, up.Package, rev, up.Files)
+		if err != nil {
+			return nil, fmt.Errorf("--package %s@%d=%s: %w", name, rev, up.Dir, err)
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// previews sorts the variants that follow each published revision's
+// package by what the run did to them.
+func previews(published []*porchv1alpha1.PackageRevision, after *State, d *Diff) []Preview {
+	diffs := map[string]VariantDiff{}
+	for _, v := range d.Variants {
+		diffs[v.Namespace+"/"+v.Name] = v
+	}
+	var out []Preview
+	for _, up := range published {
+		p := Preview{Namespace: up.Namespace, Package: up.Spec.RepositoryName + "/" + up.Spec.PackageName, Revision: up.Spec.Revision}
+		keys := make([]string, 0, len(after.Variants))
+		for k := range after.Variants {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			pv := after.Variants[k]
+			u := pv.Spec.Upstream
+			if pv.Namespace != up.Namespace || u == nil || u.Repo != up.Spec.RepositoryName || u.Package != up.Spec.PackageName {
+				continue
+			}
+			p.add(classify(k, pv, up, after, diffs[k]))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// outcome is where classify puts a variant.
+type outcome int
+
+const (
+	outcomeNow outcome = iota
+	outcomeLater
+	outcomeNotAffected
+	outcomeRenderFailure
+)
+
+type classified struct {
+	outcome
+	PreviewVariant
+}
+
+func (p *Preview) add(c classified) {
+	switch c.outcome {
+	case outcomeNow:
+		p.Now = append(p.Now, c.PreviewVariant)
+	case outcomeLater:
+		p.Later = append(p.Later, c.PreviewVariant)
+	case outcomeRenderFailure:
+		p.RenderFailures = append(p.RenderFailures, c.PreviewVariant)
+	default:
+		p.NotAffected = append(p.NotAffected, c.PreviewVariant)
+	}
+}
+
+// classify tells what the run did to one variant that follows up's
+// package: an upgrade draft to up (now), a render that failed, a rollout
+// holding it back (later), a pin to another revision, or nothing else
+// (not affected, with its Ready condition as the reason).
+func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.PackageRevision, after *State, vd VariantDiff) classified {
+	pv0 := PreviewVariant{Name: key, Set: setOf(pv, after)}
+	for _, r := range vd.Revisions {
+		if r.Action != RevisionCreated && r.Action != RevisionReplaced {
+			continue
+		}
+		if madeFrom(after.Revisions[r.Namespace+"/"+r.Name], up) {
+			pv0.Draft, pv0.Task = r.Name, r.Task
+			return classified{outcomeNow, pv0}
+		}
+	}
+	ready := meta.FindStatusCondition(pv.Status.Conditions, conditions.Ready)
+	if ready != nil && ready.Reason == configv1alpha1.ReasonRenderFailed {
+		pv0.Reason = ready.Message
+		return classified{outcomeRenderFailure, pv0}
+	}
+	pinned := pv.Spec.Upstream.Revision
+	if set := after.Sets[pv.Namespace+"/"+pv0.Set]; set != nil && set.Spec.Rollout != nil && set.Spec.Upstream.Revision == 0 && pinned != up.Spec.Revision {
+		pv0.Pinned = pinned
+		if m, err := rollout.NewMatcher(set.Spec.Rollout); err == nil {
+			pv0.Wave = set.Spec.Rollout.Waves[m.Wave(pv.Spec.Labels)].Name
+		}
+		return classified{outcomeLater, pv0}
+	}
+	if pinned != 0 && pinned != up.Spec.Revision {
+		pv0.Pinned = pinned
+		return classified{outcomeNotAffected, pv0}
+	}
+	switch {
+	case ready == nil:
+		pv0.Reason = "no upgrade draft was made, and the variant reports no Ready condition"
+	default:
+		pv0.Reason = fmt.Sprintf("no upgrade draft was made; Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
+	}
+	return classified{outcomeNotAffected, pv0}
+}
+
+// madeFrom reports whether a revision was made from up: an upgrade to it,
+// or a clone of it (a variant whose downstream has nothing published yet
+// gets its unpublished draft replaced by a clone of the new revision).
+func madeFrom(pr, up *porchv1alpha1.PackageRevision) bool {
+	if pr == nil || len(pr.Spec.Tasks) == 0 {
+		return false
+	}
+	switch t := pr.Spec.Tasks[0]; {
+	case t.Upgrade != nil:
+		return t.Upgrade.NewUpstream.Name == up.Name
+	case t.Clone != nil && t.Clone.Upstream.UpstreamRef != nil:
+		return t.Clone.Upstream.UpstreamRef.Name == up.Name
+	}
+	return false
+}
+
+// Line counts a preview's outcomes, in one line.
+func (p Preview) Line() string {
+	return fmt.Sprintf("%s revision %d: %d variants upgraded now, %d later, %d not affected, %d failing to render",
+		p.Package, p.Revision, len(p.Now), len(p.Later), len(p.NotAffected), len(p.RenderFailures))
+}
+
+// writeText prints a preview for people.
+func (p Preview) writeText(b *strings.Builder) {
+	fmt.Fprintf(b, "Publishing %s revision %d (namespace %s):\n", p.Package, p.Revision, p.Namespace)
+	section := func(title string, vs []PreviewVariant, detail func(PreviewVariant) string) {
+		if len(vs) == 0 {
+			return
+		}
+		fmt.Fprintf(b, "  %s (%d):\n", title, len(vs))
+		for _, v := range vs {
+			owner := ""
+			if v.Set != "" {
+				owner = " (set " + v.Set + ")"
+			}
+			fmt.Fprintf(b, "    %s%s: %s\n", v.Name, owner, detail(v))
+		}
+	}
+	section("upgraded now", p.Now, func(v PreviewVariant) string {
+		if v.Task == "clone" {
+			return "draft " + v.Draft + ", a clone of the new revision in place of its unpublished draft"
+		}
+		return "upgrade draft " + v.Draft
+	})
+	section("later, held back by a rollout", p.Later, func(v PreviewVariant) string {
+		return fmt.Sprintf("wave %q, stays on revision %d until its wave opens it", v.Wave, v.Pinned)
+	})
+	section("not affected", p.NotAffected, func(v PreviewVariant) string {
+		if v.Reason != "" {
+			return v.Reason
+		}
+		return fmt.Sprintf("pinned to revision %d", v.Pinned)
+	})
+	section("failing to render", p.RenderFailures, func(v PreviewVariant) string { return v.Reason })
+	fmt.Fprintln(b, "  "+p.Line())
+}

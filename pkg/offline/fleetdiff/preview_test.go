@@ -1,0 +1,241 @@
+package fleetdiff
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/test/kit"
+)
+
+// The live fleet of the preview tests: blueprints/app revision 1 (and
+// blueprints/checked, whose next revision fails to render); a set
+// following the latest revision over the prod repositories, rolled out in
+// a canary wave and then the rest; a hand-written variant following the
+// latest revision; one pinned to revision 1; every draft published.
+const previewFleet = `
+apiVersion: config.porch.kpt.dev/v1alpha2
+kind: PackageVariantSet
+metadata: {name: edge, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: app}
+  targets:
+  - repositorySelector:
+      matchLabels: {env: prod}
+    template:
+      labelExprs:
+      - {key: tier, valueExpr: "repository.labels['tier']"}
+  rollout:
+    waves:
+    - name: canary
+      selector: {matchLabels: {tier: canary}}
+    - name: rest
+---
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: dev-app, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: app}
+  downstream: {repo: dev-a, package: app}
+---
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: dev-pinned, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: app, revision: 1}
+  downstream: {repo: dev-b, package: app}
+---
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: dev-checked, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: checked}
+  downstream: {repo: dev-a, package: checked}
+`
+
+// failingKptfile is a Kptfile whose pipeline fails to render.
+const failingKptfile = `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: checked
+pipeline:
+  validators:
+  - name: refuse
+    image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5
+    configPath: refuse.yaml
+`
+
+const refuseConfig = `apiVersion: fn.kpt.dev/v1alpha1
+kind: StarlarkRun
+metadata:
+  name: refuse
+  annotations:
+    config.kubernetes.io/local-config: "true"
+source: |
+  fail("replicas must be set per site")
+`
+
+func previewLive(t *testing.T, ctx context.Context) (*input.Input, map[string]string) {
+	t.Helper()
+	var in input.Input
+	fleet := strings.Join([]string{
+		repositoryWithLabels("prod-a", "env: prod, tier: canary"),
+		repositoryWithLabels("prod-b", "env: prod, tier: main"),
+		repositoryWithLabels("dev-a", "env: dev"),
+		repositoryWithLabels("dev-b", "env: dev"),
+		previewFleet,
+	}, "---")
+	if errs := in.Read("fleet.yaml", []byte(fleet)); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	files, err := input.ReadPackageDir("../testdata/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
+	checked := copyMap(files)
+	checked["Kptfile"] = strings.ReplaceAll(checked["Kptfile"], "name: app", "name: checked")
+	in.AddPublished("fleet", "blueprints", "checked", 1, checked, input.Source{File: "../testdata/app"})
+
+	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
+	r := kit.Settled(t, ctx, sim, &in, "fleet")
+	publishDrafts(t, ctx, sim)
+	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live, files
+}
+
+func repositoryWithLabels(name, labels string) string {
+	return `
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: Repository
+metadata: {name: ` + name + `, namespace: fleet, labels: {` + labels + `}}
+spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.example.com/` + name + `.git", branch: main}}
+`
+}
+
+// publishDrafts proposes and publishes every draft of the fleet's
+// deployment repositories, as people would.
+func publishDrafts(t *testing.T, ctx context.Context, sim *porchsim.Sim) {
+	t.Helper()
+	st, err := CaptureState(ctx, sim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range st.Revisions {
+		if pr.Spec.RepositoryName == "blueprints" || pr.Spec.Lifecycle != "Draft" {
+			continue
+		}
+		if err := sim.Propose(pr.Namespace, pr.Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.Publish(pr.Namespace, pr.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPreviewOfAnUpgrade: publishing blueprints/app revision 2 upgrades
+// the hand-written variant and the set's canary variant now, holds the
+// set's other variant back for the rest wave, and leaves the pinned
+// variant alone; publishing blueprints/checked revision 2, whose pipeline
+// fails, is a render failure naming the pipeline's function (Porch's answer
+// to a create that fails to render does not say which function failed or
+// what it said).
+func TestPreviewOfAnUpgrade(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	live, files := previewLive(t, ctx)
+	v2 := copyMap(files)
+	v2["deployment.yaml"] = strings.Replace(v2["deployment.yaml"], "replicas: 1", "replicas: 2", 1)
+	broken := copyMap(files)
+	broken["Kptfile"] = failingKptfile
+	broken["refuse.yaml"] = refuseConfig
+	d, _ := diffWith(t, ctx, live, "", Options{Upgrades: []Upgrade{
+		{Repo: "blueprints", Package: "app", Files: v2, Dir: "v2"},
+		{Repo: "blueprints", Package: "checked", Revision: 2, Files: broken, Dir: "broken"},
+	}})
+	if len(d.Previews) != 2 {
+		t.Fatalf("%d previews, want 2: %+v", len(d.Previews), d.Previews)
+	}
+
+	app := d.Previews[0]
+	if app.Package != "blueprints/app" || app.Revision != 2 {
+		t.Errorf("first preview is of %s revision %d, want blueprints/app revision 2", app.Package, app.Revision)
+	}
+	var now []string
+	for _, v := range app.Now {
+		if v.Draft == "" {
+			t.Errorf("%s is upgraded now without a draft", v.Name)
+		}
+		now = append(now, v.Name+" "+v.Set)
+	}
+	if len(now) != 2 || now[0] != "fleet/dev-app " || !strings.HasSuffix(now[1], " edge") {
+		t.Errorf("upgraded now: %q, want fleet/dev-app and the set edge's canary variant", now)
+	}
+	if len(app.Later) != 1 || app.Later[0].Set != "edge" || app.Later[0].Wave != "rest" || app.Later[0].Pinned != 1 {
+		t.Errorf("later: %+v, want the set edge's other variant, in wave rest, on revision 1", app.Later)
+	}
+	if diff := cmp.Diff([]PreviewVariant{{Name: "fleet/dev-pinned", Pinned: 1}}, app.NotAffected); diff != "" {
+		t.Errorf("not affected (-want +got):\n%s", diff)
+	}
+	if len(app.RenderFailures) != 0 {
+		t.Errorf("render failures of blueprints/app: %+v, want none", app.RenderFailures)
+	}
+	canary := app.Now[1].Name
+	if later := app.Later[0].Name; !strings.Contains(canary, "prod-a") || !strings.Contains(later, "prod-b") {
+		t.Errorf("now %s and later %s: the canary wave is prod-a's", canary, later)
+	}
+
+	checked := d.Previews[1]
+	if len(checked.RenderFailures) != 1 || checked.RenderFailures[0].Name != "fleet/dev-checked" ||
+		!strings.Contains(checked.RenderFailures[0].Reason, "refuse (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)") {
+		t.Errorf("render failures of blueprints/checked: %+v, want fleet/dev-checked naming the pipeline's function", checked.RenderFailures)
+	}
+	if len(checked.Now)+len(checked.Later)+len(checked.NotAffected) != 0 {
+		t.Errorf("blueprints/checked: %+v, want only the render failure", checked)
+	}
+
+	text := textOf(t, d)
+	for _, want := range []string{
+		"Publishing blueprints/app revision 2 (namespace fleet):",
+		"blueprints/app revision 2: 2 variants upgraded now, 1 later, 1 not affected, 0 failing to render",
+		`wave "rest", stays on revision 1 until its wave opens it`,
+		"fleet/dev-pinned: pinned to revision 1",
+		"blueprints/checked revision 2: 0 variants upgraded now, 0 later, 0 not affected, 1 failing to render",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestPreviewRefusesAPackageTheFleetLacksOrARevisionOutOfTurn: the
+// package must be one the fleet holds, and the revision the next one.
+func TestPreviewRefusesAPackageTheFleetLacksOrARevisionOutOfTurn(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	live, files := previewLive(t, ctx)
+	for _, tc := range []struct {
+		up   Upgrade
+		want string
+	}{
+		{Upgrade{Repo: "blueprints", Package: "ap", Files: files, Dir: "d"}, "the fleet has no revision of package blueprints/ap in namespace fleet"},
+		{Upgrade{Repo: "blueprints", Package: "app", Revision: 3, Files: files, Dir: "d"}, "the latest revision of blueprints/app is 1; the preview publishes the next one, 2"},
+	} {
+		_, _, err := Run(ctx, live, &input.Input{}, Options{Namespace: "fleet", Timeout: 30 * time.Second, Upgrades: []Upgrade{tc.up}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s/%s@%d: got %v, want an error saying %q", tc.up.Repo, tc.up.Package, tc.up.Revision, err, tc.want)
+		}
+	}
+}
