@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apifield "k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
@@ -113,4 +114,37 @@ func inNested(file string, nested []string) bool {
 		}
 	}
 	return false
+}
+
+// PackageContextData is the data of a package's package context ConfigMap,
+// for tools that compare two revisions of a package; found is false when
+// the package has none (a blueprint outside a deployment repository
+// usually has none).
+func PackageContextData(files map[string]string) (data map[string]string, found bool, err error) {
+	p, err := parsePackage(files)
+	if err != nil {
+		return nil, false, err
+	}
+	has := false
+	for _, o := range p.allObjects() {
+		if o.kind() == "ConfigMap" && o.name() == PackageContextConfigMapName {
+			has = true
+		}
+	}
+	if !has {
+		return nil, false, nil
+	}
+	cm, err := findPackageContext(p)
+	if err != nil {
+		return nil, false, err
+	}
+	data = map[string]string{}
+	if m := resolve(field(cm.node, "data")); m != nil && m.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if v := resolve(m.Content[i+1]); v != nil && v.Kind == yaml.ScalarNode {
+				data[m.Content[i].Value] = v.Value
+			}
+		}
+	}
+	return data, true, nil
 }

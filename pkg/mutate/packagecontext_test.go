@@ -90,3 +90,23 @@ func TestApplyPackageContext(t *testing.T) {
 		})
 	}
 }
+
+// TestPackageContextData: the data of the package context, scalars only
+// (an alias followed); a package without one has none; two of them are an
+// error naming both files.
+func TestPackageContextData(t *testing.T) {
+	ctx := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\ndata:\n  name: app\n  tier: &t gold\n  copy: *t\n  nested: {a: b}\n"
+	data, found, err := PackageContextData(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n", "package-context.yaml": ctx})
+	if err != nil || !found {
+		t.Fatalf("found %t, err %v", found, err)
+	}
+	if diff := cmp.Diff(map[string]string{"name": "app", "tier": "gold", "copy": "gold"}, data); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
+	}
+	if _, found, err := PackageContextData(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"}); found || err != nil {
+		t.Errorf("a package without a package context: found %t, err %v", found, err)
+	}
+	if _, _, err := PackageContextData(map[string]string{"a.yaml": ctx, "b.yaml": ctx}); err == nil {
+		t.Error("two package contexts: no error")
+	}
+}

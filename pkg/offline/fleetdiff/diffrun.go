@@ -151,7 +151,9 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 	if settleErr != nil {
 		d.NotSettled = settleErr.Error()
 	}
-	d.Previews = previews(published, after, d)
+	if d.Previews, err = previews(published, before, after, d, diffFiles{files: files, sim: sim}); err != nil {
+		return nil, nil, err
+	}
 	return d, &Stats{FilesRead: files.read()}, nil
 }
 

@@ -2,7 +2,8 @@ package fleetdiff
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,6 +45,8 @@ type Preview struct {
 	NotAffected []PreviewVariant `json:"notAffected,omitempty"`
 	// RenderFailures are the variants whose upgrade does not render.
 	RenderFailures []PreviewVariant `json:"renderFailures,omitempty"`
+	// WithCollisions counts the variants of Now and Later with collisions.
+	WithCollisions int `json:"withCollisions"`
 }
 
 // PreviewVariant is one variant in a Preview.
@@ -64,6 +67,9 @@ type PreviewVariant struct {
 	// Reason says why (NotAffected without a pin) or what the render said
 	// (RenderFailures).
 	Reason string `json:"reason,omitempty"`
+	// Collisions are what the variant writes that the new revision also
+	// changed or removed (Now and Later).
+	Collisions []Collision `json:"collisions,omitempty"`
 }
 
 // publish adds each upgrade to the Sim as a Published revision, as a
@@ -101,31 +107,83 @@ func publish(sim *porchsim.Sim, st *State, ns string, ups []Upgrade) ([]*porchv1
 }
 
 // previews sorts the variants that follow each published revision's
-// package by what the run did to them.
-func previews(published []*porchv1alpha1.PackageRevision, after *State, d *Diff) []Preview {
+// package by what the run did to them, and finds the collisions of those
+// that take the new revision (now or later). Each revision of a blueprint
+// is read once, whatever the number of variants.
+func previews(published []*porchv1alpha1.PackageRevision, before, after *State, d *Diff, files FileReader) ([]Preview, error) {
 	diffs := map[string]VariantDiff{}
 	for _, v := range d.Variants {
 		diffs[v.Namespace+"/"+v.Name] = v
 	}
+	keys := slices.Sorted(maps.Keys(after.Variants))
 	var out []Preview
 	for _, up := range published {
 		p := Preview{Namespace: up.Namespace, Package: up.Spec.RepositoryName + "/" + up.Spec.PackageName, Revision: up.Spec.Revision}
-		keys := make([]string, 0, len(after.Variants))
-		for k := range after.Variants {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		blueprint := &blueprintRevisions{before: before, files: files, ns: up.Namespace, repo: up.Spec.RepositoryName, pkg: up.Spec.PackageName, facts: map[int]*blueprintFacts{}}
 		for _, k := range keys {
 			pv := after.Variants[k]
 			u := pv.Spec.Upstream
 			if pv.Namespace != up.Namespace || u == nil || u.Repo != up.Spec.RepositoryName || u.Package != up.Spec.PackageName {
 				continue
 			}
-			p.add(classify(k, pv, up, after, diffs[k]))
+			c := classify(k, pv, up, after, diffs[k])
+			if c.outcome == outcomeNow || c.outcome == outcomeLater {
+				var err error
+				if c.Collisions, err = variantCollisions(pv, before.Variants[k], up, before, blueprint); err != nil {
+					return nil, err
+				}
+				if len(c.Collisions) > 0 {
+					p.WithCollisions++
+				}
+			}
+			p.add(c)
 		}
 		out = append(out, p)
 	}
-	return out
+	return out, nil
+}
+
+// variantCollisions compares what the variant writes with the change from
+// the revision it was on (its pin before the run, else the revision before
+// up) to up.
+func variantCollisions(pv, was *configv1alpha1.PackageVariant, up *porchv1alpha1.PackageRevision, before *State, blueprint *blueprintRevisions) ([]Collision, error) {
+	from := up.Spec.Revision - 1
+	if was != nil && was.Spec.Upstream != nil && was.Spec.Upstream.Revision != 0 {
+		from = was.Spec.Upstream.Revision
+	}
+	old, err := blueprint.of(from)
+	if err != nil || old == nil {
+		return nil, err
+	}
+	next, err := blueprint.of(up.Spec.Revision)
+	if err != nil || next == nil {
+		return nil, err
+	}
+	return collisions(pv, latestDownstream(pv, before), *old, *next), nil
+}
+
+// latestDownstream is the variant's latest Published downstream revision
+// in st (nil when none).
+func latestDownstream(pv *configv1alpha1.PackageVariant, st *State) *porchv1alpha1.PackageRevision {
+	var latest *porchv1alpha1.PackageRevision
+	for _, pr := range st.Revisions {
+		if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished || !ownedBy(pr, pv) {
+			continue
+		}
+		if latest == nil || pr.Spec.Revision > latest.Spec.Revision {
+			latest = pr
+		}
+	}
+	return latest
+}
+
+func ownedBy(pr *porchv1alpha1.PackageRevision, pv *configv1alpha1.PackageVariant) bool {
+	for _, ref := range pr.OwnerReferences {
+		if ref.UID == pv.UID {
+			return true
+		}
+	}
+	return false
 }
 
 // outcome is where classify puts a variant.
@@ -215,8 +273,8 @@ func madeFrom(pr, up *porchv1alpha1.PackageRevision) bool {
 
 // Line counts a preview's outcomes, in one line.
 func (p Preview) Line() string {
-	return fmt.Sprintf("%s revision %d: %d variants upgraded now, %d later, %d not affected, %d failing to render",
-		p.Package, p.Revision, len(p.Now), len(p.Later), len(p.NotAffected), len(p.RenderFailures))
+	return fmt.Sprintf("%s revision %d: %d variants upgraded now, %d later, %d not affected, %d failing to render, %d with collisions",
+		p.Package, p.Revision, len(p.Now), len(p.Later), len(p.NotAffected), len(p.RenderFailures), p.WithCollisions)
 }
 
 // writeText prints a preview for people.
@@ -233,6 +291,9 @@ func (p Preview) writeText(b *strings.Builder) {
 				owner = " (set " + v.Set + ")"
 			}
 			fmt.Fprintf(b, "    %s%s: %s\n", v.Name, owner, detail(v))
+			for _, c := range v.Collisions {
+				fmt.Fprintf(b, "      collision (%s %s): %s\n", c.Kind, c.Name, c.Message)
+			}
 		}
 	}
 	section("upgraded now", p.Now, func(v PreviewVariant) string {

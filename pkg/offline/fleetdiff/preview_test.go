@@ -210,10 +210,10 @@ func TestPreviewOfAnUpgrade(t *testing.T) {
 	text := textOf(t, d)
 	for _, want := range []string{
 		"Publishing blueprints/app revision 2 (namespace fleet):",
-		"blueprints/app revision 2: 2 variants upgraded now, 1 later, 1 not affected, 0 failing to render",
+		"blueprints/app revision 2: 2 variants upgraded now, 1 later, 1 not affected, 0 failing to render, 0 with collisions",
 		`wave "rest", stays on revision 1 until its wave opens it`,
 		"fleet/dev-pinned: pinned to revision 1",
-		"blueprints/checked revision 2: 0 variants upgraded now, 0 later, 0 not affected, 1 failing to render",
+		"blueprints/checked revision 2: 0 variants upgraded now, 0 later, 0 not affected, 1 failing to render, 0 with collisions",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
@@ -236,6 +236,90 @@ func TestPreviewRefusesAPackageTheFleetLacksOrARevisionOutOfTurn(t *testing.T) {
 		_, _, err := Run(ctx, live, &input.Input{}, Options{Namespace: "fleet", Timeout: 30 * time.Second, Upgrades: []Upgrade{tc.up}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s/%s@%d: got %v, want an error saying %q", tc.up.Repo, tc.up.Package, tc.up.Revision, err, tc.want)
+		}
+	}
+}
+
+// TestPreviewCollisions: the new revision of blueprints/coll changes a
+// package context default the variant sets, sets a key the variant sets,
+// drops the injection point the variant fills and names a function of its
+// pipeline as the variant's prepended one: four collisions, each named.
+func TestPreviewCollisions(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	var in input.Input
+	fleet := repositoryWithLabels("dev-c", "env: dev") + `---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings-c, namespace: fleet}
+data: {region: region-c}
+---
+apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: dev-coll, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: coll}
+  downstream: {repo: dev-c, package: coll}
+  packageContext:
+    data: {tier: gold, zone: z1}
+  injectors:
+  - name: settings-c
+  pipeline:
+    mutators:
+    - name: add-labels
+      image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0
+`
+	if errs := in.Read("fleet.yaml", []byte(fleet)); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	files, err := input.ReadPackageDir("../testdata/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := copyMap(files)
+	v1["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: coll\n"
+	v1["package-context.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: coll\n  tier: basic\n"
+	in.AddPublished("fleet", "blueprints", "coll", 1, v1, input.Source{File: "v1"})
+	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
+	r := kit.Settled(t, ctx, sim, &in, "fleet")
+	publishDrafts(t, ctx, sim)
+	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Objects = in.Objects
+
+	v2 := copyMap(v1)
+	delete(v2, "settings.yaml")
+	v2["package-context.yaml"] = strings.Replace(v2["package-context.yaml"], "  tier: basic\n", "  tier: standard\n  zone: z0\n", 1)
+	v2["Kptfile"] += "pipeline:\n  mutators:\n  - name: add-labels\n    image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.1\n"
+	d, _ := diffWith(t, ctx, live, "", Options{Upgrades: []Upgrade{{Repo: "blueprints", Package: "coll", Files: v2, Dir: "v2"}}})
+	if len(d.Previews) != 1 || len(d.Previews[0].Now) != 1 {
+		t.Fatalf("previews %+v, want one with dev-coll upgraded now", d.Previews)
+	}
+	p := d.Previews[0]
+	var got []string
+	for _, c := range p.Now[0].Collisions {
+		got = append(got, c.Kind+" "+c.Name)
+	}
+	want := []string{"packageContext tier", "packageContext zone", "injectionPoint config.injection.ConfigMap.settings", "pipelineFunction add-labels"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("collisions (-want +got):\n%s", diff)
+	}
+	if p.WithCollisions != 1 {
+		t.Errorf("%d variants with collisions, want 1", p.WithCollisions)
+	}
+	text := textOf(t, d)
+	for _, want := range []string{
+		`collision (packageContext tier): the new revision changes the default of package context key "tier" from "basic" to "standard"`,
+		`collision (injectionPoint config.injection.ConfigMap.settings): the variant fills injection point ConfigMap.settings`,
+		"1 variants upgraded now, 0 later, 0 not affected, 0 failing to render, 1 with collisions",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
 	}
 }
