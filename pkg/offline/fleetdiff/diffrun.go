@@ -55,6 +55,11 @@ type Stats struct {
 // settle and returns what they did. Nothing is written anywhere but the
 // Sim. input.Errors in the change are Errors; errors reading the live fleet
 // (a revision's files the run needed) are returned as they are.
+//
+// With Options.Upgrades, a variant a rollout holds back gets, in its
+// Preview, the drafts it will get when its wave opens: a second run of the
+// same fleet and change with the rollouts left out (sharing the first
+// run's files: each is read from the source once).
 func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *Stats, error) {
 	files := &fileCache{source: live.FileSource, files: map[string]map[string]string{}}
 	for _, r := range live.Revisions {
@@ -62,6 +67,23 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 			files.files[r.PR.Namespace+"/"+r.PR.Name] = r.Files
 		}
 	}
+	d, err := run(ctx, live, change, opts, files, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if heldBack(d) {
+		open, err := run(ctx, live, change, opts, files, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the run with every rollout's waves open: %w", err)
+		}
+		fillLater(d, open)
+	}
+	return d, &Stats{FilesRead: files.read()}, nil
+}
+
+// run is one run of Run; withoutRollouts drops spec.rollout from every set
+// before the controllers start, as if every wave had opened.
+func run(ctx context.Context, live, change *input.Input, opts Options, files *fileCache, withoutRollouts bool) (*Diff, error) {
 	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
 	sim.SetFileSource(files.get)
 	ns := opts.Namespace
@@ -69,27 +91,32 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 		ns = input.DefaultNamespace
 	}
 	if err := live.Load(ctx, sim, ns); err != nil {
-		return nil, nil, fmt.Errorf("load the live fleet: %w", err)
+		return nil, fmt.Errorf("load the live fleet: %w", err)
 	}
 	var published []*porchv1alpha1.PackageRevision
 	if len(opts.Upgrades) > 0 {
 		loaded, err := CaptureState(ctx, sim)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if published, err = publish(sim, loaded, ns, opts.Upgrades); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	// The published upgrades are part of what the diff starts from: the
 	// difference is what the controllers make of them.
 	before, err := CaptureState(ctx, sim)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	objects, err := apply(ctx, sim, live, change, ns, opts.Delete)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	if withoutRollouts {
+		if err := dropRollouts(ctx, sim); err != nil {
+			return nil, err
+		}
 	}
 	objs := opts.Live
 	if objs != nil && opts.Delete {
@@ -108,7 +135,7 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 	}
 	runner, err := offline.Start(ctx, sim, offline.Options{Objects: objects, Live: objs})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -138,23 +165,23 @@ func Run(ctx context.Context, live, change *input.Input, opts Options) (*Diff, *
 	cancel()
 	runner.Stop()
 	if errs := failed(); len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 	after, err := CaptureState(ctx, sim)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	d, err := Compare(before, after, diffFiles{files: files, sim: sim}, opts.ShowInjected)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if settleErr != nil {
 		d.NotSettled = settleErr.Error()
 	}
 	if d.Previews, err = previews(published, before, after, d, diffFiles{files: files, sim: sim}); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return d, &Stats{FilesRead: files.read()}, nil
+	return d, nil
 }
 
 // omitting hides the cluster's objects a change deletes from the run.

@@ -1,12 +1,14 @@
 package fleetdiff
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -70,6 +72,10 @@ type PreviewVariant struct {
 	// Collisions are what the variant writes that the new revision also
 	// changed or removed (Now and Later).
 	Collisions []Collision `json:"collisions,omitempty"`
+	// Revisions are, for a variant held back (Later), the draft it gets
+	// when its wave opens, with its files' diff: computed by a run with
+	// the rollouts' waves all open.
+	Revisions []RevisionDiff `json:"revisions,omitempty"`
 }
 
 // publish adds each upgrade to the Sim as a Published revision, as a
@@ -186,6 +192,71 @@ func ownedBy(pr *porchv1alpha1.PackageRevision, pv *configv1alpha1.PackageVarian
 	return false
 }
 
+// heldBack reports whether a preview holds a variant back for a later wave.
+func heldBack(d *Diff) bool {
+	for _, p := range d.Previews {
+		if len(p.Later) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fillLater gives each variant held back in d the draft the run open, with
+// every wave open, made for it (or the render failure it met there).
+func fillLater(d, open *Diff) {
+	revisions := map[string][]RevisionDiff{}
+	for _, v := range open.Variants {
+		revisions[v.Namespace+"/"+v.Name] = v.Revisions
+	}
+	for i := range d.Previews {
+		if i >= len(open.Previews) {
+			break
+		}
+		now, failed := map[string]PreviewVariant{}, map[string]string{}
+		for _, v := range open.Previews[i].Now {
+			now[v.Name] = v
+		}
+		for _, v := range open.Previews[i].RenderFailures {
+			failed[v.Name] = v.Reason
+		}
+		for j := range d.Previews[i].Later {
+			v := &d.Previews[i].Later[j]
+			if o, ok := now[v.Name]; ok {
+				v.Draft, v.Task = o.Draft, o.Task
+				for _, r := range revisions[v.Name] {
+					if r.Name == o.Draft {
+						v.Revisions = append(v.Revisions, r)
+					}
+				}
+			}
+			if why, ok := failed[v.Name]; ok {
+				v.Reason = "when its wave opens, its draft fails to render: " + why
+			}
+		}
+	}
+}
+
+// dropRollouts takes spec.rollout out of every set of the Sim.
+func dropRollouts(ctx context.Context, sim *porchsim.Sim) error {
+	sets := sim.Clientset().ConfigV1alpha2().PackageVariantSets("")
+	list, err := sets.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		set := &list.Items[i]
+		if set.Spec.Rollout == nil {
+			continue
+		}
+		set.Spec.Rollout = nil
+		if _, err := sim.Clientset().ConfigV1alpha2().PackageVariantSets(set.Namespace).Update(ctx, set, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("open every wave of PackageVariantSet %s/%s: %w", set.Namespace, set.Name, err)
+		}
+	}
+	return nil
+}
+
 // outcome is where classify puts a variant.
 type outcome int
 
@@ -294,6 +365,9 @@ func (p Preview) writeText(b *strings.Builder) {
 			for _, c := range v.Collisions {
 				fmt.Fprintf(b, "      collision (%s %s): %s\n", c.Kind, c.Name, c.Message)
 			}
+			for _, r := range v.Revisions {
+				writeRevision(b, r)
+			}
 		}
 	}
 	section("upgraded now", p.Now, func(v PreviewVariant) string {
@@ -303,7 +377,14 @@ func (p Preview) writeText(b *strings.Builder) {
 		return "upgrade draft " + v.Draft
 	})
 	section("later, held back by a rollout", p.Later, func(v PreviewVariant) string {
-		return fmt.Sprintf("wave %q, stays on revision %d until its wave opens it", v.Wave, v.Pinned)
+		line := fmt.Sprintf("wave %q, stays on revision %d until its wave opens it", v.Wave, v.Pinned)
+		switch {
+		case v.Reason != "":
+			line += "; " + v.Reason
+		case v.Draft != "":
+			line += fmt.Sprintf("; then gets draft %s (%s):", v.Draft, v.Task)
+		}
+		return line
 	})
 	section("not affected", p.NotAffected, func(v PreviewVariant) string {
 		if v.Reason != "" {

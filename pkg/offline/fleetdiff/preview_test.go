@@ -185,7 +185,14 @@ func TestPreviewOfAnUpgrade(t *testing.T) {
 		t.Errorf("upgraded now: %q, want fleet/dev-app and the set edge's canary variant", now)
 	}
 	if len(app.Later) != 1 || app.Later[0].Set != "edge" || app.Later[0].Wave != "rest" || app.Later[0].Pinned != 1 {
-		t.Errorf("later: %+v, want the set edge's other variant, in wave rest, on revision 1", app.Later)
+		t.Fatalf("later: %+v, want the set edge's other variant, in wave rest, on revision 1", app.Later)
+	}
+	// What the held-back variant gets when its wave opens: the upgrade
+	// draft, with the new revision's change in its files.
+	later := app.Later[0]
+	if later.Draft != "prod-b.app.packagevariant-2" || later.Task != "upgrade" || len(later.Revisions) != 1 ||
+		!strings.Contains(later.Revisions[0].Diff, "+  replicas: 2") {
+		t.Errorf("later's draft when its wave opens: %s (%s), revisions %+v; want upgrade draft prod-b.app.packagevariant-2 with replicas: 2", later.Draft, later.Task, later.Revisions)
 	}
 	if diff := cmp.Diff([]PreviewVariant{{Name: "fleet/dev-pinned", Pinned: 1}}, app.NotAffected); diff != "" {
 		t.Errorf("not affected (-want +got):\n%s", diff)
@@ -211,7 +218,7 @@ func TestPreviewOfAnUpgrade(t *testing.T) {
 	for _, want := range []string{
 		"Publishing blueprints/app revision 2 (namespace fleet):",
 		"blueprints/app revision 2: 2 variants upgraded now, 1 later, 1 not affected, 0 failing to render, 0 with collisions",
-		`wave "rest", stays on revision 1 until its wave opens it`,
+		`wave "rest", stays on revision 1 until its wave opens it; then gets draft prod-b.app.packagevariant-2 (upgrade):`,
 		"fleet/dev-pinned: pinned to revision 1",
 		"blueprints/checked revision 2: 0 variants upgraded now, 0 later, 0 not affected, 1 failing to render, 0 with collisions",
 	} {
