@@ -141,6 +141,14 @@ func TestDiffPackage(t *testing.T) {
 		t.Errorf("previews %+v; want one, of revision 2, with 5 variants now", d.Previews)
 	}
 
+	// The example's second revision drops the region-config injection
+	// point every variant fills.
+	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app=../../examples/upgrade/app")
+	r.want(t, exitDifferent)
+	mustContain(t, "stdout", r.stdout, "+  replicas: 3 # the blueprint's default; prod variants keep it",
+		`collision (injectionPoint config.injection.ConfigMap.region-config): the variant fills injection point ConfigMap.region-config (injected resource "region-eu-west" from cluster), which the new revision no longer has`,
+		"blueprints/app revision 2: 5 variants upgraded now, 0 later, 0 not affected, 0 failing to render, 5 with collisions")
+
 	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app@3="+dir)
 	r.want(t, exitBadInput)
 	mustContain(t, "stderr", r.stderr, "the latest revision of blueprints/app is 1; the preview publishes the next one, 2")

@@ -71,10 +71,10 @@ func factsOf(files map[string]string) (blueprintFacts, error) {
 // collisions compares what the variant writes with what changed from the
 // old revision of the blueprint to the new one: package context keys the
 // blueprint now sets, changed or dropped and the variant sets or removes;
-// injection points the variant fills (downstream is its package's latest
-// revision) that the new revision no longer has; functions the variant
+// injection points the variant fills (in any of its downstream revisions)
+// that the new revision no longer has; functions the variant
 // prepends whose name the new revision's pipeline now uses.
-func collisions(pv *configv1alpha1.PackageVariant, downstream *porchv1alpha1.PackageRevision, old, new blueprintFacts) []Collision {
+func collisions(pv *configv1alpha1.PackageVariant, downstream []*porchv1alpha1.PackageRevision, old, new blueprintFacts) []Collision {
 	var out []Collision
 	if pc := pv.Spec.PackageContext; pc != nil {
 		keys := slices.Concat(slices.Collect(maps.Keys(pc.Data)), pc.RemoveKeys)
@@ -92,11 +92,13 @@ func collisions(pv *configv1alpha1.PackageVariant, downstream *porchv1alpha1.Pac
 			}
 		}
 	}
-	if downstream != nil {
-		for _, c := range downstream.Status.Conditions {
-			if !strings.HasPrefix(c.Type, "config.injection.") || c.Status != porchv1alpha1.ConditionTrue || new.points[c.Type] {
+	reported := map[string]bool{}
+	for _, pr := range downstream {
+		for _, c := range pr.Status.Conditions {
+			if !strings.HasPrefix(c.Type, "config.injection.") || c.Status != porchv1alpha1.ConditionTrue || new.points[c.Type] || reported[c.Type] {
 				continue
 			}
+			reported[c.Type] = true
 			out = append(out, Collision{CollisionInjectionPoint, c.Type, fmt.Sprintf("the variant fills injection point %s (%s), which the new revision no longer has: what it injects there is dropped, and a readiness gate on it could never pass", strings.TrimPrefix(c.Type, "config.injection."), c.Message)})
 		}
 	}

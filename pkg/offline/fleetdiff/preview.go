@@ -165,22 +165,20 @@ func variantCollisions(pv, was *configv1alpha1.PackageVariant, up *porchv1alpha1
 	if err != nil || next == nil {
 		return nil, err
 	}
-	return collisions(pv, latestDownstream(pv, before), *old, *next), nil
+	return collisions(pv, downstreamOf(pv, before), *old, *next), nil
 }
 
-// latestDownstream is the variant's latest Published downstream revision
-// in st (nil when none).
-func latestDownstream(pv *configv1alpha1.PackageVariant, st *State) *porchv1alpha1.PackageRevision {
-	var latest *porchv1alpha1.PackageRevision
-	for _, pr := range st.Revisions {
-		if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished || !ownedBy(pr, pv) {
-			continue
-		}
-		if latest == nil || pr.Spec.Revision > latest.Spec.Revision {
-			latest = pr
+// downstreamOf are the variant's downstream revisions in st, of any
+// lifecycle (a variant whose draft was never published fills its
+// injection points there).
+func downstreamOf(pv *configv1alpha1.PackageVariant, st *State) []*porchv1alpha1.PackageRevision {
+	var out []*porchv1alpha1.PackageRevision
+	for _, k := range slices.Sorted(maps.Keys(st.Revisions)) {
+		if pr := st.Revisions[k]; ownedBy(pr, pv) {
+			out = append(out, pr)
 		}
 	}
-	return latest
+	return out
 }
 
 func ownedBy(pr *porchv1alpha1.PackageRevision, pv *configv1alpha1.PackageVariant) bool {
