@@ -446,7 +446,7 @@ func (h *Harness) WaitAllVariantsReady() {
 // Settled loads an input into sim (in namespace ns for objects that name
 // none), runs both controllers on it until they have nothing left to do
 // and returns them, still running (stopped at the end of the test).
-func Settled(t *testing.T, ctx context.Context, sim *porchsim.Sim, in *input.Input, ns string) *offline.Runner {
+func Settled(t testing.TB, ctx context.Context, sim *porchsim.Sim, in *input.Input, ns string) *offline.Runner {
 	t.Helper()
 	if err := in.Load(ctx, sim, ns); err != nil {
 		t.Fatalf("load the input: %v", err)

@@ -128,7 +128,7 @@ spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.e
 
 // publishDrafts proposes and publishes every draft of the fleet's
 // deployment repositories, as people would.
-func publishDrafts(t *testing.T, ctx context.Context, sim *porchsim.Sim) {
+func publishDrafts(t testing.TB, ctx context.Context, sim *porchsim.Sim) {
 	t.Helper()
 	st, err := CaptureState(ctx, sim)
 	if err != nil {

@@ -1,0 +1,118 @@
+package fleetdiff
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
+	"github.com/porch-variants/variant-controller/pkg/porchsim"
+	"github.com/porch-variants/variant-controller/test/kit"
+)
+
+// BenchmarkPreview previews publishing blueprints/app revision 2 over a
+// set of 1,000 variants (every draft published), read as diff reads a
+// cluster: without a rollout (every variant upgraded now) and with one
+// that holds all but a canary wave back (the second run with every wave
+// open makes their drafts too). It reports the files read per variant:
+// each revision at most once, the blueprint's two revisions included.
+func BenchmarkPreview(b *testing.B) {
+	const n = 1000
+	klog.SetOutput(nilWriter{})
+	klog.LogToStderr(false)
+	for _, withRollout := range []bool{false, true} {
+		b.Run(fmt.Sprintf("variants=%d/rollout=%t", n, withRollout), func(b *testing.B) {
+			ctx := context.Background()
+			live, files := previewFleetOf(b, ctx, n, withRollout)
+			v2 := copyMap(files)
+			v2["deployment.yaml"] = strings.Replace(v2["deployment.yaml"], "replicas: 1", "replicas: 2", 1)
+			b.ResetTimer()
+			for range b.N {
+				d, stats, err := Run(ctx, live, &input.Input{}, Options{Namespace: "fleet", Timeout: 10 * time.Minute,
+					Upgrades: []Upgrade{{Repo: "blueprints", Package: "app", Files: v2, Dir: "v2"}}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.NotSettled != "" {
+					b.Fatalf("not settled: %s", d.NotSettled)
+				}
+				p := d.Previews[0]
+				now, later := len(p.Now), len(p.Later)
+				if now+later != n || (withRollout && later != n-1) {
+					b.Fatalf("%d now and %d later, want %d in all (%d later with the rollout)", now, later, n, n-1)
+				}
+				for _, v := range p.Later {
+					if len(v.Revisions) != 1 {
+						b.Fatalf("%s: %d revisions for when its wave opens, want 1", v.Name, len(v.Revisions))
+					}
+				}
+				b.ReportMetric(float64(len(stats.FilesRead))/n, "files-read/variant")
+			}
+		})
+	}
+}
+
+type nilWriter struct{}
+
+func (nilWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// previewFleetOf is a set over n deployment repositories following
+// blueprints/app, settled with every draft published, read as a cluster.
+func previewFleetOf(tb testing.TB, ctx context.Context, n int, withRollout bool) (*input.Input, map[string]string) {
+	tb.Helper()
+	var b strings.Builder
+	for i := range n {
+		tier := "main"
+		if i == 0 {
+			tier = "canary"
+		}
+		b.WriteString(repositoryWithLabels(fmt.Sprintf("site-%04d", i), "env: prod, tier: "+tier) + "---\n")
+	}
+	set := `
+apiVersion: config.porch.kpt.dev/v1alpha2
+kind: PackageVariantSet
+metadata: {name: edge, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: app}
+  targets:
+  - repositorySelector:
+      matchLabels: {env: prod}
+    template:
+      labelExprs:
+      - {key: tier, valueExpr: "repository.labels['tier']"}
+`
+	if withRollout {
+		set += `  rollout:
+    waves:
+    - name: canary
+      selector: {matchLabels: {tier: canary}}
+    - name: rest
+`
+	}
+	b.WriteString(set)
+	var in input.Input
+	if errs := in.Read("fleet.yaml", []byte(b.String())); len(errs) > 0 {
+		tb.Fatal(errs)
+	}
+	files, err := input.ReadPackageDir("../testdata/app")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
+	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
+	r := kit.Settled(tb, ctx, sim, &in, "fleet")
+	publishDrafts(tb, ctx, sim)
+	if err := r.WaitIdle(ctx, 5*time.Minute); err != nil {
+		tb.Fatal(err)
+	}
+	r.Stop()
+	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return live, files
+}
