@@ -102,17 +102,7 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *input.Input) 
 	if err := sim.Publish("fleet", "prod-a.app.packagevariant-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	r.Stop()
-
-	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live.Objects = in.Objects
-	return sim, live
+	return sim, readSettled(t, ctx, sim, r, &in)
 }
 
 // diffLive runs a diff of the change (YAML, with del deleted) against a

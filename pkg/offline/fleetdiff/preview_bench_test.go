@@ -10,8 +10,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
-	"github.com/porch-variants/variant-controller/pkg/porchsim"
-	"github.com/porch-variants/variant-controller/test/kit"
 )
 
 // BenchmarkPreview previews publishing blueprints/app revision 2 over a
@@ -72,28 +70,7 @@ func previewFleetOf(tb testing.TB, ctx context.Context, n int, withRollout bool)
 		}
 		b.WriteString(repositoryWithLabels(fmt.Sprintf("site-%04d", i), "env: prod, tier: "+tier) + "---\n")
 	}
-	set := `
-apiVersion: config.porch.kpt.dev/v1alpha2
-kind: PackageVariantSet
-metadata: {name: edge, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: app}
-  targets:
-  - repositorySelector:
-      matchLabels: {env: prod}
-    template:
-      labelExprs:
-      - {key: tier, valueExpr: "repository.labels['tier']"}
-`
-	if withRollout {
-		set += `  rollout:
-    waves:
-    - name: canary
-      selector: {matchLabels: {tier: canary}}
-    - name: rest
-`
-	}
-	b.WriteString(set)
+	b.WriteString(edgeSet(withRollout))
 	var in input.Input
 	if errs := in.Read("fleet.yaml", []byte(b.String())); len(errs) > 0 {
 		tb.Fatal(errs)
@@ -103,16 +80,5 @@ spec:
 		tb.Fatal(err)
 	}
 	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
-	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
-	r := kit.Settled(tb, ctx, sim, &in, "fleet")
-	publishDrafts(tb, ctx, sim)
-	if err := r.WaitIdle(ctx, 5*time.Minute); err != nil {
-		tb.Fatal(err)
-	}
-	r.Stop()
-	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return live, files
+	return settledAndPublished(tb, ctx, &in), files
 }

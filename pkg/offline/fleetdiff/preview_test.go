@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/test/kit"
@@ -19,24 +20,7 @@ import (
 // following the latest revision over the prod repositories, rolled out in
 // a canary wave and then the rest; a hand-written variant following the
 // latest revision; one pinned to revision 1; every draft published.
-const previewFleet = `
-apiVersion: config.porch.kpt.dev/v1alpha2
-kind: PackageVariantSet
-metadata: {name: edge, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: app}
-  targets:
-  - repositorySelector:
-      matchLabels: {env: prod}
-    template:
-      labelExprs:
-      - {key: tier, valueExpr: "repository.labels['tier']"}
-  rollout:
-    waves:
-    - name: canary
-      selector: {matchLabels: {tier: canary}}
-    - name: rest
----
+var previewFleet = edgeSet(true) + `---
 apiVersion: config.porch.kpt.dev/v1alpha1
 kind: PackageVariant
 metadata: {name: dev-app, namespace: fleet}
@@ -58,6 +42,34 @@ spec:
   upstream: {repo: blueprints, package: checked}
   downstream: {repo: dev-a, package: checked}
 `
+
+// edgeSet is a set following blueprints/app over the prod repositories,
+// its variants labelled with their repository's tier; withRollout rolls a
+// change out to the canary tier first, then the rest.
+func edgeSet(withRollout bool) string {
+	set := `
+apiVersion: config.porch.kpt.dev/v1alpha2
+kind: PackageVariantSet
+metadata: {name: edge, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: app}
+  targets:
+  - repositorySelector:
+      matchLabels: {env: prod}
+    template:
+      labelExprs:
+      - {key: tier, valueExpr: "repository.labels['tier']"}
+`
+	if withRollout {
+		set += `  rollout:
+    waves:
+    - name: canary
+      selector: {matchLabels: {tier: canary}}
+    - name: rest
+`
+	}
+	return set
+}
 
 // failingKptfile is a Kptfile whose pipeline fails to render.
 const failingKptfile = `apiVersion: kpt.dev/v1
@@ -103,18 +115,34 @@ func previewLive(t *testing.T, ctx context.Context) (*input.Input, map[string]st
 	checked["Kptfile"] = strings.ReplaceAll(checked["Kptfile"], "name: app", "name: checked")
 	in.AddPublished("fleet", "blueprints", "checked", 1, checked, input.Source{File: "../testdata/app"})
 
+	return settledAndPublished(t, ctx, &in), files
+}
+
+// settledAndPublished runs the controllers on in until they settle, has
+// people publish every draft, and returns the fleet read as diff reads a
+// cluster (in's in-cluster objects included).
+func settledAndPublished(tb testing.TB, ctx context.Context, in *input.Input) *input.Input {
+	tb.Helper()
 	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
-	r := kit.Settled(t, ctx, sim, &in, "fleet")
-	publishDrafts(t, ctx, sim)
-	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
+	r := kit.Settled(tb, ctx, sim, in, "fleet")
+	publishDrafts(tb, ctx, sim)
+	return readSettled(tb, ctx, sim, r, in)
+}
+
+// readSettled waits for the controllers to settle, stops them and reads
+// the fleet as diff reads a cluster, with in's in-cluster objects.
+func readSettled(tb testing.TB, ctx context.Context, sim *porchsim.Sim, r *offline.Runner, in *input.Input) *input.Input {
+	tb.Helper()
+	if err := r.WaitIdle(ctx, 5*time.Minute); err != nil {
+		tb.Fatal(err)
 	}
 	r.Stop()
 	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return live, files
+	live.Objects = in.Objects
+	return live
 }
 
 func repositoryWithLabels(name, labels string) string {
@@ -286,18 +314,7 @@ spec:
 	v1["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: coll\n"
 	v1["package-context.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: coll\n  tier: basic\n"
 	in.AddPublished("fleet", "blueprints", "coll", 1, v1, input.Source{File: "v1"})
-	sim := porchsim.New(porchsim.SkipFunctionsNotBuiltIn())
-	r := kit.Settled(t, ctx, sim, &in, "fleet")
-	publishDrafts(t, ctx, sim)
-	if err := r.WaitIdle(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	r.Stop()
-	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live.Objects = in.Objects
+	live := settledAndPublished(t, ctx, &in)
 
 	v2 := copyMap(v1)
 	delete(v2, "settings.yaml")
