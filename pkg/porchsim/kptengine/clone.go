@@ -69,6 +69,7 @@ type CloneOptions struct {
 // does not parse is an error.
 func Clone(upstream map[string]string, opts CloneOptions) (files map[string]string, err error) {
 	defer recoverPanic(&err, "clone package")
+	schemaReady()
 	if opts.PackagePath == "" {
 		return nil, errors.New("clone package: no package path")
 	}

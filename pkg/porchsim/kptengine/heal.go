@@ -19,6 +19,7 @@ import (
 // template comments ("#@", "#!") are left alone, as Porch leaves them.
 func Heal(old, updated map[string]string) (files map[string]string, err error) {
 	defer recoverPanic(&err, "heal package")
+	schemaReady()
 	before, err := (&packageReader{files: old, extra: map[string]string{}}).Read()
 	if err != nil {
 		return nil, fmt.Errorf("read the revision's files: %w", err)

@@ -80,6 +80,7 @@ type RenderResult struct {
 // (a file path leaving the package) and for a cancelled context.
 func Render(ctx context.Context, files map[string]string, opts RenderOptions) (res *RenderResult, err error) {
 	defer recoverPanic(&err, "render package")
+	schemaReady()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

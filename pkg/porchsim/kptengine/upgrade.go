@@ -38,6 +38,7 @@ var mergeMu sync.Mutex
 // one.
 func Upgrade(original, updated, local map[string]string, newLock GitLock) (files map[string]string, err error) {
 	defer recoverPanic(&err, "upgrade package")
+	schemaReady()
 	for name, pkg := range map[string]map[string]string{"old upstream": original, "new upstream": updated, "local": local} {
 		if err := checkPaths(pkg); err != nil {
 			return nil, fmt.Errorf("upgrade package: %s: %w", name, err)
