@@ -37,6 +37,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var packages stringList
 	fs.Var(&packages, "package", "preview publishing a new revision of a package: REPO/PACKAGE[@REVISION]=DIR, a kpt package directory (revision: the next one; repeatable); -f is then optional")
 	c.otherInput = func() bool { return len(packages) > 0 }
+	brief := fs.Bool("brief", false, "leave the files' diffs out of the text output (each changed package revision still says what its files are compared with); -o yaml|json always carry them")
 	showInjected := fs.Bool("show-injected", false, "show the values injected from in-cluster objects (ConfigMap data, other kinds' spec) in the files' diffs; by default they are masked as *** (*** (before) / *** (after) when they changed), as kubectl diff masks Secrets, so a CI log does not print the cluster's configuration")
 	if code, ok := parse(fs, &c, args, stderr); !ok {
 		return code
@@ -94,7 +95,11 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "json":
 		err = d.WriteJSON(stdout)
 	default:
-		err = d.WriteText(stdout)
+		if *brief {
+			err = d.WriteTextBrief(stdout)
+		} else {
+			err = d.WriteText(stdout)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "variantctl diff: write the output: %v\n", err)

@@ -328,6 +328,8 @@ func TestREADMEExamples(t *testing.T) {
 	}{
 		{"output of: variantctl diff --from examples/diff/live-snapshot.yaml -f examples/diff/edge-set.yaml",
 			[]string{"diff", "--from", exampleSnapshotFile, "-f", exampleChange}, exitDifferent, false},
+		{"output of: variantctl diff --brief --from examples/diff/live-snapshot.yaml --package blueprints/app=examples/upgrade/app",
+			[]string{"diff", "--brief", "--from", exampleSnapshotFile, "--package", "blueprints/app=../../examples/upgrade/app"}, exitDifferent, false},
 		{"output of: variantctl diff --from examples/diff/live-snapshot.yaml -f examples/rollout/edge-set.yaml",
 			[]string{"diff", "--from", exampleSnapshotFile, "-f", "../../examples/rollout/edge-set.yaml"}, exitDifferent, false},
 		{"stderr of: variantctl render -f examples/fleet/repositories.yaml -f examples/fleet/region-configs.yaml -f examples/rollout --package blueprints/app=examples/packages/app --out out/",

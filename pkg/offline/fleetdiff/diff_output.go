@@ -53,6 +53,16 @@ func actionMark(action string) string {
 // WriteText prints the diff for people: sets, then each variant with its
 // revisions and their file changes, then the summary line.
 func (d *Diff) WriteText(w io.Writer) error {
+	return d.writeText(w, true)
+}
+
+// WriteTextBrief is WriteText without the files' diffs: each changed
+// revision says its files changed and against what.
+func (d *Diff) WriteTextBrief(w io.Writer) error {
+	return d.writeText(w, false)
+}
+
+func (d *Diff) writeText(w io.Writer, files bool) error {
 	var b strings.Builder
 	for _, s := range d.Sets {
 		writeObject(&b, s, "")
@@ -71,17 +81,17 @@ func (d *Diff) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "    Ready: %s (unchanged)\n", describeCondition(v.Ready))
 		}
 		for _, r := range v.Revisions {
-			writeRevision(&b, r)
+			writeRevision(&b, r, files)
 		}
 	}
 	if len(d.OtherRevisions) > 0 {
 		fmt.Fprintln(&b, "  PackageRevisions no variant owns:")
 		for _, r := range d.OtherRevisions {
-			writeRevision(&b, r)
+			writeRevision(&b, r, files)
 		}
 	}
 	for _, p := range d.Previews {
-		p.writeText(&b)
+		p.writeText(&b, files)
 	}
 	if d.NotSettled != "" {
 		fmt.Fprintf(&b, "warning: the controllers did not settle (%s); the difference shows how far they got\n", d.NotSettled)
@@ -135,7 +145,9 @@ func describeCondition(c *Condition) string {
 	return s
 }
 
-func writeRevision(b *strings.Builder, r RevisionDiff) {
+// writeRevision prints a revision's change, its files' diff when files is
+// set.
+func writeRevision(b *strings.Builder, r RevisionDiff, files bool) {
 	var what string
 	switch r.Action {
 	case RevisionCreated, RevisionReplaced:
@@ -157,7 +169,11 @@ func writeRevision(b *strings.Builder, r RevisionDiff) {
 	for _, g := range r.Blocking {
 		fmt.Fprintf(b, "      blocks publishing: %s: %s\n", g.Type, describeCondition(&g.Condition))
 	}
-	if r.Diff != "" {
+	switch {
+	case r.Diff == "":
+	case !files:
+		fmt.Fprintf(b, "      files changed against %s; diff left out (--brief)\n", r.ComparedWith)
+	default:
 		if r.ComparedWith != "" {
 			fmt.Fprintf(b, "      files against %s:\n", r.ComparedWith)
 		}

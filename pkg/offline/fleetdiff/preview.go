@@ -346,8 +346,9 @@ func (p Preview) Line() string {
 		p.Package, p.Revision, len(p.Now), len(p.Later), len(p.NotAffected), len(p.RenderFailures), p.WithCollisions)
 }
 
-// writeText prints a preview for people.
-func (p Preview) writeText(b *strings.Builder) {
+// writeText prints a preview for people (the held-back variants' drafts
+// with their files' diffs when files is set).
+func (p Preview) writeText(b *strings.Builder, files bool) {
 	fmt.Fprintf(b, "Publishing %s revision %d (namespace %s):\n", p.Package, p.Revision, p.Namespace)
 	section := func(title string, vs []PreviewVariant, detail func(PreviewVariant) string) {
 		if len(vs) == 0 {
@@ -364,7 +365,7 @@ func (p Preview) writeText(b *strings.Builder) {
 				fmt.Fprintf(b, "      collision (%s %s): %s\n", c.Kind, c.Name, c.Message)
 			}
 			for _, r := range v.Revisions {
-				writeRevision(b, r)
+				writeRevision(b, r, files)
 			}
 		}
 	}
