@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -122,6 +123,7 @@ func previews(published []*porchv1alpha1.PackageRevision, before, after *State, 
 		diffs[v.Namespace+"/"+v.Name] = v
 	}
 	keys := slices.Sorted(maps.Keys(after.Variants))
+	owned := revisionsByOwner(before)
 	var out []Preview
 	for _, up := range published {
 		p := Preview{Namespace: up.Namespace, Package: up.Spec.RepositoryName + "/" + up.Spec.PackageName, Revision: up.Spec.Revision}
@@ -135,7 +137,7 @@ func previews(published []*porchv1alpha1.PackageRevision, before, after *State, 
 			c := classify(k, pv, up, after, diffs[k])
 			if c.outcome == outcomeNow || c.outcome == outcomeLater {
 				var err error
-				if c.Collisions, err = variantCollisions(pv, before.Variants[k], up, before, blueprint); err != nil {
+				if c.Collisions, err = variantCollisions(pv, before.Variants[k], up, owned[pv.UID], blueprint); err != nil {
 					return nil, err
 				}
 				if len(c.Collisions) > 0 {
@@ -151,8 +153,8 @@ func previews(published []*porchv1alpha1.PackageRevision, before, after *State, 
 
 // variantCollisions compares what the variant writes with the change from
 // the revision it was on (its pin before the run, else the revision before
-// up) to up.
-func variantCollisions(pv, was *configv1alpha1.PackageVariant, up *porchv1alpha1.PackageRevision, before *State, blueprint *blueprintRevisions) ([]Collision, error) {
+// up) to up; downstream are its downstream revisions before the run.
+func variantCollisions(pv, was *configv1alpha1.PackageVariant, up *porchv1alpha1.PackageRevision, downstream []*porchv1alpha1.PackageRevision, blueprint *blueprintRevisions) ([]Collision, error) {
 	from := up.Spec.Revision - 1
 	if was != nil && was.Spec.Upstream != nil && was.Spec.Upstream.Revision != 0 {
 		from = was.Spec.Upstream.Revision
@@ -165,29 +167,22 @@ func variantCollisions(pv, was *configv1alpha1.PackageVariant, up *porchv1alpha1
 	if err != nil || next == nil {
 		return nil, err
 	}
-	return collisions(pv, downstreamOf(pv, before), *old, *next), nil
+	return collisions(pv, downstream, *old, *next), nil
 }
 
-// downstreamOf are the variant's downstream revisions in st, of any
-// lifecycle (a variant whose draft was never published fills its
-// injection points there).
-func downstreamOf(pv *configv1alpha1.PackageVariant, st *State) []*porchv1alpha1.PackageRevision {
-	var out []*porchv1alpha1.PackageRevision
+// revisionsByOwner indexes the revisions of st by the uid of each owner,
+// in name order: a variant's downstream revisions, of any lifecycle (a
+// variant whose draft was never published fills its injection points
+// there). Built once per run, not once per variant.
+func revisionsByOwner(st *State) map[types.UID][]*porchv1alpha1.PackageRevision {
+	out := map[types.UID][]*porchv1alpha1.PackageRevision{}
 	for _, k := range slices.Sorted(maps.Keys(st.Revisions)) {
-		if pr := st.Revisions[k]; ownedBy(pr, pv) {
-			out = append(out, pr)
+		pr := st.Revisions[k]
+		for _, ref := range pr.OwnerReferences {
+			out[ref.UID] = append(out[ref.UID], pr)
 		}
 	}
 	return out
-}
-
-func ownedBy(pr *porchv1alpha1.PackageRevision, pv *configv1alpha1.PackageVariant) bool {
-	for _, ref := range pr.OwnerReferences {
-		if ref.UID == pv.UID {
-			return true
-		}
-	}
-	return false
 }
 
 // heldBack reports whether a preview holds a variant back for a later wave.
