@@ -13,6 +13,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 )
 
 // createPackageRevisionLocked creates a Draft as Porch does: the name is
@@ -112,9 +113,12 @@ func (p *porch) computeDraftLocked(ns string, spec *porchv1alpha1.PackageRevisio
 	if _, err := p.createRefusalLocked(ns, spec, name); err != nil {
 		return renderOutcome{}, err
 	}
+	key := store.Key{Namespace: ns, Name: name}
 	if rendered.failed {
+		p.failedRenders[key] = newFailedRender(key, spec, rendered)
 		return renderOutcome{}, refuse("%s", rendered.message)
 	}
+	delete(p.failedRenders, key)
 	return rendered, nil
 }
 

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/porchsim/internal/store"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
 
@@ -203,4 +205,52 @@ func (s *Sim) SkippedFunctions(namespace, name string) []string {
 		return append([]string(nil), filesOf(e).skipped...)
 	}
 	return nil
+}
+
+// FailedRender is a write the Sim refused because the package's pipeline
+// failed to render: the create of a draft, or an update of its resources.
+// Porch's answer to a failed create does not say which function failed;
+// the Sim keeps what its renderer recorded, so that an offline tool can.
+type FailedRender struct {
+	Namespace, Name     string
+	Repository, Package string
+	// Kptfile is the root Kptfile after the failed render, as Porch
+	// stores it under push-on-render-failure: a Rendered=False condition
+	// and status.renderStatus, each function's outcome.
+	Kptfile string
+	// Message is the renderer's message, which Porch answers with.
+	Message string
+}
+
+// Functions names each function that failed and what it said
+// (kptfilev1.RenderStatus.Failures); none when the render failed before a
+// function ran (a Kptfile kpt refuses, say: Message tells).
+func (f FailedRender) Functions() []string {
+	return kptfilev1.RenderStatusOf(f.Kptfile).Failures()
+}
+
+func newFailedRender(key store.Key, spec *porchv1alpha1.PackageRevisionSpec, rendered renderOutcome) FailedRender {
+	return FailedRender{
+		Namespace: key.Namespace, Name: key.Name,
+		Repository: spec.RepositoryName, Package: spec.PackageName,
+		Kptfile: rendered.files[kptfilev1.KptFileName], Message: rendered.message,
+	}
+}
+
+// FailedRenders lists, in name order, the writes of namespace the Sim
+// refused because their pipeline failed to render, the last one per
+// revision name; a later write of the same revision that renders drops
+// its entry.
+func (s *Sim) FailedRenders(namespace string) []FailedRender {
+	p := s.porch
+	p.Lock()
+	defer p.Unlock()
+	var out []FailedRender
+	for k, f := range p.failedRenders {
+		if k.Namespace == namespace {
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b FailedRender) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

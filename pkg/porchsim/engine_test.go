@@ -1,9 +1,12 @@
 package porchsim
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/porch-variants/variant-controller/pkg/porchsim/kptengine"
 )
@@ -61,5 +64,59 @@ func TestEngineMemoGivesWhatComputingGives(t *testing.T) {
 	}
 	if len(memo.memo.renders) != 2 {
 		t.Errorf("%d renders remembered, want 2", len(memo.memo.renders))
+	}
+}
+
+// TestFailedRendersNameTheFunction: the Sim keeps, per revision, the last
+// write refused because its pipeline failed (a create, which Porch answers
+// without naming the function, and a resources update), with the
+// function that failed and what it said; a write of the revision that
+// renders drops it.
+func TestFailedRendersNameTheFunction(t *testing.T) {
+	ctx := context.Background()
+	s, c := fixture(t)
+	bp := blueprint(1, "app:v1", "")
+	bp[kptfileName] = strings.Replace(bp[kptfileName], "info:\n", failingPipeline+"info:\n", 1)
+	published, err := s.AddPublished(ns, "blueprints", "failing", 1, bp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, createErr := c.PorchV1alpha1().PackageRevisions(ns).Create(ctx, newDraft("deploy", "foo", "ws", cloneTask(published.Name)), metav1.CreateOptions{})
+	if createErr == nil {
+		t.Fatal("the clone of a package whose pipeline fails was created")
+	}
+	draft := create(t, c, newDraft("deploy", "bar", "ws", cloneTask(upstreamV1)))
+	if err := updateWithFailingPipeline(t, c, draft.Name); err == nil {
+		t.Fatal("an update whose pipeline fails was stored")
+	}
+
+	const starlark = "ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5: "
+	got := s.FailedRenders(ns)
+	if len(got) != 2 {
+		t.Fatalf("%d failed renders, want the create and the update: %+v", len(got), got)
+	}
+	for i, want := range []struct{ name, pkg string }{{draft.Name, "bar"}, {"deploy.foo.ws", "foo"}} {
+		f := got[i]
+		if f.Namespace != ns || f.Name != want.name || f.Repository != "deploy" || f.Package != want.pkg {
+			t.Errorf("failed render %d is %s/%s of %s/%s, want %s/%s of deploy/%s", i, f.Namespace, f.Name, f.Repository, f.Package, ns, want.name, want.pkg)
+		}
+		if fns := f.Functions(); len(fns) != 1 || !strings.HasPrefix(fns[0], starlark) || len(fns[0]) == len(starlark) {
+			t.Errorf("%s: failed functions %q, want the starlark function and what it said", f.Name, fns)
+		}
+		if !strings.Contains(f.Message, "pipeline.run:") {
+			t.Errorf("%s: message %q, want the renderer's", f.Name, f.Message)
+		}
+	}
+	if msg := createErr.Error(); !strings.Contains(msg, got[1].Message) {
+		t.Errorf("the create's answer %q does not carry the recorded message %q", msg, got[1].Message)
+	}
+
+	prr := getPRR(t, c, draft.Name)
+	prr.Spec.Resources["extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n"
+	if _, err := c.PorchV1alpha1().PackageRevisionResources(ns).Update(ctx, prr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.FailedRenders(ns); len(got) != 1 || got[0].Name != "deploy.foo.ws" {
+		t.Errorf("after %s rendered, the failed renders are %+v, want only deploy.foo.ws", draft.Name, got)
 	}
 }

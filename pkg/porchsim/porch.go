@@ -36,6 +36,10 @@ type porch struct {
 	fileSource func(ctx context.Context, namespace, name string) (map[string]string, error)
 	fetched    map[store.Key]struct{}
 	fileErrors map[store.Key]error
+	// failedRenders are the writes refused because their pipeline failed
+	// (see Sim.FailedRenders), by the revision's key: the last one per
+	// revision, dropped when a write of it renders.
+	failedRenders map[store.Key]FailedRender
 }
 
 func newPorch(st *store.Store) *porch {
@@ -44,6 +48,8 @@ func newPorch(st *store.Store) *porch {
 		engine:     engine{notBuiltin: kptengine.FailNotBuiltin, memo: newEngineMemo()},
 		fetched:    map[store.Key]struct{}{},
 		fileErrors: map[store.Key]error{},
+
+		failedRenders: map[store.Key]FailedRender{},
 	}
 	st.SetRules(store.Rules{
 		Stamp: func(obj runtime.Object) {

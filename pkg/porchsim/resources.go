@@ -145,13 +145,16 @@ func (p *porch) updateResourcesLocked(ns string, in *porchv1alpha1.PackageRevisi
 	if err != nil {
 		return nil, refuse("failed to heal resources: %v", err)
 	}
+	key := store.Key{Namespace: ns, Name: in.Name}
 	if rendered.failed {
+		p.failedRenders[key] = newFailedRender(key, &pr.Spec, rendered)
 		if pr.Annotations[porchv1alpha1.PushOnRenderFailureAnnotation] != "true" {
 			return nil, refuse("%s%sDetails: %s", helper.RenderFailedMessage, helper.RenderFailedNotStored, rendered.message)
 		}
 		p.setFilesLocked(e, rendered.files, rendered.skipped)
 		return nil, refuse("%s%sDetails: %s", helper.RenderFailedMessage, helper.RenderFailedStored, rendered.message)
 	}
+	delete(p.failedRenders, key)
 	p.setFilesLocked(e, rendered.files, rendered.skipped)
 	rs := rendered.status
 	return p.resourcesLocked(e, &rs)

@@ -2,12 +2,10 @@ package packagevariant
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -104,40 +102,8 @@ func (e *renderPending) Error() string {
 // error only says "function failure"; the Kptfile names the function and
 // carries its messages.
 func failedSteps(files map[string]string) (failed []string, results []kptfilev1.Result) {
-	var kf kptfilev1.KptFile
-	if err := yaml.Unmarshal([]byte(files["Kptfile"]), &kf); err != nil || kf.Status == nil || kf.Status.RenderStatus == nil {
-		return nil, nil
-	}
-	rs := kf.Status.RenderStatus
-	for _, step := range append(append([]kptfilev1.PipelineStepResult{}, rs.MutationSteps...), rs.ValidationSteps...) {
-		results = append(results, kptfilev1.Result{
-			Image: step.Image, ExecPath: step.ExecPath, Stderr: step.Stderr, ExitCode: step.ExitCode, Results: step.Results,
-		})
-		if step.ExitCode == 0 && step.ExecutionError == "" {
-			continue
-		}
-		who := step.Name
-		if img := step.Image + step.ExecPath; who == "" {
-			who = img
-		} else if img != "" {
-			who += " (" + img + ")"
-		}
-		var said []string
-		for _, r := range step.ErrorResults {
-			said = append(said, r.Message)
-		}
-		if step.ExecutionError != "" {
-			said = append(said, step.ExecutionError)
-		}
-		if len(said) == 0 && step.Stderr != "" {
-			said = append(said, strings.TrimSpace(step.Stderr))
-		}
-		if len(said) == 0 {
-			said = append(said, fmt.Sprintf("exit code %d", step.ExitCode))
-		}
-		failed = append(failed, fmt.Sprintf("%s: %s", who, strings.Join(said, "; ")))
-	}
-	return failed, results
+	rs := kptfilev1.RenderStatusOf(files[kptfilev1.KptFileName])
+	return rs.Failures(), rs.Steps()
 }
 
 // failedRender is the render status of a resources update Porch refused:

@@ -178,7 +178,7 @@ func run(ctx context.Context, live, change *input.Input, opts Options, files *fi
 	if settleErr != nil {
 		d.NotSettled = settleErr.Error()
 	}
-	if d.Previews, err = previews(published, before, after, d, diffFiles{files: files, sim: sim}); err != nil {
+	if d.Previews, err = previews(published, before, after, d, diffFiles{files: files, sim: sim}, sim.FailedRenders(ns)); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -68,8 +68,13 @@ type PreviewVariant struct {
 	// Later).
 	Pinned int `json:"pinned,omitempty"`
 	// Reason says why (NotAffected without a pin) or what the render said
-	// (RenderFailures).
+	// (RenderFailures): the variant's Ready message.
 	Reason string `json:"reason,omitempty"`
+	// FailedFunctions name, for a render failure (RenderFailures, or Later
+	// when its wave's draft will not render), each function that failed
+	// and what it said: read from the offline render, where Porch's answer
+	// to a failed create names none.
+	FailedFunctions []string `json:"failedFunctions,omitempty"`
 	// Collisions are what the variant writes that the new revision also
 	// changed or removed (Now and Later).
 	Collisions []Collision `json:"collisions,omitempty"`
@@ -117,13 +122,14 @@ func publish(sim *porchsim.Sim, st *State, ns string, ups []Upgrade) ([]*porchv1
 // package by what the run did to them, and finds the collisions of those
 // that take the new revision (now or later). Each revision of a blueprint
 // is read once, whatever the number of variants.
-func previews(published []*porchv1alpha1.PackageRevision, before, after *State, d *Diff, files FileReader) ([]Preview, error) {
+func previews(published []*porchv1alpha1.PackageRevision, before, after *State, d *Diff, files FileReader, failed []porchsim.FailedRender) ([]Preview, error) {
 	diffs := map[string]VariantDiff{}
 	for _, v := range d.Variants {
 		diffs[v.Namespace+"/"+v.Name] = v
 	}
 	keys := slices.Sorted(maps.Keys(after.Variants))
 	owned := revisionsByOwner(before)
+	failedOf := failedByPackage(failed)
 	var out []Preview
 	for _, up := range published {
 		p := Preview{Namespace: up.Namespace, Package: up.Spec.RepositoryName + "/" + up.Spec.PackageName, Revision: up.Spec.Revision}
@@ -134,7 +140,7 @@ func previews(published []*porchv1alpha1.PackageRevision, before, after *State, 
 			if pv.Namespace != up.Namespace || u == nil || u.Repo != up.Spec.RepositoryName || u.Package != up.Spec.PackageName {
 				continue
 			}
-			c := classify(k, pv, up, after, diffs[k])
+			c := classify(k, pv, up, after, diffs[k], failedOf)
 			if c.outcome == outcomeNow || c.outcome == outcomeLater {
 				var err error
 				if c.Collisions, err = variantCollisions(pv, before.Variants[k], up, owned[pv.UID], blueprint); err != nil {
@@ -206,12 +212,12 @@ func fillLater(d, open *Diff) {
 		if i >= len(open.Previews) {
 			break
 		}
-		now, failed := map[string]PreviewVariant{}, map[string]string{}
+		now, failed := map[string]PreviewVariant{}, map[string]PreviewVariant{}
 		for _, v := range open.Previews[i].Now {
 			now[v.Name] = v
 		}
 		for _, v := range open.Previews[i].RenderFailures {
-			failed[v.Name] = v.Reason
+			failed[v.Name] = v
 		}
 		for j := range d.Previews[i].Later {
 			v := &d.Previews[i].Later[j]
@@ -223,8 +229,9 @@ func fillLater(d, open *Diff) {
 					}
 				}
 			}
-			if why, ok := failed[v.Name]; ok {
-				v.Reason = "when its wave opens, its draft fails to render: " + why
+			if f, ok := failed[v.Name]; ok {
+				v.Reason = "when its wave opens, its draft fails to render: " + f.Reason
+				v.FailedFunctions = f.FailedFunctions
 			}
 		}
 	}
@@ -282,7 +289,7 @@ func (p *Preview) add(c classified) {
 // package: an upgrade draft to up (now), a render that failed, a rollout
 // holding it back (later), a pin to another revision, or nothing else
 // (not affected, with its Ready condition as the reason).
-func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.PackageRevision, after *State, vd VariantDiff) classified {
+func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.PackageRevision, after *State, vd VariantDiff, failedOf map[string][]string) classified {
 	pv0 := PreviewVariant{Name: key, Set: setOf(pv, after)}
 	for _, r := range vd.Revisions {
 		if r.Action != RevisionCreated && r.Action != RevisionReplaced {
@@ -290,13 +297,21 @@ func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.P
 		}
 		if madeFrom(after.Revisions[r.Namespace+"/"+r.Name], up) {
 			pv0.Draft, pv0.Task = r.Name, r.Task
-			return classified{outcomeNow, pv0}
+			break
 		}
 	}
+	// A draft made from up whose edit by the variant (package context,
+	// injection, pipeline) then failed to render is a render failure too.
 	ready := meta.FindStatusCondition(pv.Status.Conditions, conditions.Ready)
 	if ready != nil && ready.Reason == configv1alpha1.ReasonRenderFailed {
 		pv0.Reason = ready.Message
+		if d := pv.Spec.Downstream; d != nil {
+			pv0.FailedFunctions = failedOf[pv.Namespace+"/"+d.Repo+"/"+d.Package]
+		}
 		return classified{outcomeRenderFailure, pv0}
+	}
+	if pv0.Draft != "" {
+		return classified{outcomeNow, pv0}
 	}
 	pinned := pv.Spec.Upstream.Revision
 	if set := after.Sets[pv.Namespace+"/"+pv0.Set]; set != nil && set.Spec.Rollout != nil && set.Spec.Upstream.Revision == 0 && pinned != up.Spec.Revision {
@@ -317,6 +332,26 @@ func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.P
 		pv0.Reason = fmt.Sprintf("no upgrade draft was made; Ready=%s %s: %s", ready.Status, ready.Reason, ready.Message)
 	}
 	return classified{outcomeNotAffected, pv0}
+}
+
+// failedByPackage indexes what failed in each failed render of the Sim by
+// the package written (namespace/repository/package): the functions that
+// failed and what they said, else the renderer's message, each once.
+func failedByPackage(failed []porchsim.FailedRender) map[string][]string {
+	out := map[string][]string{}
+	for _, f := range failed {
+		k := f.Namespace + "/" + f.Repository + "/" + f.Package
+		said := f.Functions()
+		if len(said) == 0 {
+			said = []string{f.Message}
+		}
+		for _, s := range said {
+			if !slices.Contains(out[k], s) {
+				out[k] = append(out[k], s)
+			}
+		}
+	}
+	return out
 }
 
 // madeFrom reports whether a revision was made from up: an upgrade to it,
@@ -373,6 +408,8 @@ func (p Preview) writeText(b *strings.Builder, files bool) {
 	section("later, held back by a rollout", p.Later, func(v PreviewVariant) string {
 		line := fmt.Sprintf("wave %q, stays on revision %d until its wave opens it", v.Wave, v.Pinned)
 		switch {
+		case len(v.FailedFunctions) > 0:
+			line += "; when its wave opens, its draft fails to render: " + strings.Join(v.FailedFunctions, "; ")
 		case v.Reason != "":
 			line += "; " + v.Reason
 		case v.Draft != "":
@@ -386,6 +423,15 @@ func (p Preview) writeText(b *strings.Builder, files bool) {
 		}
 		return fmt.Sprintf("pinned to revision %d", v.Pinned)
 	})
-	section("failing to render", p.RenderFailures, func(v PreviewVariant) string { return v.Reason })
+	section("failing to render", p.RenderFailures, func(v PreviewVariant) string {
+		if len(v.FailedFunctions) == 0 {
+			return v.Reason
+		}
+		line := strings.Join(v.FailedFunctions, "; ")
+		if v.Draft != "" {
+			line += " (in draft " + v.Draft + ", made from the new revision, once the variant's changes were written)"
+		}
+		return line
+	})
 	fmt.Fprintln(b, "  "+p.Line())
 }

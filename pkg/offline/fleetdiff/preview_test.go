@@ -2,6 +2,7 @@ package fleetdiff
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,8 @@ func TestPreviewOfAnUpgrade(t *testing.T) {
 	if len(checked.RenderFailures) != 1 || checked.RenderFailures[0].Name != "fleet/dev-checked" ||
 		!strings.Contains(checked.RenderFailures[0].Reason, "refuse (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5)") {
 		t.Errorf("render failures of blueprints/checked: %+v, want fleet/dev-checked naming the pipeline's function", checked.RenderFailures)
+	} else if got, want := checked.RenderFailures[0].FailedFunctions, []string{"refuse (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): fail: replicas must be set per site"}; !slices.Equal(got, want) {
+		t.Errorf("the failed functions of fleet/dev-checked are %q, want %q", got, want)
 	}
 	if len(checked.Now)+len(checked.Later)+len(checked.NotAffected) != 0 {
 		t.Errorf("blueprints/checked: %+v, want only the render failure", checked)
@@ -249,11 +252,78 @@ func TestPreviewOfAnUpgrade(t *testing.T) {
 		`wave "rest", stays on revision 1 until its wave opens it; then gets draft prod-b.app.packagevariant-2 (upgrade):`,
 		"fleet/dev-pinned: pinned to revision 1",
 		"blueprints/checked revision 2: 0 variants upgraded now, 0 later, 0 not affected, 1 failing to render, 0 with collisions",
+		"fleet/dev-checked: refuse (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): fail: replicas must be set per site\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// TestPreviewRenderFailuresNameTheFunction: each render failure names the
+// function that failed and what it said, which Porch's answer to a failed
+// create does not: for a variant whose upgrade draft does not render now,
+// for one a rollout holds back (what its wave's draft will meet), and for
+// one whose upgrade draft is made but does not render once the variant's
+// own function is prepended to it.
+func TestPreviewRenderFailuresNameTheFunction(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	live, files := previewLive(t, ctx)
+	const said = "refuse (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): fail: replicas must be set per site"
+
+	t.Run("the new revision's own pipeline fails", func(t *testing.T) {
+		broken := copyMap(files)
+		broken["Kptfile"] = strings.ReplaceAll(failingKptfile, "name: checked", "name: app")
+		broken["refuse.yaml"] = refuseConfig
+		d, _ := diffWith(t, ctx, live, "", Options{Upgrades: []Upgrade{{Repo: "blueprints", Package: "app", Files: broken, Dir: "broken"}}})
+		app := d.Previews[0]
+		var failing []string
+		for _, v := range app.RenderFailures {
+			failing = append(failing, v.Name)
+			if !slices.Equal(v.FailedFunctions, []string{said}) {
+				t.Errorf("%s: failed functions %q, want %q", v.Name, v.FailedFunctions, said)
+			}
+		}
+		if len(failing) != 2 || failing[0] != "fleet/dev-app" || !strings.Contains(failing[1], "prod-a") {
+			t.Errorf("failing to render: %q, want fleet/dev-app and the canary variant", failing)
+		}
+		if len(app.Later) != 1 || !slices.Equal(app.Later[0].FailedFunctions, []string{said}) || app.Later[0].Draft != "" {
+			t.Errorf("later: %+v, want the rest wave's variant, no draft, failing with %q when its wave opens", app.Later, said)
+		}
+		text := textOf(t, d)
+		if want := `wave "rest", stays on revision 1 until its wave opens it; when its wave opens, its draft fails to render: ` + said + "\n"; !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
+		}
+	})
+
+	t.Run("the variant's prepended function fails on the upgrade", func(t *testing.T) {
+		v2 := copyMap(files)
+		v2["deployment.yaml"] = strings.Replace(v2["deployment.yaml"], "replicas: 1", "replicas: 2", 1)
+		change := `apiVersion: config.porch.kpt.dev/v1alpha1
+kind: PackageVariant
+metadata: {name: dev-app, namespace: fleet}
+spec:
+  upstream: {repo: blueprints, package: app}
+  downstream: {repo: dev-a, package: app}
+  pipeline:
+    validators:
+    - name: site-check
+      image: ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5
+      configMap:
+        source: |
+          fail("this site takes no upgrade")
+`
+		d, _ := diffWith(t, ctx, live, change, Options{Upgrades: []Upgrade{{Repo: "blueprints", Package: "app", Files: v2, Dir: "v2"}}})
+		app := d.Previews[0]
+		if len(app.RenderFailures) != 1 {
+			t.Fatalf("failing to render: %+v, want fleet/dev-app", app.RenderFailures)
+		}
+		f := app.RenderFailures[0]
+		want := []string{"PackageVariant.dev-app.site-check.0 (ghcr.io/kptdev/krm-functions-catalog/starlark:v0.5.5): fail: this site takes no upgrade"}
+		if f.Name != "fleet/dev-app" || f.Draft != "dev-a.app.packagevariant-2" || !slices.Equal(f.FailedFunctions, want) {
+			t.Errorf("render failure %+v, want fleet/dev-app in its upgrade draft dev-a.app.packagevariant-2, failing with %q", f, want)
+		}
+	})
 }
 
 // TestPreviewRefusesAPackageTheFleetLacksOrARevisionOutOfTurn: the
