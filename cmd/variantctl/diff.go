@@ -38,6 +38,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&packages, "package", "preview publishing a new revision of a package: REPO/PACKAGE[@REVISION]=DIR, a kpt package directory (revision: the next one; repeatable); -f is then optional")
 	c.otherInput = func() bool { return len(packages) > 0 }
 	brief := fs.Bool("brief", false, "leave the files' diffs out of the text output (each changed package revision still says what its files are compared with); -o yaml|json always carry them")
+	outDir := fs.String("out", "", "also write the files of each draft the change makes (and, with --package, each draft a variant held back by a rollout gets when its wave opens) to DIR/<namespace>/<repository>/<package>/<workspace>/, as the drafts hold them: injected values unmasked")
 	showInjected := fs.Bool("show-injected", false, "show the values injected from in-cluster objects (ConfigMap data, other kinds' spec) in the files' diffs; by default they are masked as *** (*** (before) / *** (after) when they changed), as kubectl diff masks Secrets, so a CI log does not print the cluster's configuration")
 	if code, ok := parse(fs, &c, args, stderr); !ok {
 		return code
@@ -104,6 +105,14 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "variantctl diff: write the output: %v\n", err)
 		return exitBadInput
+	}
+	if *outDir != "" {
+		written, err := d.WriteDrafts(*outDir)
+		if err != nil {
+			fmt.Fprintf(stderr, "variantctl diff: write the drafts' files under %s: %v\n", *outDir, err)
+			return exitBadInput
+		}
+		fmt.Fprintf(stderr, "wrote the files of %d drafts under %s\n", len(written), *outDir)
 	}
 	live.report(stderr, stats, start)
 	if d.NotSettled != "" {

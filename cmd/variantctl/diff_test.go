@@ -131,6 +131,16 @@ func TestDiffPackage(t *testing.T) {
 		"-        image: ghcr.io/example-org/app:1.4.2", "+        image: ghcr.io/example-org/app:1.5.0",
 		"blueprints/app revision 2: 5 variants upgraded now, 0 later, 0 not affected, 0 failing to render")
 
+	// --out writes each draft's files, as the draft holds them.
+	out := t.TempDir()
+	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app="+dir, "--brief", "--out", out)
+	r.want(t, exitDifferent)
+	mustContain(t, "stderr", r.stderr, "wrote the files of 5 drafts under "+out)
+	written, err := os.ReadFile(filepath.Join(out, "platform", "prod-us-east", "app", "packagevariant-2", "deployment.yaml"))
+	if err != nil || !strings.Contains(string(written), "image: ghcr.io/example-org/app:1.5.0") {
+		t.Errorf("the draft prod-us-east.app.packagevariant-2 written by --out: %v\n%s", err, written)
+	}
+
 	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app@2="+dir, "-o", "json")
 	r.want(t, exitDifferent)
 	var d fleetdiff.Diff

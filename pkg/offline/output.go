@@ -324,8 +324,8 @@ func (o *Outcome) WriteDir(dir string, w io.Writer) error {
 		}
 		where := "-"
 		if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
-			target := filepath.Join(dir, pr.Spec.RepositoryName, filepath.FromSlash(pr.Spec.PackageName), string(pr.Spec.WorkspaceName))
-			if err := writeFiles(target, r.Files); err != nil {
+			target := DraftDir(dir, pr.Spec.RepositoryName, pr.Spec.PackageName, string(pr.Spec.WorkspaceName))
+			if err := WritePackage(target, r.Files); err != nil {
 				return err
 			}
 			where = target
@@ -344,8 +344,15 @@ func (o *Outcome) WriteDir(dir string, w io.Writer) error {
 	return tw.Flush()
 }
 
-// writeFiles replaces target with the given files.
-func writeFiles(target string, files map[string]string) error {
+// DraftDir is where a draft's files are written under dir:
+// dir/<repository>/<package>/<workspace>.
+func DraftDir(dir, repository, pkg, workspace string) string {
+	return filepath.Join(dir, repository, filepath.FromSlash(pkg), workspace)
+}
+
+// WritePackage replaces target with the given files (paths relative to
+// the package, "/"-separated); a path leaving target is an error.
+func WritePackage(target string, files map[string]string) error {
 	if err := os.RemoveAll(target); err != nil {
 		return err
 	}

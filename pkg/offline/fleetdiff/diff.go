@@ -166,6 +166,10 @@ type RevisionDiff struct {
 	// owner, labels, annotations.
 	Changed []string `json:"changed,omitempty"`
 	Diff    string   `json:"diff,omitempty"`
+	// Files are the revision's files after the change, as it holds them
+	// (injected values unmasked), for a created revision or one whose
+	// files changed: what WriteDrafts writes. Not in the JSON.
+	Files map[string]string `json:"-"`
 	// Blocking are the readiness gates of the revision after the change
 	// whose conditions are not True (a required injection point with no
 	// object to inject, say): Porch will not publish it until they are.

@@ -2,6 +2,8 @@ package fleetdiff
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -222,6 +224,20 @@ func TestPreviewOfAnUpgrade(t *testing.T) {
 	if later.Draft != "prod-b.app.packagevariant-2" || later.Task != "upgrade" || len(later.Revisions) != 1 ||
 		!strings.Contains(later.Revisions[0].Diff, "+  replicas: 2") {
 		t.Errorf("later's draft when its wave opens: %s (%s), revisions %+v; want upgrade draft prod-b.app.packagevariant-2 with replicas: 2", later.Draft, later.Task, later.Revisions)
+	}
+	// WriteDrafts writes the drafts made now and the one the held-back
+	// variant gets when its wave opens, with the new revision's change.
+	out := t.TempDir()
+	written, err := d.WriteDrafts(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, draft := range []string{"dev-a/app/packagevariant-2", "prod-a/app/packagevariant-2", "prod-b/app/packagevariant-2"} {
+		dir := filepath.Join(out, "fleet", filepath.FromSlash(draft))
+		b, err := os.ReadFile(filepath.Join(dir, "deployment.yaml"))
+		if !slices.Contains(written, dir) || err != nil || !strings.Contains(string(b), "replicas: 2") {
+			t.Errorf("WriteDrafts wrote %q; want %s among them, its deployment with replicas: 2 (%v)\n%s", written, dir, err, b)
+		}
 	}
 	if diff := cmp.Diff([]PreviewVariant{{Name: "fleet/dev-pinned", Pinned: 1}}, app.NotAffected); diff != "" {
 		t.Errorf("not affected (-want +got):\n%s", diff)

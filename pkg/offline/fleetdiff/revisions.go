@@ -139,6 +139,7 @@ func (c *revisionComparison) created(a *porchv1alpha1.PackageRevision) (*revisio
 		return nil, err
 	}
 	rd.Diff = filesDiff(baseLabel(base, a), a.Spec.RepositoryName+"/"+a.Spec.PackageName, baseFiles, afterFiles, c.showInjected)
+	rd.Files = afterFiles
 	rd.Blocking = blocking(a)
 	return &revisionChange{rd, ownerOf(a)}, nil
 }
@@ -181,7 +182,7 @@ func (c *revisionComparison) changed(b, a *porchv1alpha1.PackageRevision) (*revi
 		if diff := filesDiff(name, name, bf, af, c.showInjected); diff != "" {
 			rd.Changed = append(rd.Changed, "files")
 			rd.ComparedWith = describe(b)
-			rd.Diff = diff
+			rd.Diff, rd.Files = diff, af
 		}
 	}
 	if len(rd.Changed) == 0 || helper.IsPlaceholder(a) {
