@@ -16,13 +16,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline"
+	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
 // TestDiffScale measures what variantctl diff costs the cluster at fleet
 // size (E2E_DIFF_SCALE variants, e.g. 1000; skipped when unset): a change
-// that touches one variant (a new prod Repository) and one that touches
-// all of them (a CEL change of the package context). Each diff's stderr
-// line (requests, wall time, heap) is logged for BENCHMARKS.md.
+// that touches one variant (a new prod Repository), one that touches all
+// of them (a CEL change of the package context), and, once every draft is
+// published, the preview of the blueprint's next revision (--package), an
+// upgrade for each. Each diff's stderr line (requests, wall time, heap) is
+// logged for BENCHMARKS.md.
 func TestDiffScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("E2E_DIFF_SCALE"))
 	if n <= 0 {
@@ -68,32 +73,75 @@ spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.e
 	all := set.DeepCopy()
 	all.Spec.Targets[0].Template.PackageContext.DataExprs = append(all.Spec.Targets[0].Template.PackageContext.DataExprs,
 		configv1alpha2.MapExpr{Key: ptr("tier"), ValueExpr: ptr("'gold'")})
-	for _, c := range []struct {
-		what string
-		file string
-		want string
-	}{
-		{"a change touching 1 variant (a new prod Repository)", "-f=" + one, "PackageVariants: 1 added, 0 changed, 0 removed"},
-		{fmt.Sprintf("a change touching all %d variants (a CEL change)", n), writeSet(t, all), fmt.Sprintf("PackageVariants: 0 added, %d changed, 0 removed", n)},
-	} {
-		var stdout, stderr strings.Builder
-		cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "diff", "--kubeconfig", reader.Kubeconfig, "--timeout", "10m", c.file)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		began := time.Now()
-		err := cmd.Run()
-		wall := time.Since(began)
-		if code := exitCode(err); code != 1 {
-			t.Fatalf("%s: exit %d, want 1\n%s", c.what, code, stderr.String())
-		}
-		if !strings.Contains(stdout.String(), c.want) {
-			t.Errorf("%s: the summary is not %q:\n%s", c.what, c.want, lastLine(stdout.String()))
-		}
-		rss := "?"
-		if cmd.ProcessState != nil {
-			rss = maxRSS(cmd.ProcessState)
-		}
-		t.Logf("DIFF-SCALE %d variants, %s: %s; process wall %s, max RSS %s", n, c.what, strings.TrimSpace(stderr.String()), wall.Round(time.Millisecond), rss)
+	scaledDiff(t, n, reader, "a change touching 1 variant (a new prod Repository)", "PackageVariants: 1 added, 0 changed, 0 removed", "-f="+one)
+	scaledDiff(t, n, reader, fmt.Sprintf("a change touching all %d variants (a CEL change)", n),
+		fmt.Sprintf("PackageVariants: 0 added, %d changed, 0 removed", n), writeSet(t, all))
+
+	// The preview of the blueprint's next revision, over a fleet whose
+	// drafts are all published: an upgrade for each variant, as a new
+	// revision meets a fleet in production.
+	began := time.Now()
+	for _, pr := range downstreamDrafts(t, ns) {
+		publish(t, ns, pr)
 	}
+	eventuallyWithin(t, ctrl, 30*time.Minute, fmt.Sprintf("the %d drafts published and the set settled", n), func() (bool, string) {
+		s, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Get(ctx, "edge", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		drafts := len(downstreamDrafts(t, ns))
+		return drafts == 0 && int(s.Status.ReadyVariants) == n && s.Status.ObservedGeneration == s.Generation, fmt.Sprintf("%d drafts; %+v", drafts, s.Status)
+	})
+	t.Logf("%d drafts published and settled in %s", n, time.Since(began).Round(time.Second))
+	next := resourcesOf(t, ns, "blueprints.app.v1")
+	next["deployment.yaml"] = strings.Replace(next["deployment.yaml"], "replicas: 1", "replicas: 2", 1)
+	dir := filepath.Join(t.TempDir(), "app")
+	if err := offline.WritePackage(dir, next); err != nil {
+		t.Fatal(err)
+	}
+	scaledDiff(t, n, reader, fmt.Sprintf("the next revision of the blueprint of all %d variants (--package)", n),
+		fmt.Sprintf("blueprints/app revision 2: %d variants upgraded now, 0 later, 0 not affected, 0 failing to render", n),
+		"-n", ns, "--brief", "--package", "blueprints/app="+dir)
+}
+
+// scaledDiff runs variantctl diff as reader, wants exit 1 and want in its
+// output, and logs its own count of requests with the process's wall time
+// and peak RSS for BENCHMARKS.md.
+func scaledDiff(t *testing.T, n int, reader e2eutil.User, what, want string, args ...string) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	cmd := exec.Command(filepath.Join(env.bin, "variantctl"), append([]string{"diff", "--kubeconfig", reader.Kubeconfig, "--timeout", "10m"}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err := cmd.Run()
+	wall := time.Since(began)
+	if code := exitCode(err); code != 1 {
+		t.Fatalf("%s: exit %d, want 1\n%s", what, code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("%s: the output lacks %q; its last line:\n%s", what, want, lastLine(stdout.String()))
+	}
+	rss := "?"
+	if cmd.ProcessState != nil {
+		rss = maxRSS(cmd.ProcessState)
+	}
+	t.Logf("DIFF-SCALE %d variants, %s: %s; process wall %s, max RSS %s", n, what, strings.TrimSpace(stderr.String()), wall.Round(time.Millisecond), rss)
+}
+
+// downstreamDrafts names the Drafts of ns outside the blueprints.
+func downstreamDrafts(t *testing.T, ns string) []string {
+	t.Helper()
+	prs, err := env.admin.PorchV1alpha1().PackageRevisions(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, pr := range prs.Items {
+		if pr.Spec.RepositoryName != "blueprints" && pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft {
+			out = append(out, pr.Name)
+		}
+	}
+	return out
 }
 
 func lastLine(s string) string {
