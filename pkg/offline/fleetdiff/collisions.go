@@ -73,7 +73,9 @@ func factsOf(files map[string]string) (blueprintFacts, error) {
 // blueprint now sets, changed or dropped and the variant sets or removes;
 // injection points the variant fills (in any of its downstream revisions)
 // that the new revision no longer has; functions the variant
-// prepends whose name the new revision's pipeline now uses.
+// prepends whose name the new revision's pipeline now uses, and functions
+// of the new revision named as the variant names its own (which its edit
+// drops).
 func collisions(pv *configv1alpha1.PackageVariant, downstream []*porchv1alpha1.PackageRevision, old, new blueprintFacts) []Collision {
 	var out []Collision
 	if pc := pv.Spec.PackageContext; pc != nil {
@@ -100,6 +102,15 @@ func collisions(pv *configv1alpha1.PackageVariant, downstream []*porchv1alpha1.P
 			}
 			reported[c.Type] = true
 			out = append(out, Collision{CollisionInjectionPoint, c.Type, fmt.Sprintf("the variant fills injection point %s (%s), which the new revision no longer has: what it injects there is dropped, and a readiness gate on it could never pass", strings.TrimPrefix(c.Type, "config.injection."), c.Message)})
+		}
+	}
+	// The variant's edit drops, from the package, every function named as
+	// one it prepends (PackageVariant.<variant>.<name>.<position>): a
+	// blueprint function so named is lost, whether or not the variant
+	// prepends any.
+	for _, name := range slices.Sorted(maps.Keys(new.functions)) {
+		if _, before := old.functions[name]; !before && mutate.IsVariantFunction(name, pv.Name) {
+			out = append(out, Collision{CollisionPipelineFunction, name, fmt.Sprintf("the new revision's pipeline has a function named %q (%s), the name the variant gives a function it prepends (%s.%s.<name>.<position>): the variant's edit takes it for its own and drops it from the package", name, new.functions[name], mutate.FunctionNamePrefix, pv.Name)})
 		}
 	}
 	if p := pv.Spec.Pipeline; p != nil {

@@ -363,8 +363,9 @@ func TestPreviewRefusesAPackageTheFleetLacksOrARevisionOutOfTurn(t *testing.T) {
 
 // TestPreviewCollisions: the new revision of blueprints/coll changes a
 // package context default the variant sets, sets a key the variant sets,
-// drops the injection point the variant fills and names a function of its
-// pipeline as the variant's prepended one: four collisions, each named.
+// drops the injection point the variant fills, names a function of its
+// pipeline as the variant's prepended one, and adds one named as the
+// variant names its own: five collisions, each named.
 func TestPreviewCollisions(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	var in input.Input
@@ -405,7 +406,8 @@ spec:
 	v2 := copyMap(v1)
 	delete(v2, "settings.yaml")
 	v2["package-context.yaml"] = strings.Replace(v2["package-context.yaml"], "  tier: basic\n", "  tier: standard\n  zone: z0\n", 1)
-	v2["Kptfile"] += "pipeline:\n  mutators:\n  - name: add-labels\n    image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.1\n"
+	v2["Kptfile"] += "pipeline:\n  mutators:\n  - name: add-labels\n    image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.1\n" +
+		"  - name: PackageVariant.dev-coll.stamp.3\n    image: ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4\n"
 	d, _ := diffWith(t, ctx, live, "", Options{Upgrades: []Upgrade{{Repo: "blueprints", Package: "coll", Files: v2, Dir: "v2"}}})
 	if len(d.Previews) != 1 || len(d.Previews[0].Now) != 1 {
 		t.Fatalf("previews %+v, want one with dev-coll upgraded now", d.Previews)
@@ -415,7 +417,8 @@ spec:
 	for _, c := range p.Now[0].Collisions {
 		got = append(got, c.Kind+" "+c.Name)
 	}
-	want := []string{"packageContext tier", "packageContext zone", "injectionPoint config.injection.ConfigMap.settings", "pipelineFunction add-labels"}
+	want := []string{"packageContext tier", "packageContext zone", "injectionPoint config.injection.ConfigMap.settings",
+		"pipelineFunction PackageVariant.dev-coll.stamp.3", "pipelineFunction add-labels"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("collisions (-want +got):\n%s", diff)
 	}
@@ -426,6 +429,7 @@ spec:
 	for _, want := range []string{
 		`collision (packageContext tier): the new revision changes the default of package context key "tier" from "basic" to "standard"`,
 		`collision (injectionPoint config.injection.ConfigMap.settings): the variant fills injection point ConfigMap.settings`,
+		`collision (pipelineFunction PackageVariant.dev-coll.stamp.3): the new revision's pipeline has a function named "PackageVariant.dev-coll.stamp.3" (ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4), the name the variant gives a function it prepends (PackageVariant.dev-coll.<name>.<position>): the variant's edit takes it for its own and drops it from the package`,
 		"1 variants upgraded now, 0 later, 0 not affected, 0 failing to render, 1 with collisions",
 	} {
 		if !strings.Contains(text, want) {
