@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/porch-variants/variant-controller/pkg/offline"
 	"github.com/porch-variants/variant-controller/pkg/offline/fleetdiff"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 // TestDiffPackage previews publishing the next revision of a blueprint
@@ -114,7 +114,10 @@ func testDiffPackage(t *testing.T, b *backend) {
 		if !strings.Contains(live["deployment.yaml"], "replicas: 2") || !strings.Contains(live["package-context.yaml"], "region: "+region) {
 			t.Errorf("%s: the draft %s lacks revision 2's replicas: 2 or the package context's region: %s:\n%v", b.name, draft, region, live)
 		}
-		previewed := readPackageDir(t, filepath.Join(out, ns, variants[v], "app", "packagevariant-2"))
+		previewed, err := input.ReadPackageDir(offline.DraftDir(filepath.Join(out, ns), variants[v], "app", "packagevariant-2"))
+		if err != nil {
+			t.Fatalf("the preview's draft %s: %v", draft, err)
+		}
 		if b.name == backendPorch {
 			previewed = withCommitOf(t, previewed, live)
 		}
@@ -133,28 +136,6 @@ func resourcesOf(t *testing.T, ns, name string) map[string]string {
 		t.Fatal(err)
 	}
 	return prr.Spec.Resources
-}
-
-// readPackageDir reads the files under dir, by "/"-separated path.
-func readPackageDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		files[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("read the preview's draft: %v", err)
-	}
-	return files
 }
 
 // upstreamCommit is the commit a Kptfile's upstreamLock records.
