@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/porch-variants/variant-controller/pkg/offline"
@@ -33,25 +32,9 @@ func TestDiffPackage(t *testing.T) {
 
 func testDiffPackage(t *testing.T, b *backend) {
 	ctx := context.Background()
-	ns := createNamespace(t, b.ns("diff-package"))
-	s := &scenario{b: b, ns: ns, published: map[string]bool{}}
+	s, v1 := diffFleet(t, b, "diff-package")
+	ns := s.ns
 	variants := map[string]string{"edge-edge-1-app": "edge-1", "edge-edge-2-app": "edge-2"}
-
-	repository(t, ns, repoBlueprints, false, nil)
-	repository(t, ns, "edge-1", true, map[string]string{"env": "prod", "region": "r1"})
-	repository(t, ns, "edge-2", true, map[string]string{"env": "prod", "region": "r2"})
-	v1 := publishRevision(t, ns, repoBlueprints, "app", "v1", initTask("e2e blueprint"), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1 # the blueprint's default\n",
-		"settings.yaml":   diffSettings,
-	}, false)
-	for _, r := range []string{"r1", "r2"} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings-" + r, Namespace: ns}, Data: map[string]string{"region": r}}
-		if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.ctrl = startController(t, "controller", ns)
-	s.ctrl.waitReady(t)
 	set := diffSet(ns)
 	set.Spec.Upstream.Revision = 0 // follow the latest revision
 	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {

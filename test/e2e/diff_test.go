@@ -42,30 +42,12 @@ func TestDiff(t *testing.T) {
 
 func testDiff(t *testing.T, b *backend) {
 	ctx := context.Background()
-	ns := createNamespace(t, b.ns("diff"))
-	s := &scenario{b: b, ns: ns, published: map[string]bool{}}
-
-	repository(t, ns, repoBlueprints, false, nil)
-	repository(t, ns, "edge-1", true, map[string]string{"env": "prod", "region": "r1"})
-	repository(t, ns, "edge-2", true, map[string]string{"env": "prod", "region": "r2"})
-	repository(t, ns, "edge-3", true, map[string]string{"env": "staging", "region": "r3"})
-	publishRevision(t, ns, repoBlueprints, "app", "v1", initTask("e2e blueprint"), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
-		"settings.yaml":   diffSettings,
-	}, false)
-	publishRevision(t, ns, repoBlueprints, "app", "v2", editTask(repoBlueprints+".app.v1"), map[string]string{
+	s, v1 := diffFleet(t, b, "diff")
+	ns := s.ns
+	publishRevision(t, ns, repoBlueprints, "app", "v2", editTask(v1), map[string]string{
 		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
 		"settings.yaml":   diffSettings,
 	}, false)
-	for _, r := range []string{"r1", "r2", "r3"} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings-" + r, Namespace: ns}, Data: map[string]string{"region": r}}
-		if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	s.ctrl = startController(t, "controller", ns)
-	s.ctrl.waitReady(t)
 	set := diffSet(ns)
 	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -175,6 +157,35 @@ func testDiff(t *testing.T, b *backend) {
 	if after := fleetVersions(t, ns); !cmp.Equal(before, after) {
 		t.Errorf("the diffs changed the fleet (resourceVersions, -before +after):\n%s", cmp.Diff(before, after))
 	}
+}
+
+// diffFleet makes the fleet the diff tests start from, in a new namespace
+// named after name: the blueprints repository; deployment repositories
+// edge-1 and edge-2 (env prod, regions r1 and r2) and edge-3 (staging,
+// r3); blueprints/app revision 1, a Deployment of 1 replica and the
+// settings injection point; each region's settings ConfigMap; and a
+// running controller. It returns the scenario and revision 1's name.
+func diffFleet(t *testing.T, b *backend, name string) (*scenario, string) {
+	t.Helper()
+	ns := createNamespace(t, b.ns(name))
+	s := &scenario{b: b, ns: ns, published: map[string]bool{}}
+	repository(t, ns, repoBlueprints, false, nil)
+	repository(t, ns, "edge-1", true, map[string]string{"env": "prod", "region": "r1"})
+	repository(t, ns, "edge-2", true, map[string]string{"env": "prod", "region": "r2"})
+	repository(t, ns, "edge-3", true, map[string]string{"env": "staging", "region": "r3"})
+	v1 := publishRevision(t, ns, repoBlueprints, "app", "v1", initTask("e2e blueprint"), map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
+		"settings.yaml":   diffSettings,
+	}, false)
+	for _, r := range []string{"r1", "r2", "r3"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings-" + r, Namespace: ns}, Data: map[string]string{"region": r}}
+		if _, err := env.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.ctrl = startController(t, "controller", ns)
+	s.ctrl.waitReady(t)
+	return s, v1
 }
 
 // requestsSent is variantctl diff's own count of its requests, from its
