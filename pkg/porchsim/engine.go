@@ -239,8 +239,8 @@ func newFailedRender(key store.Key, spec *porchv1alpha1.PackageRevisionSpec, ren
 
 // FailedRenders lists, in name order, the writes of namespace the Sim
 // refused because their pipeline failed to render, the last one per
-// revision name; a later write of the same revision that renders drops
-// its entry.
+// revision name; a later write of the same revision that renders, or its
+// deletion, drops its entry.
 func (s *Sim) FailedRenders(namespace string) []FailedRender {
 	p := s.porch
 	p.Lock()

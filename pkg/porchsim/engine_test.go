@@ -71,7 +71,7 @@ func TestEngineMemoGivesWhatComputingGives(t *testing.T) {
 // write refused because its pipeline failed (a create, which Porch answers
 // without naming the function, and a resources update), with the
 // function that failed and what it said; a write of the revision that
-// renders drops it.
+// renders, or its deletion, drops it.
 func TestFailedRendersNameTheFunction(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
@@ -118,5 +118,14 @@ func TestFailedRendersNameTheFunction(t *testing.T) {
 	}
 	if got := s.FailedRenders(ns); len(got) != 1 || got[0].Name != "deploy.foo.ws" {
 		t.Errorf("after %s rendered, the failed renders are %+v, want only deploy.foo.ws", draft.Name, got)
+	}
+	if err := updateWithFailingPipeline(t, c, draft.Name); err == nil {
+		t.Fatal("an update whose pipeline fails was stored")
+	}
+	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, draft.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.FailedRenders(ns); len(got) != 1 || got[0].Name != "deploy.foo.ws" {
+		t.Errorf("after %s was deleted, the failed renders are %+v, want only deploy.foo.ws", draft.Name, got)
 	}
 }

@@ -38,7 +38,7 @@ type porch struct {
 	fileErrors map[store.Key]error
 	// failedRenders are the writes refused because their pipeline failed
 	// (see Sim.FailedRenders), by the revision's key: the last one per
-	// revision, dropped when a write of it renders.
+	// revision, dropped when a write of it renders or it is deleted.
 	failedRenders map[store.Key]FailedRender
 }
 
@@ -62,6 +62,7 @@ func newPorch(st *store.Store) *porch {
 				// The label is computed: deleting the latest revision
 				// moves it back to the previous one.
 				p.recomputeLatestLocked(pr.Namespace, pr.Spec.RepositoryName, pr.Spec.PackageName)
+				delete(p.failedRenders, store.Key{Namespace: pr.Namespace, Name: pr.Name})
 			}
 		},
 		Keep: func(obj runtime.Object) bool {
