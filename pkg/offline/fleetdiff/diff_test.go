@@ -85,10 +85,7 @@ func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *input.Input) 
 	if errs := in.Read("fleet.yaml", []byte(diffFleet+"---"+diffSet+"---"+diffVariant)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	files, err := input.ReadPackageDir("../testdata/app")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testApp(t)
 	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
 	v2 := copyMap(files)
 	v2["deployment.yaml"] = strings.Replace(v2["deployment.yaml"], "replicas: 1", "replicas: 2", 1)
@@ -137,6 +134,16 @@ func diffWith(t *testing.T, ctx context.Context, live *input.Input, change strin
 		t.Fatalf("not settled: %s", d.NotSettled)
 	}
 	return d, stats
+}
+
+// testApp is the files of the test blueprint, ../testdata/app.
+func testApp(tb testing.TB) map[string]string {
+	tb.Helper()
+	files, err := input.ReadPackageDir("../testdata/app")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
 }
 
 func textOf(t *testing.T, d *Diff) string {

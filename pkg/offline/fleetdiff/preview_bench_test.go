@@ -75,10 +75,7 @@ func previewFleetOf(tb testing.TB, ctx context.Context, n int, withRollout bool)
 	if errs := in.Read("fleet.yaml", []byte(b.String())); len(errs) > 0 {
 		tb.Fatal(errs)
 	}
-	files, err := input.ReadPackageDir("../testdata/app")
-	if err != nil {
-		tb.Fatal(err)
-	}
+	files := testApp(tb)
 	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
 	return settledAndPublished(tb, ctx, &in), files
 }

@@ -109,10 +109,7 @@ func previewLive(t *testing.T, ctx context.Context) (*input.Input, map[string]st
 	if errs := in.Read("fleet.yaml", []byte(fleet)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	files, err := input.ReadPackageDir("../testdata/app")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testApp(t)
 	in.AddPublished("fleet", "blueprints", "app", 1, files, input.Source{File: "../testdata/app"})
 	checked := copyMap(files)
 	checked["Kptfile"] = strings.ReplaceAll(checked["Kptfile"], "name: app", "name: checked")
@@ -393,10 +390,7 @@ spec:
 	if errs := in.Read("fleet.yaml", []byte(fleet)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	files, err := input.ReadPackageDir("../testdata/app")
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := testApp(t)
 	v1 := copyMap(files)
 	v1["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: coll\n"
 	v1["package-context.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: coll\n  tier: basic\n"
