@@ -64,6 +64,22 @@ go run "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_GEN_VERSION
     crd:crdVersions=v1 \
     paths="./pkg/apis/config/..." \
     output:crd:dir="${crd_tmp}"
+# An int-or-string field's CEL rule is costed by the longest string the
+# field may hold; with no maxLength that is the whole request, and the API
+# server refuses the CRD (the rule on a wave's maxConcurrent is 19 times over
+# its budget). The API server takes maxLength beside
+# x-kubernetes-int-or-string (it bounds only the string form), but
+# controller-gen writes it only on plain strings, so it is added here: "100%"
+# is the longest value the rule accepts.
+set_file="${crd_tmp}/config.porch.kpt.dev_packagevariantsets.yaml"
+awk '/^ *maxConcurrent:$/ { inside = 1 }
+     inside && /^ *x-kubernetes-int-or-string: true$/ {
+         indent = $0; sub(/x-kubernetes-int-or-string.*/, "", indent)
+         print indent "maxLength: 4"; inside = 0; added++ }
+     { print }
+     END { if (added != 1) { print "update-codegen: maxConcurrent int-or-string not found once in the set CRD" > "/dev/stderr"; exit 1 } }' \
+    "${set_file}" >"${set_file}.new"
+mv "${set_file}.new" "${set_file}"
 mkdir -p deploy/crd hack/crd
 rm -f deploy/crd/*.yaml hack/crd/*.yaml
 mv "${crd_tmp}/config.porch.kpt.dev_repositories.yaml" hack/crd/

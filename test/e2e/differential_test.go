@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"sort"
 	"strings"
@@ -123,11 +124,15 @@ func (s *snapshot) rewrite(re *regexp.Regexp, repl string) {
 type snapshot struct {
 	Revisions map[string]revisionView
 	Variants  map[string]variantView
-	// Requests are the kinds of writes and reads the controller made in the
-	// step, with the codes they got ("update porch.kpt.dev/
-	// packagerevisionresources 500"), not how many: a code one backend
-	// answers and the other never does means they behave differently
-	// (lists and watches, which follow the informers' timing, left out).
+	// Requests are the kinds of writes the controller made in the step,
+	// with the codes they got ("update porch.kpt.dev/
+	// packagerevisionresources 500"), and the reads a backend refused or
+	// failed, not how many: a code one backend answers and the other never
+	// does means they behave differently. A read that succeeded, or found
+	// nothing, is left out, as are lists and watches: whether the
+	// controller reads again follows how fast the backend answers and the
+	// informers catch up (a slower backend's event can arrive after the
+	// step's last sync and bring one more GET), not what it did.
 	Requests []string
 }
 
@@ -171,8 +176,9 @@ func (s snapshot) without(known []knownDifference) snapshot {
 	return out
 }
 
-// requestKinds lists the distinct kinds of the controller's requests in a
-// summary, with their codes, lists, watches and discovery aside.
+// requestKinds lists the distinct kinds of the controller's writes in a
+// summary, with their codes, and of its reads the backend refused or
+// failed (snapshot.Requests says why the others are left out).
 func requestKinds(sum e2eutil.Summary) []string {
 	var out []string
 	for r, codes := range sum.ByRequestCode {
@@ -182,11 +188,19 @@ func requestKinds(sum e2eutil.Summary) []string {
 			continue
 		}
 		for code := range codes {
+			if isRead(r.Verb) && (code < 400 || code == http.StatusNotFound) {
+				continue
+			}
 			out = append(out, fmt.Sprintf("%s %s/%s %d", r.Verb, r.Group, r.Resource, code))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// isRead reports whether an audit verb only reads.
+func isRead(verb string) bool {
+	return verb == "get" || verb == "head"
 }
 
 // snapshot takes the normalised state of this run.

@@ -82,27 +82,37 @@ const ApproveWaveAnnotation = "config.porch.kpt.dev/approve-wave"
 // revision) reaches the set's variants: wave by wave, at most so many
 // variants of a wave at once, the next wave starting only when every
 // variant of the one before has published the change.
+//
+// The API server refuses what the rules below can say (the controller's
+// validation, and variantctl validate, say the same and more).
+// +kubebuilder:validation:XValidation:rule="has(self.waves) && size(self.waves) > 0",message="a rollout needs at least one wave",fieldPath=".waves",reason=FieldValueRequired
 type Rollout struct {
 	// Waves, in order. A variant is in the first wave whose selector
 	// matches its labels (spec.labels of the PackageVariant the set makes);
 	// a wave without a selector takes every variant no earlier wave took.
 	// Variants no wave takes belong to the last wave.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
 	Waves []Wave `json:"waves,omitempty"`
 	// SoakSeconds is how long to wait after a wave finishes before the next
 	// starts. Default 0.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
 	// MaxFailures is how many failed variants a wave tolerates (Stalled, or
 	// Ready=False because rendering failed, Porch refused a write or
 	// another variant owns the package); with more, the rollout halts until
 	// they recover or the limit is raised. Default 0.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	MaxFailures *int32 `json:"maxFailures,omitempty"`
 	// ProgressDeadlineSeconds reports a wave not finished this long after it
 	// started (condition RolledOut reason ProgressDeadlineExceeded, and a
 	// Warning event); the wave keeps going.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 	// Paused starts nothing new: no wave and no variant's change. What is
 	// open stays open.
@@ -124,6 +134,9 @@ const (
 // Wave is one group of a set's variants.
 type Wave struct {
 	// Name of the wave: a DNS label, unique in the list. Required.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// Selector over the labels of the variants; none: every variant no
 	// earlier wave took.
@@ -133,9 +146,11 @@ type Wave struct {
 	// change at once: a number, or a percentage of the wave's variants
 	// ("25%", rounded up, at least 1). Default: all of them.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="must be a number of variants (1 or more) or a percentage of the wave from 1% to 100%, such as \"25%\""
 	MaxConcurrent *intstr.IntOrString `json:"maxConcurrent,omitempty"`
 	// Approval: Automatic (default) or Manual.
 	// +optional
+	// +kubebuilder:validation:Enum=Automatic;Manual
 	Approval WaveApproval `json:"approval,omitempty"`
 }
 

@@ -5,11 +5,16 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
+
+// MaxWaves is the most waves a rollout may have; the CRD says the same
+// (maxItems), which bounds the cost of its rules.
+const MaxWaves = 100
 
 // validateRollout checks a set's spec.rollout: named, unique waves with
 // valid selectors, a maxConcurrent of at least one variant, a known
@@ -20,8 +25,11 @@ func validateRollout(r *configv1alpha2.Rollout, fldPath *field.Path) field.Error
 	}
 	var errs field.ErrorList
 	wavesPath := fldPath.Child("waves")
-	if len(r.Waves) == 0 {
+	switch {
+	case len(r.Waves) == 0:
 		errs = append(errs, standard(field.Required(wavesPath, "a rollout needs at least one wave")))
+	case len(r.Waves) > MaxWaves:
+		errs = append(errs, standard(field.TooMany(wavesPath, len(r.Waves), MaxWaves)))
 	}
 	seen := map[string]bool{}
 	for i, w := range r.Waves {
@@ -41,7 +49,7 @@ func validateRollout(r *configv1alpha2.Rollout, fldPath *field.Path) field.Error
 			errs = append(errs, validateLabelSelector(w.Selector, path.Child("selector"))...)
 		}
 		if w.MaxConcurrent != nil {
-			if msg := maxConcurrentProblem(w.MaxConcurrent.String()); msg != "" {
+			if msg := maxConcurrentProblem(*w.MaxConcurrent); msg != "" {
 				errs = append(errs, standard(field.Invalid(path.Child("maxConcurrent"), w.MaxConcurrent.String(), msg)))
 			}
 		}
@@ -68,16 +76,43 @@ func validateRollout(r *configv1alpha2.Rollout, fldPath *field.Path) field.Error
 
 // maxConcurrentProblem says what is wrong with a wave's maxConcurrent: a
 // whole number of variants (1 or more) or a percentage of the wave
-// ("1%" to "100%").
-func maxConcurrentProblem(v string) string {
-	if p, ok := strings.CutSuffix(v, "%"); ok {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 100 {
-			return fmt.Sprintf("a percentage must be a whole number from 1%% to 100%%, not %q", v)
+// ("1%" to "100%"). A number written as a string ("5") is refused, as
+// Kubernetes refuses it in a Deployment's maxSurge: it is neither, and the
+// rollout would take it for one variant at a time. The CRD's rule on the
+// field says the same, so the API server refuses it too.
+func maxConcurrentProblem(v intstr.IntOrString) string {
+	if v.Type == intstr.Int {
+		if v.IntVal < 1 {
+			return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not \"%d\"", v.IntVal)
 		}
 		return ""
 	}
-	if n, err := strconv.Atoi(v); err != nil || n < 1 {
-		return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not %q", v)
+	p, ok := strings.CutSuffix(v.StrVal, "%")
+	if !ok {
+		if _, err := strconv.Atoi(v.StrVal); err == nil {
+			return fmt.Sprintf("a number of variants is written without quotes (maxConcurrent: %s), a percentage with %% (\"25%%\"), not %q", v.StrVal, v.StrVal)
+		}
+		return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not %q", v.StrVal)
+	}
+	if !isDigits(p) {
+		return fmt.Sprintf("a percentage must be a whole number from 1%% to 100%%, not %q", v.StrVal)
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 100 || p[0] == '0' {
+		return fmt.Sprintf("a percentage must be a whole number from 1%% to 100%%, not %q", v.StrVal)
 	}
 	return ""
+}
+
+// isDigits reports whether s is one or more ASCII digits (no sign, no
+// space: what strconv.Atoi takes beyond that the CRD's rule refuses).
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

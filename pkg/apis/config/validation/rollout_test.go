@@ -50,6 +50,20 @@ func TestValidateRollout(t *testing.T) {
 				`spec.rollout.waves[2].maxConcurrent: Invalid value: "half": must be a number of variants (1 or more) or a percentage of the wave such as "25%", not "half"`,
 			},
 		},
+		"maxConcurrent: a quoted number, a signed or zero-led percentage (the CRD's rule refuses them too)": {
+			rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+				{Name: "a", MaxConcurrent: mc(intstr.FromString("5"))},
+				{Name: "b", MaxConcurrent: mc(intstr.FromString("+5%"))},
+				{Name: "c", MaxConcurrent: mc(intstr.FromString("05%"))},
+				{Name: "d", MaxConcurrent: mc(intstr.FromString("100%"))},
+				{Name: "e", MaxConcurrent: mc(intstr.FromString("1%"))},
+			}},
+			want: []string{
+				`spec.rollout.waves[0].maxConcurrent: Invalid value: "5": a number of variants is written without quotes (maxConcurrent: 5), a percentage with % ("25%"), not "5"`,
+				`spec.rollout.waves[1].maxConcurrent: Invalid value: "+5%": a percentage must be a whole number from 1% to 100%, not "+5%"`,
+				`spec.rollout.waves[2].maxConcurrent: Invalid value: "05%": a percentage must be a whole number from 1% to 100%, not "05%"`,
+			},
+		},
 		"an unknown approval, a bad selector, negative times": {
 			rollout: &configv1alpha2.Rollout{
 				Waves: []configv1alpha2.Wave{{Name: "a", Approval: "Sometimes", Selector: &metav1.LabelSelector{
