@@ -166,7 +166,7 @@ func TestRenderBadInput(t *testing.T) {
 		},
 		"unknown flag": {
 			args: []string{"--nosuchflag"},
-			want: "flag provided but not defined: -nosuchflag",
+			want: "variantctl render: unknown flag: --nosuchflag",
 		},
 	}
 	for name, tc := range cases {

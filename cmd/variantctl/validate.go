@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -11,22 +15,55 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
-func validate(args []string, stdout, stderr io.Writer) int {
-	var c common
-	fs := newCommand("validate", &c, false)
-	in, code, ok := parseInput(fs, &c, args, stderr)
-	if !ok {
-		return code
+const validateLong = `Check PackageVariants and PackageVariantSets as the controllers do: CEL
+expressions type-checked, cost-estimated and dry-run; print every problem,
+naming the file, document, object and field.
+
+Exit status: 0 valid, 1 some are not, 2 the input cannot be used.`
+
+const validateExample = `  # Check the example fleet
+  variantctl validate -f examples/fleet
+
+  # Check one file
+  variantctl validate -f examples/fleet/edge-set.yaml`
+
+// validateOptions are variantctl validate's.
+type validateOptions struct {
+	genericiooptions.IOStreams
+	input inputFlags
+}
+
+func (o *validateOptions) command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "validate -f FILE_OR_DIR ...",
+		Short:   "Check PackageVariants and PackageVariantSets as the controllers do",
+		Long:    validateLong,
+		Example: validateExample,
+	}
+	o.input.add(cmd)
+	return cmd
+}
+
+// Complete has nothing to fill: validate runs no controller.
+func (o *validateOptions) Complete(_ *cobra.Command, _ []string) error { return nil }
+
+// Validate wants input.
+func (o *validateOptions) Validate() error { return requireInput(o.input.files) }
+
+// Run prints every problem of the input's specs.
+func (o *validateOptions) Run(context.Context) error {
+	in, err := readInput(o.input.files, o.ErrOut)
+	if err != nil {
+		return err
 	}
 	if len(in.Variants) == 0 && len(in.Sets) == 0 {
-		fmt.Fprintln(stderr, "variantctl validate: the input holds no PackageVariant or PackageVariantSet")
-		return exitBadInput
+		return fmt.Errorf("the input holds no PackageVariant or PackageVariantSet")
 	}
-	if !checkSpecs(in, stdout, stderr) {
-		return exitNotReady
+	if !checkSpecs(in, o.Out, o.ErrOut) {
+		return exitStatus(exitNotReady)
 	}
-	fmt.Fprintf(stdout, "%d PackageVariants and %d PackageVariantSets are valid\n", len(in.Variants), len(in.Sets))
-	return exitOK
+	fmt.Fprintf(o.Out, "%d PackageVariants and %d PackageVariantSets are valid\n", len(in.Variants), len(in.Sets))
+	return nil
 }
 
 // specProblems checks every PackageVariant and PackageVariantSet of the

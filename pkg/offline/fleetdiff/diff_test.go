@@ -78,7 +78,7 @@ spec:
 
 // liveFleet makes the live fleet in a Sim, as a cluster would hold it
 // once the controllers settled, and returns it read as variantctl diff
-// reads a cluster (ReadCluster), with the in-cluster objects.
+// reads a live fleet (readSettled), with the in-cluster objects.
 func liveFleet(t *testing.T, ctx context.Context) (*porchsim.Sim, *input.Input) {
 	t.Helper()
 	var in input.Input

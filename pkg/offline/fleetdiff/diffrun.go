@@ -90,22 +90,7 @@ func run(ctx context.Context, live, change *input.Input, opts Options, files *fi
 	if ns == "" {
 		ns = input.DefaultNamespace
 	}
-	if err := live.Load(ctx, sim, ns); err != nil {
-		return nil, fmt.Errorf("load the live fleet: %w", err)
-	}
-	var published []*porchv1alpha1.PackageRevision
-	if len(opts.Upgrades) > 0 {
-		loaded, err := CaptureState(ctx, sim)
-		if err != nil {
-			return nil, err
-		}
-		if published, err = publish(sim, loaded, ns, opts.Upgrades); err != nil {
-			return nil, err
-		}
-	}
-	// The published upgrades are part of what the diff starts from: the
-	// difference is what the controllers make of them.
-	before, err := CaptureState(ctx, sim)
+	published, before, err := loadLive(ctx, sim, live, ns, opts.Upgrades)
 	if err != nil {
 		return nil, err
 	}
@@ -118,14 +103,7 @@ func run(ctx context.Context, live, change *input.Input, opts Options, files *fi
 			return nil, err
 		}
 	}
-	objs := opts.Live
-	if objs != nil && opts.Delete {
-		deleted := map[string]bool{}
-		for _, o := range change.Objects {
-			deleted[objectID(o.Obj, ns)] = true
-		}
-		objs = omitting{ClusterObjects: objs, omit: func(u *unstructured.Unstructured) bool { return deleted[objectID(u, ns)] }}
-	}
+	objs := liveObjects(opts, change, ns)
 	failed := func() []error {
 		errs := sim.FileSourceErrors()
 		if objs != nil {
@@ -137,33 +115,7 @@ func run(ctx context.Context, live, change *input.Input, opts Options, files *fi
 	if err != nil {
 		return nil, err
 	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = offline.DefaultTimeout
-	}
-	// A revision's files the run needs and the source cannot give end the
-	// run at once: the controllers would retry until the timeout, and the
-	// difference would be built on missing data.
-	waitCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-waitCtx.Done():
-				return
-			case <-tick.C:
-				if len(failed()) > 0 {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	settleErr := runner.WaitIdle(waitCtx, timeout)
-	cancel()
-	runner.Stop()
+	settleErr := settle(ctx, runner, opts.Timeout, failed)
 	if errs := failed(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -182,6 +134,77 @@ func run(ctx context.Context, live, change *input.Input, opts Options, files *fi
 		return nil, err
 	}
 	return d, nil
+}
+
+// loadLive loads the live fleet into sim, publishes the upgrades into it
+// and returns them with the state the diff starts from: the published
+// upgrades are part of it, the difference is what the controllers make of
+// them.
+func loadLive(ctx context.Context, sim *porchsim.Sim, live *input.Input, ns string, upgrades []Upgrade) ([]*porchv1alpha1.PackageRevision, *State, error) {
+	if err := live.Load(ctx, sim, ns); err != nil {
+		return nil, nil, fmt.Errorf("load the live fleet: %w", err)
+	}
+	var published []*porchv1alpha1.PackageRevision
+	if len(upgrades) > 0 {
+		loaded, err := CaptureState(ctx, sim)
+		if err != nil {
+			return nil, nil, err
+		}
+		if published, err = publish(sim, loaded, ns, upgrades); err != nil {
+			return nil, nil, err
+		}
+	}
+	before, err := CaptureState(ctx, sim)
+	if err != nil {
+		return nil, nil, err
+	}
+	return published, before, nil
+}
+
+// liveObjects are the cluster's in-cluster objects the run sees: with
+// --delete, without those the change deletes.
+func liveObjects(opts Options, change *input.Input, ns string) offline.ClusterObjects {
+	objs := opts.Live
+	if objs == nil || !opts.Delete {
+		return objs
+	}
+	deleted := map[string]bool{}
+	for _, o := range change.Objects {
+		deleted[objectID(o.Obj, ns)] = true
+	}
+	return omitting{ClusterObjects: objs, omit: func(u *unstructured.Unstructured) bool { return deleted[objectID(u, ns)] }}
+}
+
+// settle waits for the controllers to settle (timeout 0: the default)
+// and stops them. A revision's files the run needs and the source cannot
+// give (failed not empty) end the wait at once: the controllers would
+// retry until the timeout, and the difference would be built on missing
+// data.
+func settle(ctx context.Context, runner *offline.Runner, timeout time.Duration, failed func() []error) error {
+	if timeout <= 0 {
+		timeout = offline.DefaultTimeout
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-waitCtx.Done():
+				return
+			case <-tick.C:
+				if len(failed()) > 0 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := runner.WaitIdle(waitCtx, timeout)
+	cancel()
+	runner.Stop()
+	return err
 }
 
 // omitting hides the cluster's objects a change deletes from the run.

@@ -1,6 +1,7 @@
 package fleetdiff
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/porch-variants/variant-controller/pkg/offline"
@@ -130,16 +132,36 @@ func settledAndPublished(tb testing.TB, ctx context.Context, in *input.Input) *i
 }
 
 // readSettled waits for the controllers to settle, stops them and reads
-// the fleet as diff reads a cluster, with in's in-cluster objects.
+// the fleet as diff reads a live one, with in's in-cluster objects: the
+// objects listed (saved as a snapshot without files and read back), each
+// revision's files fetched from the Sim when a run first needs them.
 func readSettled(tb testing.TB, ctx context.Context, sim *porchsim.Sim, r *offline.Runner, in *input.Input) *input.Input {
 	tb.Helper()
 	if err := r.WaitIdle(ctx, 5*time.Minute); err != nil {
 		tb.Fatal(err)
 	}
 	r.Stop()
-	live, err := input.ReadCluster(ctx, sim.Clientset(), []string{"fleet"})
+	var b bytes.Buffer
+	if err := input.WriteSnapshot(ctx, sim.Clientset(), "fleet", nil, false, &b); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	live, err := input.ReadSnapshot([]string{path})
 	if err != nil {
 		tb.Fatal(err)
+	}
+	live.FileSource = func(ctx context.Context, ns, name string) (map[string]string, error) {
+		prr, err := sim.Clientset().PorchV1alpha1().PackageRevisionResources(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if prr.Spec.Resources == nil {
+			return map[string]string{}, nil
+		}
+		return prr.Spec.Resources, nil
 	}
 	live.Objects = in.Objects
 	return live

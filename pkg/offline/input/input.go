@@ -344,7 +344,7 @@ func (in *Input) add(src Source, js []byte) Errors {
 		if errs := in.checkMetadata(src, group, tm.Kind, obj, k.rule); errs != nil {
 			return errs
 		}
-		in.hold(obj, src)
+		in.Hold(obj, src)
 		return nil
 	}
 	switch {

@@ -39,13 +39,14 @@ var (
 	packageRevisionResourcesKind = ServedKind{porchV1alpha1, "PackageRevisionResources", "PackageRevisionResources", customResourceName, empty[porchv1alpha1.PackageRevisionResources], nil}
 )
 
-// clusterKinds are the kinds a fleet is read from a cluster by, in the
-// order they are listed. PackageRevisionResources are not among them:
-// Porch serves each from git, so they are read one at a time.
-var clusterKinds = []ServedKind{RepositoryKind, PackageVariantSetKind, PackageVariantKind, PackageRevisionKind}
+// FleetKinds are the kinds a fleet is listed by (from a cluster, from a
+// Sim for a snapshot), in the order they are listed. PackageRevisionResources
+// are not among them: Porch serves each from git, so they are read one at
+// a time.
+var FleetKinds = []ServedKind{RepositoryKind, PackageVariantSetKind, PackageVariantKind, PackageRevisionKind}
 
 // servedKinds are all the kinds an Input holds as typed objects.
-var servedKinds = append(clusterKinds[:len(clusterKinds):len(clusterKinds)], packageRevisionResourcesKind)
+var servedKinds = append(FleetKinds[:len(FleetKinds):len(FleetKinds)], packageRevisionResourcesKind)
 
 // servedKindOf returns the served kind of that apiVersion and kind.
 func servedKindOf(tm metav1.TypeMeta) (ServedKind, bool) {
@@ -93,8 +94,12 @@ func (k ServedKind) List(ctx context.Context, client versioned.Interface, ns str
 	return meta.ExtractList(list)
 }
 
-// hold adds an object of a served kind to what in holds.
-func (in *Input) hold(obj runtime.Object, src Source) {
+// Hold adds an object of a served kind, as a clientset lists it, to what in
+// holds (variantctl diff reads a live fleet this way). A PackageRevision
+// comes without its files: ReadPaths gives it those of its
+// PackageRevisionResources, a live fleet's FileSource reads them when a
+// run needs them.
+func (in *Input) Hold(obj runtime.Object, src Source) {
 	switch o := obj.(type) {
 	case *configv1alpha1.Repository:
 		in.Repositories = append(in.Repositories, Sourced[*configv1alpha1.Repository]{o, src})
@@ -105,6 +110,9 @@ func (in *Input) hold(obj runtime.Object, src Source) {
 	case *porchv1alpha1.PackageRevision:
 		in.Revisions = append(in.Revisions, &Revision{PR: o, Source: src})
 	case *porchv1alpha1.PackageRevisionResources:
+		if in.resources == nil {
+			in.resources = map[string]Sourced[*porchv1alpha1.PackageRevisionResources]{}
+		}
 		in.resources[o.Namespace+"/"+o.Name] = Sourced[*porchv1alpha1.PackageRevisionResources]{o, src}
 	}
 }

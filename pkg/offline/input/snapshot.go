@@ -32,7 +32,7 @@ func WriteSnapshot(ctx context.Context, client versioned.Interface, ns string, o
 		items = append(items, m)
 		return nil
 	}
-	for _, k := range clusterKinds {
+	for _, k := range FleetKinds {
 		objs, err := k.List(ctx, client, ns)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", k.Plural, err)

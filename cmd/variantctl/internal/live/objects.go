@@ -1,12 +1,12 @@
-package main
+package live
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
-	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,12 +17,12 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// LiveObjects reads a cluster's in-cluster objects (those injectors and
+// Objects reads a cluster's in-cluster objects (those injectors and
 // objectSelectors name) for a run, one list per kind and namespace, the
 // first time the controllers list that kind in that namespace: a diff
 // reads only the kinds its variants use, never every object of the
 // cluster.
-type LiveObjects struct {
+type Objects struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
 	// listKinds are the list kinds of every listable resource the cluster
@@ -38,23 +38,23 @@ type LiveObjects struct {
 	errs    map[string]error
 }
 
-// NewLiveObjects reads the cluster's API resources through discovery
+// NewObjects reads the cluster's API resources through discovery
 // (build cfg with ReadOnlyConfig). Objects are read from the given
 // namespaces only.
-func NewLiveObjects(cfg *rest.Config, namespaces []string) (*LiveObjects, error) {
+func NewObjects(cfg *rest.Config, namespaces []string) (*Objects, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	groups, err := restmapper.GetAPIGroupResources(dc)
 	if err != nil {
-		return nil, &input.ClusterError{What: "discover the cluster's API resources", Err: err}
+		return nil, &ClusterError{What: "discover the cluster's API resources", Err: err}
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	l := &LiveObjects{
+	l := &Objects{
 		dynamic:    dyn,
 		mapper:     restmapper.NewDiscoveryRESTMapper(groups),
 		listKinds:  map[schema.GroupVersionResource]string{},
@@ -65,7 +65,7 @@ func NewLiveObjects(cfg *rest.Config, namespaces []string) (*LiveObjects, error)
 	for _, g := range groups {
 		for version, resources := range g.VersionedResources {
 			for _, r := range resources {
-				if r.Kind == "" || !containsString(r.Verbs, "list") {
+				if r.Kind == "" || !slices.Contains(r.Verbs, "list") {
 					continue
 				}
 				l.listKinds[schema.GroupVersionResource{Group: g.Group.Name, Version: version, Resource: r.Name}] = r.Kind + "List"
@@ -75,24 +75,15 @@ func NewLiveObjects(cfg *rest.Config, namespaces []string) (*LiveObjects, error)
 	return l, nil
 }
 
-func containsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // RESTMapper is the cluster's, from discovery.
-func (l *LiveObjects) RESTMapper() meta.RESTMapper { return l.mapper }
+func (l *Objects) RESTMapper() meta.RESTMapper { return l.mapper }
 
 // ListKinds are the list kinds of the cluster's listable resources.
-func (l *LiveObjects) ListKinds() map[schema.GroupVersionResource]string { return l.listKinds }
+func (l *Objects) ListKinds() map[schema.GroupVersionResource]string { return l.listKinds }
 
 // List lists resource in namespace from the cluster once; later calls
 // return the first outcome's error and no items.
-func (l *LiveObjects) List(ctx context.Context, resource schema.GroupVersionResource, namespace string) ([]unstructured.Unstructured, bool, error) {
+func (l *Objects) List(ctx context.Context, resource schema.GroupVersionResource, namespace string) ([]unstructured.Unstructured, bool, error) {
 	key := resource.String() + " " + namespace
 	l.mu.Lock()
 	if l.fetched[key] {
@@ -110,7 +101,7 @@ func (l *LiveObjects) List(ctx context.Context, resource schema.GroupVersionReso
 	for _, ns := range namespaces {
 		list, err := l.dynamic.Resource(resource).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			err = &input.ClusterError{What: fmt.Sprintf("list %s in namespace %s (an injector or objectSelector names them)", resource.GroupResource(), ns), Err: err}
+			err = &ClusterError{What: fmt.Sprintf("list %s in namespace %s (an injector or objectSelector names them)", resource.GroupResource(), ns), Err: err}
 			l.mu.Lock()
 			l.errs[key] = err
 			l.mu.Unlock()
@@ -122,7 +113,7 @@ func (l *LiveObjects) List(ctx context.Context, resource schema.GroupVersionReso
 }
 
 // Errors are the lists that failed, sorted.
-func (l *LiveObjects) Errors() []error {
+func (l *Objects) Errors() []error {
 	if l == nil {
 		return nil
 	}

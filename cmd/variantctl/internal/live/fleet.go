@@ -1,4 +1,9 @@
-package input
+// Package live reads a live cluster for variantctl diff: kubectl's client
+// flags turned into a client that cannot write, the fleet listed through
+// it, and the in-cluster objects injectors and objectSelectors name, each
+// kind listed on first need. pkg/offline never reaches a cluster itself:
+// it is handed what this package read.
+package live
 
 import (
 	"context"
@@ -11,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 // ClusterError says why the cluster could not be read: which request,
@@ -41,24 +47,24 @@ func isUnreachable(err error) bool {
 	return errors.As(err, &netErr) || errors.As(err, &urlErr)
 }
 
-// ReadCluster reads the fleet of the given namespaces through client
-// (variantctl builds it on a read-only client): the Repositories, PackageVariants,
+// ReadFleet reads the fleet of the given namespaces through client
+// (built on ReadOnlyConfig): the Repositories, PackageVariants,
 // PackageVariantSets and PackageRevisions, one list each per namespace,
 // with uids, owner references, finalizers and status as the cluster holds
 // them. No package files are read here: Input.FileSource gets those the
 // run needs, one PackageRevisionResources at a time, because Porch serves
 // each from git.
-func ReadCluster(ctx context.Context, client versioned.Interface, namespaces []string) (*Input, error) {
-	in := &Input{}
+func ReadFleet(ctx context.Context, client versioned.Interface, namespaces []string) (*input.Input, error) {
+	in := &input.Input{}
 	for _, ns := range namespaces {
-		src := Source{File: "cluster namespace " + ns}
-		for _, k := range clusterKinds {
+		src := input.Source{File: "cluster namespace " + ns}
+		for _, k := range input.FleetKinds {
 			objs, err := k.List(ctx, client, ns)
 			if err != nil {
 				return nil, &ClusterError{What: "list " + k.Plural + " in namespace " + ns, Err: err}
 			}
 			for _, obj := range objs {
-				in.hold(obj, src)
+				in.Hold(obj, src)
 			}
 		}
 	}
