@@ -25,8 +25,12 @@ skipped) holding Repository, PackageVariant, PackageVariantSet,
 PackageRevision and PackageRevisionResources objects (as kubectl get -o yaml
 prints them) and any in-cluster objects that injectors or objectSelectors use.
 
+variantctl rollout looks at and steers a set's rollout on a live cluster
+(status, approve, pause, resume).
+
 Exit status: 0 all Ready (or valid), 1 some are not (details on stderr),
-2 the input cannot be used; diff: 0 no difference, 1 differences, 2 an error.`
+2 the input cannot be used; diff: 0 no difference, 1 differences, 2 an error;
+rollout: 0 done (or nothing to do), 2 refused or failed, with the reason.`
 
 const rootExample = `  # What the example fleet's sets and variants make of its blueprint
   variantctl render -f examples/fleet --package blueprints/app=examples/packages/app
@@ -39,7 +43,7 @@ const rootExample = `  # What the example fleet's sets and variants make of its 
 
 // newRootCommand builds variantctl's command tree. execute runs a command
 // once its options are complete and valid (runOptions; tests stop there).
-func newRootCommand(streams genericiooptions.IOStreams, execute func(context.Context, options) error) *cobra.Command {
+func newRootCommand(streams genericiooptions.IOStreams, execute executeFunc) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "variantctl",
 		Short:         "Run the PackageVariant and PackageVariantSet controllers offline",
@@ -49,7 +53,7 @@ func newRootCommand(streams genericiooptions.IOStreams, execute func(context.Con
 		SilenceUsage:  true,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q; want diff, render, expand or validate", args[0])
+				return usagef("unknown command %q; want diff, render, expand, validate or rollout", args[0])
 			}
 			return nil
 		},
@@ -69,9 +73,13 @@ func newRootCommand(streams genericiooptions.IOStreams, execute func(context.Con
 		newCommand(&expandOptions{IOStreams: streams}, execute),
 		newCommand(&validateOptions{IOStreams: streams}, execute),
 		newCommand(&diffOptions{IOStreams: streams}, execute),
+		newRolloutCommand(streams, execute),
 	)
 	return root
 }
+
+// executeFunc runs a command once its options are complete and valid.
+type executeFunc func(context.Context, options) error
 
 // command is what newCommand needs of a command's options: its cobra
 // command (use, help, examples) with its flags bound to the options.
@@ -83,11 +91,20 @@ type command interface {
 // newCommand wires o's command: parse the flags, then Complete, Validate
 // and execute. Complete's and Validate's errors are usage errors (exit
 // status 2, with a pointer to --help).
-func newCommand(o command, execute func(context.Context, options) error) *cobra.Command {
+func newCommand(o command, execute executeFunc) *cobra.Command {
 	cmd := o.command()
-	cmd.Args = func(_ *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return usagef("unexpected argument %q; give input files with -f", args[0])
+	args := cmd.Args
+	if args == nil {
+		args = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected argument %q; give input files with -f", args[0])
+			}
+			return nil
+		}
+	}
+	cmd.Args = func(cmd *cobra.Command, a []string) error {
+		if err := args(cmd, a); err != nil {
+			return usageError{err}
 		}
 		return nil
 	}

@@ -56,7 +56,16 @@ func examples(t *testing.T) map[string][]string {
 	t.Helper()
 	root := newRootCommand(genericiooptions.IOStreams{}, runOptions)
 	out := map[string][]string{}
-	for _, c := range append([]*cobra.Command{root}, root.Commands()...) {
+	var all []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		all = append(all, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, c := range all {
 		if c.Name() == "completion" || c.Name() == "help" {
 			continue // cobra's own
 		}
@@ -96,7 +105,7 @@ func TestHelpExamples(t *testing.T) {
 	}
 	t.Chdir("../..") // the examples name the repository's files
 	for line, args := range all {
-		if args[0] == "diff" && !slices.Contains(args, "--from") {
+		if args[0] == "diff" && !slices.Contains(args, "--from") || args[0] == "rollout" {
 			continue // reads a cluster
 		}
 		t.Run(line, func(t *testing.T) {

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -198,8 +200,33 @@ func (r *rolloutRun) approve(wave string) {
 	if cond := meta.FindStatusCondition(pvs.Status.Conditions, "RolledOut"); cond == nil || !strings.Contains(cond.Message, value) {
 		r.t.Errorf("RolledOut does not say how to approve (%s): %+v", value, cond)
 	}
-	if _, err := env.kubectl.Run("annotate", "-n", r.ns, "packagevariantset", "edge", value, "--overwrite"); err != nil {
+	// A person approves with variantctl rollout approve, which writes the
+	// annotation for the current rollout id and records who approved.
+	cmd := exec.Command(filepath.Join(env.bin, "variantctl"), "rollout", "approve", "edge", wave, "-n", r.ns, "--kubeconfig", env.kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("variantctl rollout approve: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), fmt.Sprintf("approved wave %s of rollout %s", wave, pvs.Status.Rollout.ID)) {
+		r.t.Errorf("variantctl rollout approve printed %q", out)
+	}
+	after, err := env.admin.ConfigV1alpha2().PackageVariantSets(r.ns).Get(r.ctx, "edge", metav1.GetOptions{})
+	if err != nil {
 		r.t.Fatal(err)
+	}
+	if got, want := after.Annotations[configv1alpha2.ApproveWaveAnnotation], wave+"@"+pvs.Status.Rollout.ID; got != want {
+		r.t.Errorf("approval annotation %q, want %q", got, want)
+	}
+	events, err := env.kube.CoreV1().Events(r.ns).List(r.ctx, metav1.ListOptions{FieldSelector: "reason=WaveApproved"})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var recorded bool
+	for _, e := range events.Items {
+		recorded = recorded || e.InvolvedObject.UID == pvs.UID && strings.Contains(e.Message, "wave "+wave+" of rollout "+pvs.Status.Rollout.ID+" approved by ")
+	}
+	if !recorded {
+		r.t.Errorf("no WaveApproved Event on the set names who approved wave %s: %+v", wave, events.Items)
 	}
 }
 

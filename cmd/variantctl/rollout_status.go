@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+)
+
+// rolloutPauseOptions are variantctl rollout pause's and resume's.
+type rolloutPauseOptions struct {
+	rolloutFlags
+	pause bool
+}
+
+func (o *rolloutPauseOptions) command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "resume SET",
+		Short:   "Let a paused rollout go on (spec.rollout.paused: false)",
+		Example: "  variantctl rollout resume edge -n fleet",
+		Args:    setArgs(1),
+	}
+	if o.pause {
+		cmd.Use, cmd.Short, cmd.Example = "pause SET", "Start no new wave and no variant's change (spec.rollout.paused: true); what is open stays open", "  variantctl rollout pause edge -n fleet"
+	}
+	o.add(cmd)
+	return cmd
+}
+
+func (o *rolloutPauseOptions) Complete(_ *cobra.Command, args []string) error { return o.complete(args) }
+
+func (o *rolloutPauseOptions) Validate() error { return nil }
+
+// pauseWords are how pause and resume say what they do.
+type pauseWords struct{ verb, done, state, reason string }
+
+func (o *rolloutPauseOptions) words() pauseWords {
+	if o.pause {
+		return pauseWords{verb: "pause", done: "paused", state: "paused", reason: "RolloutPaused"}
+	}
+	return pauseWords{verb: "resume", done: "resumed", state: "not paused", reason: "RolloutResumed"}
+}
+
+// Run sets spec.rollout.paused, when it is not so already.
+func (o *rolloutPauseOptions) Run(ctx context.Context) error {
+	pvs, err := o.getRollout(ctx)
+	if err != nil {
+		return err
+	}
+	words := o.words()
+	if pvs.Spec.Rollout.Paused == o.pause {
+		fmt.Fprintf(o.Out, "the rollout of %s is %s already\n", o.describe(), words.state)
+		return nil
+	}
+	patch := fmt.Sprintf(`{"spec":{"rollout":{"paused":%t}}}`, o.pause)
+	if _, err := o.clients.config.ConfigV1alpha2().PackageVariantSets(o.namespace).Patch(ctx, o.set, types.MergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: "variantctl"}); err != nil {
+		return fmt.Errorf("%s the rollout of %s: %w", words.verb, o.describe(), err)
+	}
+	user := whoAmI(ctx, o.clients)
+	fmt.Fprintf(o.Out, "%s the rollout of %s (as %s)\n", words.done, o.describe(), user)
+	o.record(ctx, pvs, words.reason, fmt.Sprintf("rollout %s by %s (variantctl rollout %s)", words.done, user, words.verb))
+	return nil
+}
+
+// rolloutStatusOptions are variantctl rollout status's.
+type rolloutStatusOptions struct {
+	rolloutFlags
+	watch bool
+	// now is the clock for ages (tests set it).
+	now func() time.Time
+}
+
+func (o *rolloutStatusOptions) command() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status SET",
+		Short: "Show where the set's rollout stands, wave by wave, and what it waits for",
+		Long: `Show the set's rollout as its controller reports it: the rollout id and the
+upstream revision it rolls out, the RolledOut condition, and each wave with
+its phase, how many variants it has, how many carry the change, published
+it or failed, and when it started; then what to do next when a wave waits
+for approval or the rollout is paused.`,
+		Example: `  variantctl rollout status edge -n fleet
+
+  # Follow it until it is rolled out (or Ctrl-C)
+  variantctl rollout status edge -n fleet --watch`,
+		Args: setArgs(1),
+	}
+	o.add(cmd)
+	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "print it again at each change, until the rollout is RolledOut or interrupted")
+	return cmd
+}
+
+func (o *rolloutStatusOptions) Complete(_ *cobra.Command, args []string) error {
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return o.complete(args)
+}
+
+func (o *rolloutStatusOptions) Validate() error { return nil }
+
+// Run prints the rollout.
+func (o *rolloutStatusOptions) Run(ctx context.Context) error {
+	pvs, err := o.getRollout(ctx)
+	if err != nil {
+		return err
+	}
+	if !o.watch {
+		o.print(o.Out, pvs)
+		return nil
+	}
+	return o.follow(ctx)
+}
+
+// follow prints the rollout at each change (the same text is not printed
+// twice) until it is RolledOut for the set's generation; the watch is
+// client-go's, resumed when the server ends it.
+func (o *rolloutStatusOptions) follow(ctx context.Context) error {
+	sets := o.clients.config.ConfigV1alpha2().PackageVariantSets(o.namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", o.set).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			return sets.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			return sets.Watch(ctx, opts)
+		},
+	}
+	var last string
+	_, err := watchtools.UntilWithSync(ctx, lw, &configv1alpha2.PackageVariantSet{}, nil, func(ev watch.Event) (bool, error) {
+		pvs, ok := ev.Object.(*configv1alpha2.PackageVariantSet)
+		switch {
+		case !ok:
+			return false, nil
+		case ev.Type == watch.Deleted:
+			return false, fmt.Errorf("%s was deleted", o.describe())
+		case pvs.Spec.Rollout == nil:
+			return false, fmt.Errorf("%s has no spec.rollout any more", o.describe())
+		}
+		var b strings.Builder
+		o.print(&b, pvs)
+		if b.String() != last {
+			if last != "" {
+				fmt.Fprintln(o.Out)
+			}
+			fmt.Fprint(o.Out, b.String())
+			last = b.String()
+		}
+		c := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == pvs.Generation, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil // interrupted: what was printed is the answer
+	}
+	return err
+}
+
+func (o *rolloutStatusOptions) print(w io.Writer, pvs *configv1alpha2.PackageVariantSet) {
+	spec, st := pvs.Spec.Rollout, pvs.Status.Rollout
+	if st == nil || st.ID == "" {
+		fmt.Fprintf(w, "%s: the controller has not reported a rollout yet (status.rollout is empty)\n", o.describe())
+		return
+	}
+	fmt.Fprintf(w, "%s: rollout %s of upstream revision %d, %s finished\n", o.describe(), st.ID, st.UpstreamRevision, st.Progress)
+	if c := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut); c != nil {
+		fmt.Fprintf(w, "%s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tPHASE\tVARIANTS\tUPDATED\tFINISHED\tFAILED\tAPPROVAL\tSTARTED")
+	for _, ws := range st.Waves {
+		approval := configv1alpha2.WaveApprovalAutomatic
+		if i := waveIndex(spec, ws.Name); i >= 0 && spec.Waves[i].Approval != "" {
+			approval = spec.Waves[i].Approval
+		}
+		started := "-"
+		if ws.StartedAt != nil {
+			started = duration.HumanDuration(o.now().Sub(ws.StartedAt.Time)) + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", ws.Name, ws.Phase, ws.Variants, ws.Updated, ws.Finished, ws.Failed, approval, started)
+	}
+	_ = tw.Flush()
+	if spec.Paused {
+		fmt.Fprintf(w, "paused: no new wave or variant change starts; resume with: variantctl rollout resume %s -n %s\n", pvs.Name, pvs.Namespace)
+	}
+	for _, ws := range st.Waves {
+		if ws.Phase == configv1alpha2.WaveWaitingForApproval {
+			fmt.Fprintf(w, "wave %s waits for approval: variantctl rollout approve %s %s -n %s\n", ws.Name, pvs.Name, ws.Name, pvs.Namespace)
+			break
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
+)
+
+// rolloutFixture is a live cluster as the rollout commands see it: a set
+// with a rollout in the fake clientset, a kube clientset that knows who
+// the caller is, and the streams.
+type rolloutFixture struct {
+	config *fake.Clientset
+	kube   *kubefake.Clientset
+	out    bytes.Buffer
+	errOut bytes.Buffer
+}
+
+var (
+	started  = metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	statusAt = started.Add(5 * time.Minute)
+)
+
+func edgeSet(mutate func(*configv1alpha2.PackageVariantSet)) *configv1alpha2.PackageVariantSet {
+	pvs := &configv1alpha2.PackageVariantSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "fleet", UID: "set-uid", Generation: 3},
+		Spec: configv1alpha2.PackageVariantSetSpec{Rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+			{Name: "canary"}, {Name: "prod", Approval: configv1alpha2.WaveApprovalManual}, {Name: "rest", Approval: configv1alpha2.WaveApprovalManual},
+		}}},
+		Status: configv1alpha2.PackageVariantSetStatus{
+			Conditions: []metav1.Condition{{Type: "RolledOut", Status: metav1.ConditionFalse, Reason: "WaitingForApproval", ObservedGeneration: 3,
+				Message: "wave prod waits for approval"}},
+			Rollout: &configv1alpha2.RolloutStatus{ID: "abc123", UpstreamRevision: 2, CurrentWave: "canary", Progress: "1/6", Waves: []configv1alpha2.WaveStatus{
+				{Name: "canary", Variants: 1, Updated: 1, Finished: 1, Phase: configv1alpha2.WaveFinished, StartedAt: &started},
+				{Name: "prod", Variants: 2, Phase: configv1alpha2.WaveWaitingForApproval},
+				{Name: "rest", Variants: 3, Phase: configv1alpha2.WavePending},
+			}},
+		},
+	}
+	if mutate != nil {
+		mutate(pvs)
+	}
+	return pvs
+}
+
+func newRolloutFixture(pvs *configv1alpha2.PackageVariantSet) *rolloutFixture {
+	f := &rolloutFixture{config: fake.NewSimpleClientset(pvs), kube: kubefake.NewSimpleClientset()}
+	f.kube.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
+			UserInfo: authenticationv1.UserInfo{Username: "alice@example.com"}}}, nil
+	})
+	return f
+}
+
+// run runs one rollout command as variantctl would after parsing args.
+func (f *rolloutFixture) run(t *testing.T, o command, args ...string) error {
+	t.Helper()
+	cmd := o.command()
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	positional := cmd.Flags().Args()
+	if err := cmd.Args(cmd, positional); err != nil {
+		return err
+	}
+	if err := o.Complete(cmd, positional); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return o.Run(context.Background())
+}
+
+func (f *rolloutFixture) flags() rolloutFlags {
+	return rolloutFlags{
+		IOStreams:  genericiooptions.IOStreams{Out: &f.out, ErrOut: &f.errOut},
+		newClients: func() (rolloutClients, error) { return rolloutClients{config: f.config, kube: f.kube}, nil },
+	}
+}
+
+func (f *rolloutFixture) set(t *testing.T) *configv1alpha2.PackageVariantSet {
+	t.Helper()
+	pvs, err := f.config.ConfigV1alpha2().PackageVariantSets("fleet").Get(context.Background(), "edge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pvs
+}
+
+// events are the Events recorded, "reason: message".
+func (f *rolloutFixture) events(t *testing.T) []string {
+	t.Helper()
+	list, err := f.kube.CoreV1().Events("fleet").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind != "PackageVariantSet" || e.InvolvedObject.Name != "edge" || e.InvolvedObject.UID != "set-uid" {
+			t.Errorf("event %s is about %v, not the set", e.Name, e.InvolvedObject)
+		}
+		out = append(out, e.Reason+": "+e.Message)
+	}
+	return out
+}
+
+func TestRolloutApprove(t *testing.T) {
+	cases := map[string]struct {
+		set        func(*configv1alpha2.PackageVariantSet)
+		args       []string
+		annotation string // after the command
+		out        string
+		err        string
+		events     []string
+	}{
+		"the wave that waits, without naming it": {
+			args:       []string{"edge", "-n", "fleet"},
+			annotation: "prod@abc123",
+			out:        "approved wave prod of rollout abc123 on packagevariantset fleet/edge (as alice@example.com)\n",
+			events:     []string{"WaveApproved: wave prod of rollout abc123 approved by alice@example.com (variantctl rollout approve)"},
+		},
+		"a later Manual wave, ahead": {
+			args:       []string{"edge", "rest", "-n", "fleet"},
+			annotation: "rest@abc123",
+			out:        "approved wave rest of rollout abc123 on packagevariantset fleet/edge (as alice@example.com)\n",
+			events:     []string{"WaveApproved: wave rest of rollout abc123 approved by alice@example.com (variantctl rollout approve)"},
+		},
+		"a stale approval is replaced by the current rollout's": {
+			set:        func(p *configv1alpha2.PackageVariantSet) { p.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "prod@old999"} },
+			args:       []string{"edge", "-n", "fleet"},
+			annotation: "prod@abc123",
+			out:        "approved wave prod of rollout abc123 on packagevariantset fleet/edge (as alice@example.com)\n",
+			events:     []string{"WaveApproved: wave prod of rollout abc123 approved by alice@example.com (variantctl rollout approve)"},
+		},
+		"an unknown wave is refused with the waves and the rollout id": {
+			args: []string{"edge", "prdo", "-n", "fleet"},
+			err:  `packagevariantset fleet/edge has no wave "prdo"; its waves are canary, prod, rest (rollout abc123)`,
+		},
+		"an Automatic wave needs no approval": {
+			args: []string{"edge", "canary", "-n", "fleet"},
+			err:  "wave canary of packagevariantset fleet/edge starts by itself (approval Automatic): nothing to approve",
+		},
+		"no wave waits and none is named": {
+			set: func(p *configv1alpha2.PackageVariantSet) {
+				p.Status.Rollout.Waves[1].Phase = configv1alpha2.WaveProgressing
+			},
+			args: []string{"edge", "-n", "fleet"},
+			err:  "no wave of rollout abc123 on packagevariantset fleet/edge waits for approval (canary Finished, prod Progressing, rest Pending); name a Manual wave to approve it ahead",
+		},
+		"approved already": {
+			set:        func(p *configv1alpha2.PackageVariantSet) { p.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "rest@abc123"} },
+			args:       []string{"edge", "prod", "-n", "fleet"},
+			annotation: "rest@abc123",
+			out:        "wave prod of rollout abc123 on packagevariantset fleet/edge is approved already (config.porch.kpt.dev/approve-wave=rest@abc123)\n",
+		},
+		"no rollout reported yet": {
+			set:  func(p *configv1alpha2.PackageVariantSet) { p.Status.Rollout = nil },
+			args: []string{"edge", "-n", "fleet"},
+			err:  "packagevariantset fleet/edge: the controller has not reported a rollout yet (status.rollout is empty): check that it runs, then try again",
+		},
+		"a set without a rollout": {
+			set:  func(p *configv1alpha2.PackageVariantSet) { p.Spec.Rollout = nil },
+			args: []string{"edge", "-n", "fleet"},
+			err:  "packagevariantset fleet/edge has no spec.rollout: every change reaches its variants at once",
+		},
+		"no set named": {
+			args: []string{"-n", "fleet"},
+			err:  "name the PackageVariantSet",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newRolloutFixture(edgeSet(tc.set))
+			err := f.run(t, &rolloutApproveOptions{rolloutFlags: f.flags()}, tc.args...)
+			if got := errText(err); got != tc.err {
+				t.Fatalf("error %q, want %q", got, tc.err)
+			}
+			if got := f.out.String(); got != tc.out {
+				t.Errorf("stdout %q, want %q", got, tc.out)
+			}
+			if tc.err != "" {
+				return
+			}
+			if got := f.set(t).Annotations[configv1alpha2.ApproveWaveAnnotation]; got != tc.annotation {
+				t.Errorf("annotation %q, want %q", got, tc.annotation)
+			}
+			if diff := cmp.Diff(tc.events, f.events(t)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRolloutApproveRaces: a rollout that changed between the read and
+// the write is not approved (the patch tests the id), and the refusal
+// names what to do; the approval is not recorded.
+func TestRolloutApproveRaces(t *testing.T) {
+	f := newRolloutFixture(edgeSet(nil))
+	f.config.PrependReactor("patch", "packagevariantsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		// A new upstream revision made a new rollout just before the patch.
+		now := edgeSet(func(p *configv1alpha2.PackageVariantSet) { p.Status.Rollout.ID = "def456" })
+		if err := f.config.Tracker().Update(configv1alpha2.SchemeGroupVersion.WithResource("packagevariantsets"), now, "fleet"); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "patch", schema.GroupResource{}, "", "test failed", 0, false)
+	})
+	err := f.run(t, &rolloutApproveOptions{rolloutFlags: f.flags()}, "edge", "-n", "fleet")
+	want := "rollout abc123 of packagevariantset fleet/edge changed while it was being approved (a new upstream revision or template starts a new rollout): see 'variantctl rollout status edge -n fleet' and approve again"
+	if errText(err) != want {
+		t.Fatalf("error %q, want %q", errText(err), want)
+	}
+	if _, ok := f.set(t).Annotations[configv1alpha2.ApproveWaveAnnotation]; ok {
+		t.Error("the approval was written")
+	}
+	if ev := f.events(t); len(ev) > 0 {
+		t.Errorf("events recorded: %v", ev)
+	}
+}
+
+// TestRolloutApproveTestsTheID: the patch variantctl sends approves only
+// while the rollout id is the one read, as the API server applies it.
+func TestRolloutApproveTestsTheID(t *testing.T) {
+	f := newRolloutFixture(edgeSet(nil))
+	if err := f.run(t, &rolloutApproveOptions{rolloutFlags: f.flags()}, "edge", "-n", "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	var patch string
+	for _, a := range f.config.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			patch = string(p.GetPatch())
+		}
+	}
+	want := `[{"op":"test","path":"/status/rollout/id","value":"abc123"},{"op":"add","path":"/metadata/annotations","value":{"config.porch.kpt.dev/approve-wave":"prod@abc123"}}]`
+	if patch != want {
+		t.Errorf("patch %s, want %s", patch, want)
+	}
+}
+
+func TestRolloutPauseResume(t *testing.T) {
+	f := newRolloutFixture(edgeSet(nil))
+	steps := []struct {
+		pause  bool
+		paused bool
+		out    string
+	}{
+		{pause: true, paused: true, out: "paused the rollout of packagevariantset fleet/edge (as alice@example.com)\n"},
+		{pause: true, paused: true, out: "the rollout of packagevariantset fleet/edge is paused already\n"},
+		{pause: false, paused: false, out: "resumed the rollout of packagevariantset fleet/edge (as alice@example.com)\n"},
+		{pause: false, paused: false, out: "the rollout of packagevariantset fleet/edge is not paused already\n"},
+	}
+	for i, s := range steps {
+		f.out.Reset()
+		if err := f.run(t, &rolloutPauseOptions{rolloutFlags: f.flags(), pause: s.pause}, "edge", "-n", "fleet"); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if f.out.String() != s.out {
+			t.Errorf("step %d: stdout %q, want %q", i, f.out.String(), s.out)
+		}
+		if got := f.set(t).Spec.Rollout.Paused; got != s.paused {
+			t.Errorf("step %d: paused %v, want %v", i, got, s.paused)
+		}
+	}
+	want := []string{
+		"RolloutPaused: rollout paused by alice@example.com (variantctl rollout pause)",
+		"RolloutResumed: rollout resumed by alice@example.com (variantctl rollout resume)",
+	}
+	if diff := cmp.Diff(want, f.events(t)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestRolloutStatus(t *testing.T) {
+	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) { p.Spec.Rollout.Paused = true }))
+	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
+	if err := f.run(t, o, "edge", "-n", "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	want := `packagevariantset fleet/edge: rollout abc123 of upstream revision 2, 1/6 finished
+RolledOut=False WaitingForApproval: wave prod waits for approval
+WAVE    PHASE               VARIANTS  UPDATED  FINISHED  FAILED  APPROVAL   STARTED
+canary  Finished            1         1        1         0       Automatic  5m ago
+prod    WaitingForApproval  2         0        0         0       Manual     -
+rest    Pending             3         0        0         0       Manual     -
+paused: no new wave or variant change starts; resume with: variantctl rollout resume edge -n fleet
+wave prod waits for approval: variantctl rollout approve edge prod -n fleet
+`
+	if diff := cmp.Diff(want, f.out.String()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return strings.TrimSpace(err.Error())
+}
