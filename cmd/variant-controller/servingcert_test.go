@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/klog/v2/textlogger"
+
+	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
 // pair is a certificate for localhost and 127.0.0.1, its key and the CA
@@ -60,29 +61,11 @@ func writeFile(t *testing.T, name string, data []byte) {
 // (utilruntime.HandleError), not to the context's logger. It is set once,
 // before any test starts a goroutine that logs, and never cleared: klog's
 // global logger may not be changed while one could be logging.
-var globalLog lockedBuffer
+var globalLog e2eutil.SyncBuffer
 
 func TestMain(m *testing.M) {
 	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&globalLog))))
 	os.Exit(m.Run())
-}
-
-// lockedBuffer is a bytes.Buffer that goroutines may write concurrently.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestMetricsCertDir: the pair in --metrics-cert-dir is served, a changed
