@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 	"github.com/porch-variants/variant-controller/pkg/porchsim/porchsimtest"
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 const repositoriesYAML = `# the fleet's repositories
@@ -53,15 +53,8 @@ items:
 `
 
 func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	ctrlfixture.WriteFiles(t, dir, map[string]string{name: content})
+	return filepath.Join(dir, name)
 }
 
 func TestReadRepositories(t *testing.T) {

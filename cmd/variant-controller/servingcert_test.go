@@ -13,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
 // pair is a certificate for localhost and 127.0.0.1, its key and the CA
@@ -38,36 +42,44 @@ func newPair(t *testing.T) pair {
 	return pair{certPEM: certPEM, keyPEM: keyPEM, leaf: certs[0], ca: certs[1]}
 }
 
-// write puts the pair's files in dir, stamped with mtime so that a change
-// is seen whatever the file system's timestamp granularity.
-func (p pair) write(t *testing.T, dir string, mtime time.Time) {
+// write puts the pair's files in dir.
+func (p pair) write(t *testing.T, dir string) {
 	t.Helper()
-	writeFile(t, filepath.Join(dir, certFileName), p.certPEM, mtime)
-	writeFile(t, filepath.Join(dir, keyFileName), p.keyPEM, mtime)
+	writeFile(t, filepath.Join(dir, certFileName), p.certPEM)
+	writeFile(t, filepath.Join(dir, keyFileName), p.keyPEM)
 }
 
-func writeFile(t *testing.T, name string, data []byte, mtime time.Time) {
+func writeFile(t *testing.T, name string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(name, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(name, mtime, mtime); err != nil {
-		t.Fatal(err)
-	}
+}
+
+// globalLog is what klog's global logger printed: apiserver's dynamic
+// certificates report a pair they cannot load there
+// (utilruntime.HandleError), not to the context's logger. It is set once,
+// before any test starts a goroutine that logs, and never cleared: klog's
+// global logger may not be changed while one could be logging.
+var globalLog e2eutil.SyncBuffer
+
+func TestMain(m *testing.M) {
+	klog.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&globalLog))))
+	os.Exit(m.Run())
 }
 
 // TestMetricsCertDir: the pair in --metrics-cert-dir is served, a changed
-// pair is served from the next handshake on, a broken change keeps the
-// previous pair in service (logged once), and a directory without a usable
+// pair is served once it has loaded, a broken change is reported in the log
+// and keeps the previous pair in service, and a directory without a usable
 // pair fails at start naming the files.
 func TestMetricsCertDir(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	logged := func() string { return logger.GetSink().(ktesting.Underlier).GetBuffer().String() + globalLog.String() }
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	defer cancel()
 	dir := t.TempDir()
 	first, second, third := newPair(t), newPair(t), newPair(t)
-	start := time.Now().Add(-time.Hour)
-	first.write(t, dir, start)
+	first.write(t, dir)
 
 	cfg, err := metricsTLSConfig(ctx, dir)
 	if err != nil {
@@ -98,22 +110,32 @@ func TestMetricsCertDir(t *testing.T) {
 			t.Errorf("%s: served %s (serial %s), want serial %s", what, got.Subject, got.SerialNumber, want.leaf.SerialNumber)
 		}
 	}
-
-	wantServed("at start", first)
-	second.write(t, dir, start.Add(time.Minute))
-	wantServed("after the files changed", second)
-
-	// A key that is not one: the change cannot be loaded.
-	writeFile(t, filepath.Join(dir, keyFileName), []byte("not a key"), start.Add(2*time.Minute))
-	wantServed("with a broken key", second)
-	wantServed("with a broken key, again", second)
-	logged := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
-	if n := strings.Count(logged, "Could not load the changed metrics certificate"); n != 1 {
-		t.Errorf("the broken change was logged %d times, want once:\n%s", n, logged)
+	// eventually waits until cond holds: the files are reloaded in the
+	// background, after the watch sees them change.
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true,
+			func(context.Context) (bool, error) { return cond(), nil })
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, logged())
+		}
 	}
 
-	third.write(t, dir, start.Add(3*time.Minute))
-	wantServed("after the files were mended", third)
+	wantServed("at start", first)
+	second.write(t, dir)
+	eventually("the changed pair is served", func() bool { return bytes.Equal(served().Raw, second.leaf.Raw) })
+	if !strings.Contains(logged(), "Serving the changed metrics certificate") {
+		t.Errorf("the change was not logged:\n%s", logged())
+	}
+
+	// A key that is not one: the change cannot be loaded.
+	writeFile(t, filepath.Join(dir, keyFileName), []byte("not a key"))
+	eventually("the broken key is reported", func() bool { return strings.Contains(logged(), "failed to find any PEM data in key input") })
+	wantServed("with a broken key", second)
+	wantServed("with a broken key, again", second)
+
+	third.write(t, dir)
+	eventually("the mended pair is served", func() bool { return bytes.Equal(served().Raw, third.leaf.Raw) })
 
 	// At start, a directory without a usable pair is an error.
 	cases := map[string]struct {
@@ -126,8 +148,8 @@ func TestMetricsCertDir(t *testing.T) {
 		},
 		"key of another certificate": {
 			files: func(dir string) {
-				writeFile(t, filepath.Join(dir, certFileName), first.certPEM, start)
-				writeFile(t, filepath.Join(dir, keyFileName), second.keyPEM, start)
+				writeFile(t, filepath.Join(dir, certFileName), first.certPEM)
+				writeFile(t, filepath.Join(dir, keyFileName), second.keyPEM)
 			},
 			want: []string{"--metrics-cert-dir", "private key does not match public key"},
 		},

@@ -7,6 +7,7 @@ import (
 	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
+	"k8s.io/utils/ptr"
 )
 
 // The sizes the static cost estimate assumes. Kubernetes bounds names,
@@ -49,8 +50,7 @@ type sizeEstimator struct {
 }
 
 func upTo(n uint64) *cost.SizeEstimate {
-	s := cost.RangedSizeEstimate(0, n)
-	return &s
+	return ptr.To(cost.RangedSizeEstimate(0, n))
 }
 
 func (e sizeEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {

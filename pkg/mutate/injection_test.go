@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 )
@@ -123,10 +124,10 @@ func TestApplyConfigInjection(t *testing.T) {
 				"endpoints.yaml": testEndpoints,
 			},
 			injectors: []configv1alpha1.InjectionSelector{
-				{Kind: ptr("Endpoints"), Name: "us-west"},
-				{Group: ptr("other.example.com"), Name: "us-east"},
-				{Version: ptr("v2"), Name: "us-east"},
-				{Group: ptr(""), Version: ptr("v1"), Kind: ptr("ConfigMap"), Name: "missing"},
+				{Kind: ptr.To("Endpoints"), Name: "us-west"},
+				{Group: ptr.To("other.example.com"), Name: "us-east"},
+				{Version: ptr.To("v2"), Name: "us-east"},
+				{Group: ptr.To(""), Version: ptr.To("v1"), Kind: ptr.To("ConfigMap"), Name: "missing"},
 				{Name: "us-east"},
 				{Name: "never-asked"},
 			},
@@ -153,9 +154,9 @@ func TestApplyConfigInjection(t *testing.T) {
 				"endpoints.yaml": testEndpoints,
 			},
 			injectors: []configv1alpha1.InjectionSelector{
-				{Kind: ptr("ConfigMap"), Name: "a"}, {Kind: ptr("ConfigMap"), Name: "b"},
-				{Kind: ptr("ConfigMap"), Name: "c"}, {Kind: ptr("ConfigMap"), Name: "d"},
-				{Kind: ptr("ConfigMap"), Name: "e"},
+				{Kind: ptr.To("ConfigMap"), Name: "a"}, {Kind: ptr.To("ConfigMap"), Name: "b"},
+				{Kind: ptr.To("ConfigMap"), Name: "c"}, {Kind: ptr.To("ConfigMap"), Name: "d"},
+				{Kind: ptr.To("ConfigMap"), Name: "e"},
 			},
 			cluster:     cluster{},
 			want:        map[string]string{"Kptfile": testdata("injection/nothing-found.Kptfile")},
@@ -271,7 +272,7 @@ func TestApplyConfigInjection(t *testing.T) {
 
 func TestApplyConfigInjectionMessagesMatchConditions(t *testing.T) {
 	files := map[string]string{"Kptfile": kptfileWith(""), "region.yaml": testRegionConfigMap, "endpoints.yaml": testEndpoints}
-	res := apply(t, files, Input{Injectors: []configv1alpha1.InjectionSelector{{Kind: ptr("ConfigMap"), Name: "us-east"}}}, nil)
+	res := apply(t, files, Input{Injectors: []configv1alpha1.InjectionSelector{{Kind: ptr.To("ConfigMap"), Name: "us-east"}}}, nil)
 	want := []Injected{
 		{
 			Point:   InjectionPoint{File: "region.yaml", GVK: configMapGVK, Name: "region", Required: true, ConditionType: "config.injection.ConfigMap.region"},

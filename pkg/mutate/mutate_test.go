@@ -54,8 +54,6 @@ func testFiles() map[string]string {
 	}
 }
 
-func ptr(s string) *string { return &s }
-
 // cluster is an ObjectGetter over a fixed set of in-cluster objects.
 type cluster map[string]map[string]interface{}
 

@@ -24,13 +24,9 @@ func setConditions(kf object, conds []condition) error {
 	if len(conds) == 0 {
 		return nil
 	}
-	status, err := ownMapping(kf.node, "status", true, kptfileOrder)
+	list, err := ownKptfileList(kf, "status", "conditions")
 	if err != nil {
-		return fmt.Errorf("%s: %w", kf.describe(), err)
-	}
-	list, err := ownSequence(status, "conditions", true, nil)
-	if err != nil {
-		return fmt.Errorf("%s: status.%w", kf.describe(), err)
+		return err
 	}
 	want := map[string]condition{}
 	for _, c := range conds {
@@ -102,13 +98,9 @@ func addReadinessGates(kf object, types []string) error {
 	if len(types) == 0 {
 		return nil
 	}
-	info, err := ownMapping(kf.node, "info", true, kptfileOrder)
+	list, err := ownKptfileList(kf, "info", "readinessGates")
 	if err != nil {
-		return fmt.Errorf("%s: %w", kf.describe(), err)
-	}
-	list, err := ownSequence(info, "readinessGates", true, nil)
-	if err != nil {
-		return fmt.Errorf("%s: info.%w", kf.describe(), err)
+		return err
 	}
 	byType := map[string]*yaml.Node{}
 	var untyped []*yaml.Node
@@ -143,4 +135,18 @@ func addReadinessGates(kf object, types []string) error {
 	list.Content = content
 	kf.seg.dirty = true
 	return nil
+}
+
+// ownKptfileList returns the list at section.field of the Kptfile (say
+// status.conditions), creating both when missing.
+func ownKptfileList(kf object, section, field string) (*yaml.Node, error) {
+	m, err := ownMapping(kf.node, section, true, kptfileOrder)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kf.describe(), err)
+	}
+	list, err := ownSequence(m, field, true, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s.%w", kf.describe(), section, err)
+	}
+	return list, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -188,9 +189,7 @@ func encodeDocuments(docs []*yaml.Node, seqIndent string) (out string, err error
 // there must not reformat the file.
 func (p *pkgFiles) render() (map[string]string, error) {
 	out := make(map[string]string, len(p.files))
-	for k, v := range p.files {
-		out[k] = v
-	}
+	maps.Copy(out, p.files)
 	for _, name := range p.paths {
 		f := p.yaml[name]
 		dirty := false

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -106,9 +107,9 @@ func setField(m *yaml.Node, key string, v *yaml.Node, order []string) {
 		return
 	}
 	pos := len(m.Content)
-	if rank := indexOf(order, key); rank >= 0 {
+	if rank := slices.Index(order, key); rank >= 0 {
 		for i := 0; i+1 < len(m.Content); i += 2 {
-			if r := indexOf(order, m.Content[i].Value); r > rank {
+			if r := slices.Index(order, m.Content[i].Value); r > rank {
 				pos = i
 				break
 			}
@@ -204,15 +205,6 @@ func deepCopy(n *yaml.Node) *yaml.Node {
 		c.Content[i] = deepCopy(child)
 	}
 	return &c
-}
-
-func indexOf(list []string, s string) int {
-	for i, v := range list {
-		if v == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // toNode converts a JSON-shaped Go value (API structs, unstructured content)

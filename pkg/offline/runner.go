@@ -157,10 +157,16 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		return nil, err
 	}
 	r.built = built
+	r.run(ctx, factory, workers)
+	return r, nil
+}
 
+// run starts the informers and the built controllers; r.done is closed
+// once every controller has returned and the informers are shut down.
+func (r *Runner) run(ctx context.Context, factory informers.SharedInformerFactory, workers int) {
 	factory.Start(ctx.Done())
 	var wg sync.WaitGroup
-	for _, b := range built {
+	for _, b := range r.built {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -181,7 +187,6 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		factory.Shutdown()
 		close(r.done)
 	}()
-	return r, nil
 }
 
 // Stop stops the controllers and waits for them.

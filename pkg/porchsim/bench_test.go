@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
@@ -58,7 +59,7 @@ func benchRevision(pkg string, lc porchv1alpha1.PackageRevisionLifecycle, owner 
 				Kind:       "PackageVariant",
 				Name:       m.GetName(),
 				UID:        m.GetUID(),
-				Controller: ptr(true),
+				Controller: ptr.To(true),
 			}},
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{

@@ -227,8 +227,6 @@ func yamlUnmarshal(content string, v any) error {
 	return yaml.Unmarshal([]byte(content), v)
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func clienttestingCreate(gvr schema.GroupVersionResource, obj runtime.Object) clienttesting.Action {
 	return clienttesting.NewCreateAction(gvr, ns, obj)
 }

@@ -52,59 +52,14 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("PackageRevision %s: %s", ref, fmt.Sprintf(format, args...))
 	}
-	if pr.Namespace == "" {
-		return nil, fail("metadata.namespace is required")
+	if err := p.checkImportedIdentityLocked(pr, fail); err != nil {
+		return nil, err
 	}
-	if spec.RepositoryName == "" {
-		return nil, fail("spec.repository is required")
+	if err := checkImportedLifecycle(spec, fail); err != nil {
+		return nil, err
 	}
-	if _, err := p.repositoryLocked(pr.Namespace, spec.RepositoryName); err != nil {
-		return nil, fail("spec.repository: %v", err)
-	}
-	if spec.PackageName == "" {
-		return nil, fail("spec.packageName is required")
-	}
-	if errs := validatePackageName(spec.PackageName); len(errs) > 0 {
-		return nil, fail("spec.packageName: %v", errs.ToAggregate())
-	}
-	if spec.WorkspaceName == "" {
-		return nil, fail("spec.workspaceName is required")
-	}
-	if pr.Name == "" {
-		pr.Name = helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName))
-	}
-	for _, msg := range validation.IsDNS1123Subdomain(pr.Name) {
-		return nil, fail("metadata.name: %s", msg)
-	}
-	switch lc := spec.Lifecycle; lc {
-	case porchv1alpha1.PackageRevisionLifecyclePublished, porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
-		placeholder := spec.WorkspaceName == helper.PlaceholderWorkspace
-		switch {
-		case placeholder && spec.Revision != porchv1alpha1.PlaceholderRevision:
-			return nil, fail("spec.revision is %d; the placeholder revision (workspace %q) has revision %d", spec.Revision, helper.PlaceholderWorkspace, porchv1alpha1.PlaceholderRevision)
-		case !placeholder && spec.Revision < 1:
-			return nil, fail("spec.revision is %d; a %s revision has a revision number of 1 or more", spec.Revision, lc)
-		}
-	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
-		if spec.Revision != 0 {
-			return nil, fail("spec.revision is %d; a %s revision has no revision number (0)", spec.Revision, lc)
-		}
-	case "":
-		return nil, fail("spec.lifecycle is required (Draft, Proposed, Published or DeletionProposed)")
-	default:
-		return nil, fail("spec.lifecycle %q is not one of Draft, Proposed, Published, DeletionProposed", lc)
-	}
-	if _, _, ok := p.packageRevisionLocked(pr.Namespace, pr.Name); ok {
-		return nil, fail("a package revision named %q already exists in namespace %q", pr.Name, pr.Namespace)
-	}
-	for _, e := range p.packageEntriesLocked(pr.Namespace, spec.RepositoryName, spec.PackageName) {
-		other := e.Object().(*porchv1alpha1.PackageRevision)
-		if other.Spec.WorkspaceName == spec.WorkspaceName {
-			return nil, fail("workspace %q of package %q in repository %q is already used by %s", spec.WorkspaceName, spec.PackageName, spec.RepositoryName, other.Name)
-		}
-		if spec.Revision > 0 && other.Spec.Revision == spec.Revision {
-			return nil, fail("revision %d of package %q in repository %q already exists (%s)", spec.Revision, spec.PackageName, spec.RepositoryName, other.Name)
-		}
+	if err := p.checkImportedUniqueLocked(pr, fail); err != nil {
+		return nil, err
 	}
 	lazy := files == nil && p.fileSource != nil
 	if !lazy {
@@ -133,4 +88,83 @@ func (s *Sim) Import(in *porchv1alpha1.PackageRevision, files map[string]string)
 	}
 	e := p.StoreNewLocked(resPackageRevisions, pr, &revisionFiles{files: stored, lazy: lazy})
 	return e.Object().(*porchv1alpha1.PackageRevision).DeepCopy(), nil
+}
+
+// failf makes an Import error about the revision being imported.
+type failf func(format string, args ...any) error
+
+// checkImportedIdentityLocked checks the fields that name an imported
+// revision (namespace, repository, package, workspace) and derives its
+// name from them when it has none.
+func (p *porch) checkImportedIdentityLocked(pr *porchv1alpha1.PackageRevision, fail failf) error {
+	spec := &pr.Spec
+	if pr.Namespace == "" {
+		return fail("metadata.namespace is required")
+	}
+	if spec.RepositoryName == "" {
+		return fail("spec.repository is required")
+	}
+	if _, err := p.repositoryLocked(pr.Namespace, spec.RepositoryName); err != nil {
+		return fail("spec.repository: %v", err)
+	}
+	if spec.PackageName == "" {
+		return fail("spec.packageName is required")
+	}
+	if errs := validatePackageName(spec.PackageName); len(errs) > 0 {
+		return fail("spec.packageName: %v", errs.ToAggregate())
+	}
+	if spec.WorkspaceName == "" {
+		return fail("spec.workspaceName is required")
+	}
+	if pr.Name == "" {
+		pr.Name = helper.PackageRevisionName(spec.RepositoryName, spec.PackageName, string(spec.WorkspaceName))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(pr.Name) {
+		return fail("metadata.name: %s", msg)
+	}
+	return nil
+}
+
+// checkImportedLifecycle checks that the lifecycle is one Porch knows and
+// that the revision number fits it: a Published revision has one (the
+// placeholder -1), an unpublished one has none.
+func checkImportedLifecycle(spec *porchv1alpha1.PackageRevisionSpec, fail failf) error {
+	switch lc := spec.Lifecycle; lc {
+	case porchv1alpha1.PackageRevisionLifecyclePublished, porchv1alpha1.PackageRevisionLifecycleDeletionProposed:
+		placeholder := spec.WorkspaceName == helper.PlaceholderWorkspace
+		switch {
+		case placeholder && spec.Revision != porchv1alpha1.PlaceholderRevision:
+			return fail("spec.revision is %d; the placeholder revision (workspace %q) has revision %d", spec.Revision, helper.PlaceholderWorkspace, porchv1alpha1.PlaceholderRevision)
+		case !placeholder && spec.Revision < 1:
+			return fail("spec.revision is %d; a %s revision has a revision number of 1 or more", spec.Revision, lc)
+		}
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed:
+		if spec.Revision != 0 {
+			return fail("spec.revision is %d; a %s revision has no revision number (0)", spec.Revision, lc)
+		}
+	case "":
+		return fail("spec.lifecycle is required (Draft, Proposed, Published or DeletionProposed)")
+	default:
+		return fail("spec.lifecycle %q is not one of Draft, Proposed, Published, DeletionProposed", lc)
+	}
+	return nil
+}
+
+// checkImportedUniqueLocked checks that neither the revision's name nor
+// its package's workspace or revision number is taken.
+func (p *porch) checkImportedUniqueLocked(pr *porchv1alpha1.PackageRevision, fail failf) error {
+	spec := &pr.Spec
+	if _, _, ok := p.packageRevisionLocked(pr.Namespace, pr.Name); ok {
+		return fail("a package revision named %q already exists in namespace %q", pr.Name, pr.Namespace)
+	}
+	for _, e := range p.packageEntriesLocked(pr.Namespace, spec.RepositoryName, spec.PackageName) {
+		other := e.Object().(*porchv1alpha1.PackageRevision)
+		if other.Spec.WorkspaceName == spec.WorkspaceName {
+			return fail("workspace %q of package %q in repository %q is already used by %s", spec.WorkspaceName, spec.PackageName, spec.RepositoryName, other.Name)
+		}
+		if spec.Revision > 0 && other.Spec.Revision == spec.Revision {
+			return fail("revision %d of package %q in repository %q already exists (%s)", spec.Revision, spec.PackageName, spec.RepositoryName, other.Name)
+		}
+	}
+	return nil
 }

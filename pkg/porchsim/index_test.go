@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -138,11 +139,11 @@ func workload(t testing.TB, s *Sim, seed uint64, steps int, check func(step stri
 		case 0:
 			return nil
 		case 1:
-			return ptr(metav1.DeletePropagationOrphan)
+			return ptr.To(metav1.DeletePropagationOrphan)
 		case 2:
-			return ptr(metav1.DeletePropagationForeground)
+			return ptr.To(metav1.DeletePropagationForeground)
 		}
-		return ptr(metav1.DeletePropagationBackground)
+		return ptr.To(metav1.DeletePropagationBackground)
 	}
 	resources := []string{resPackageVariants, resPackageVariantSets, resPackageRevisions, resRepositories}
 	// setMeta sets what (owners or finalizers) of an object to value, and

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -63,7 +64,7 @@ func TestDeletePreconditionsIgnored(t *testing.T) {
 	ctx := context.Background()
 	s, c := fixture(t)
 	pr := create(t, c, newDraft("deploy", "foo", "ws", cloneTask(upstreamV1)))
-	wrong := metav1.Preconditions{UID: ptr(pr.UID + "x"), ResourceVersion: ptr("stale")}
+	wrong := metav1.Preconditions{UID: ptr.To(pr.UID + "x"), ResourceVersion: ptr.To("stale")}
 	if err := c.PorchV1alpha1().PackageRevisions(ns).Delete(ctx, pr.Name, metav1.DeleteOptions{Preconditions: &wrong}); err != nil {
 		t.Fatalf("delete with a stale precondition: %v, want it done", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -210,7 +211,7 @@ func TestGarbageCollection(t *testing.T) {
 		t.Fatal(err)
 	}
 	ownedBy := func(name string, uid types.UID) metav1.OwnerReference {
-		return metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: name, UID: uid, Controller: ptr(true)}
+		return metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha1", Kind: "PackageVariant", Name: name, UID: uid, Controller: ptr.To(true)}
 	}
 	mkPV := func(name string, finalizer bool, owners ...metav1.OwnerReference) *configv1alpha1.PackageVariant {
 		in := newVariant(name)
@@ -355,7 +356,7 @@ func TestGarbageCollectionOfDependentsOfGoneOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := func(set *configv1alpha2.PackageVariantSet) metav1.OwnerReference {
-		return metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: set.Name, UID: set.UID, Controller: ptr(true)}
+		return metav1.OwnerReference{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: set.Name, UID: set.UID, Controller: ptr.To(true)}
 	}
 
 	orphan := newVariant("orphan")

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -843,7 +844,7 @@ func TestMetadataOnCreate(t *testing.T) {
 	in.Labels = map[string]string{"l": "v"}
 	in.Annotations = map[string]string{"a": "v"}
 	in.Finalizers = []string{"example.com/f"}
-	in.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "x-uid", Controller: ptr(true)}}
+	in.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "X", Name: "x", UID: "x-uid", Controller: ptr.To(true)}}
 	got := create(t, c, in)
 	// Porch leaves generation at 0 and hands out commit SHAs as
 	// resourceVersions.

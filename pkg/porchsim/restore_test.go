@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -64,7 +65,7 @@ func liveVariant() *configv1alpha1.PackageVariant {
 	pv.Finalizers = []string{configv1alpha1.Finalizer}
 	pv.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: "fleet", UID: setUID,
-		Controller: ptr(true), BlockOwnerDeletion: ptr(true),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
 	pv.Status = configv1alpha1.PackageVariantStatus{ObservedGeneration: 2}
 	return pv
@@ -212,7 +213,7 @@ func TestRestoreRefusals(t *testing.T) {
 		}, want: "uid of an object the Sim deleted"},
 		"being deleted without finalizers": {obj: liveVariantWith(func(pv *configv1alpha1.PackageVariant) {
 			pv.Finalizers = nil
-			pv.DeletionTimestamp = ptr(metav1.Now())
+			pv.DeletionTimestamp = ptr.To(metav1.Now())
 		}), want: "no finalizers"},
 	}
 	for name, tc := range cases {
@@ -295,7 +296,7 @@ func TestRestoreBeingDeleted(t *testing.T) {
 	set := liveSet()
 	deleting := metav1.NewTime(time.Date(2024, 3, 3, 0, 0, 0, 0, time.UTC))
 	set.DeletionTimestamp = &deleting
-	set.DeletionGracePeriodSeconds = ptr(int64(0))
+	set.DeletionGracePeriodSeconds = ptr.To(int64(0))
 	if _, err := s.Restore(set); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -72,7 +73,7 @@ spec: {type: git, content: Package, deployment: true, git: {repo: "https://git.e
 	}
 	all := set.DeepCopy()
 	all.Spec.Targets[0].Template.PackageContext.DataExprs = append(all.Spec.Targets[0].Template.PackageContext.DataExprs,
-		configv1alpha2.MapExpr{Key: ptr("tier"), ValueExpr: ptr("'gold'")})
+		configv1alpha2.MapExpr{Key: ptr.To("tier"), ValueExpr: ptr.To("'gold'")})
 	scaledDiff(t, n, reader, "a change touching 1 variant (a new prod Repository)", "PackageVariants: 1 added, 0 changed, 0 removed", "-f="+one)
 	scaledDiff(t, n, reader, fmt.Sprintf("a change touching all %d variants (a CEL change)", n),
 		fmt.Sprintf("PackageVariants: 0 added, %d changed, 0 removed", n), writeSet(t, all))

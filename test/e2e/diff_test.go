@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -107,7 +108,7 @@ func testDiff(t *testing.T, b *backend) {
 	t.Run("a CEL change of the package context", func(t *testing.T) {
 		changed := set.DeepCopy()
 		changed.Spec.Targets[0].Template.PackageContext.DataExprs = append(changed.Spec.Targets[0].Template.PackageContext.DataExprs,
-			configv1alpha2.MapExpr{Key: ptr("tier"), ValueExpr: ptr("repository.labels['region'] == 'r1' ? 'gold' : 'silver'")})
+			configv1alpha2.MapExpr{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['region'] == 'r1' ? 'gold' : 'silver'")})
 		out, _ := runDiff(t, reader, 1, writeSet(t, changed))
 		mustContain(t, out, "+  tier: gold", "+  tier: silver", "PackageVariants: 0 added, 2 changed, 0 removed")
 	})
@@ -132,7 +133,7 @@ func testDiff(t *testing.T, b *backend) {
 	})
 	t.Run("an injector naming a missing object", func(t *testing.T) {
 		changed := set.DeepCopy()
-		changed.Spec.Targets[0].Template.Injectors[0].NameExpr = ptr("'missing-' + repository.labels['region']")
+		changed.Spec.Targets[0].Template.Injectors[0].NameExpr = ptr.To("'missing-' + repository.labels['region']")
 		out, _ := runDiff(t, reader, 1, writeSet(t, changed))
 		mustContain(t, out, "Ready: True NoErrors", "blocks publishing: config.injection.ConfigMap.settings: False NoResourceSelected",
 			`no v1 ConfigMap named \"missing-r2\"`)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -77,7 +78,7 @@ func testFleet(t *testing.T, b *backend) {
 	createSet(t, ctx, prodSet(ns, "fleet", &configv1alpha2.PackageVariantTemplate{
 		Labels:         map[string]string{"fleet": "prod"},
 		PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"team": "fleet"}},
-		Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("region-us-east")}},
+		Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("region-us-east")}},
 	}))
 	s.createVariant(t, "extra-1", repos[0], "extra", configv1alpha1.DeletionPolicyDelete, nil)
 	s.createVariant(t, "extra-2", repos[1], "extra", configv1alpha1.DeletionPolicyDelete, nil)

@@ -378,5 +378,3 @@ func mustContain(t *testing.T, text string, want ...string) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

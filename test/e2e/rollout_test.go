@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -42,12 +43,12 @@ func testRolloutInWaves(t *testing.T, b *backend) {
 	}
 	ctrl := startController(t, "controller", ns)
 	set := prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
-		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("tier"), ValueExpr: ptr("repository.labels['tier']")}},
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")}},
 	})
 	set.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
-		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
+		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr.To(intstr.FromInt32(1))},
 		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, Approval: configv1alpha2.WaveApprovalManual},
-		{Name: "rest", MaxConcurrent: ptr(intstr.FromString("50%"))},
+		{Name: "rest", MaxConcurrent: ptr.To(intstr.FromString("50%"))},
 	}}
 	createSet(t, ctx, set)
 	eventually(t, ctrl, "6 Ready variants with one draft each (new targets are not held back)", func() (bool, string) {

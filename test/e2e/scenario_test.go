@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -338,7 +339,7 @@ func (s *scenario) createVariant(t *testing.T, name, repo, pkg string, policy co
 			Annotations:    map[string]string{"example.com/owner": "e2e"},
 			PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"team": "edge", "variant": name}},
 			Pipeline:       pipeline,
-			Injectors:      []configv1alpha1.InjectionSelector{{Kind: ptr("ConfigMap"), Name: "region-us-east"}},
+			Injectors:      []configv1alpha1.InjectionSelector{{Kind: ptr.To("ConfigMap"), Name: "region-us-east"}},
 		},
 	}
 	if _, err := env.admin.ConfigV1alpha1().PackageVariants(s.ns).Create(context.Background(), pv, metav1.CreateOptions{}); err != nil {
@@ -364,7 +365,7 @@ func (s *scenario) createSet(t *testing.T) {
 					Labels:         map[string]string{"fleet": "prod"},
 					Annotations:    map[string]string{"example.com/owner": "e2e"},
 					PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"team": "fleet"}},
-					Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("region-us-east")}},
+					Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("region-us-east")}},
 				},
 			}},
 		},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -130,7 +131,7 @@ func testSetOverRepositories(t *testing.T, b *backend) {
 
 	ctrl := startController(t, "controller", ns)
 	createSet(t, ctx, prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
-		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}},
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")}},
 	}))
 	eventually(t, ctrl, "3 Ready variants with one draft each", func() (bool, string) {
 		return fleetReady(ctx, ns, 3)

@@ -111,73 +111,93 @@ func SwitchPorchAPIService(ctx context.Context, admin *rest.Config, kubectl Kube
 	if err := ensureNamespace(ctx, kube, PorchServiceNamespace); err != nil {
 		return result, err
 	}
-	// The detour. A port that was free a moment ago; checked again, since a
-	// listener there would answer and spoil the proof.
-	dead, err := FreePort()
-	if err != nil {
+	if result.Refused, err = detourToUnusedPort(ctx, kube, apiServices, timeout); err != nil {
 		return result, err
 	}
+	if result.Answered, err = pointPorchAPIServiceAt(ctx, kube, apiServices, kubectl, port, timeout); err != nil {
+		return result, err
+	}
+	return result, nil
+}
+
+// detourToUnusedPort points the APIService at a port where nothing
+// listens and waits until the aggregator refuses requests through it;
+// it returns how long that took.
+func detourToUnusedPort(ctx context.Context, kube kubernetes.Interface, apiServices dynamic.NamespaceableResourceInterface, timeout time.Duration) (time.Duration, error) {
+	// A port that was free a moment ago; checked again, since a listener
+	// there would answer and spoil the proof.
+	dead, err := FreePort()
+	if err != nil {
+		return 0, err
+	}
 	if Listening(fmt.Sprintf("127.0.0.1:%d", dead)) {
-		return result, fmt.Errorf("switch APIService %s: port %d, chosen as unused, is in use", PorchAPIServiceName, dead)
+		return 0, fmt.Errorf("switch APIService %s: port %d, chosen as unused, is in use", PorchAPIServiceName, dead)
 	}
 	start := time.Now()
 	if err := applyPorchAPIService(ctx, apiServices, dead); err != nil {
-		return result, err
+		return 0, err
 	}
-	var last string
-	err = wait.PollUntilContextTimeout(ctx, Poll, timeout, true, func(ctx context.Context) (bool, error) {
-		cur, err := apiServices.Get(ctx, PorchAPIServiceName, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
+	last, err := waitForPorchAPIService(ctx, apiServices, timeout, func(ctx context.Context, cur *unstructured.Unstructured) string {
 		if !pointsAt(cur, dead) || available(cur) != "False" {
-			last = fmt.Sprintf("Available=%q", available(cur))
-			return false, nil
+			return fmt.Sprintf("Available=%q", available(cur))
 		}
-		err = kube.Discovery().RESTClient().Get().AbsPath("/apis/porch.kpt.dev/v1alpha1").Do(ctx).Error()
+		err := kube.Discovery().RESTClient().Get().AbsPath("/apis/porch.kpt.dev/v1alpha1").Do(ctx).Error()
 		var status apierrors.APIStatus
 		if err == nil || !errors.As(err, &status) || status.Status().Code != 503 {
-			last = fmt.Sprintf("Available=False, but GET /apis/porch.kpt.dev/v1alpha1 through the aggregator: %v (want 503)", err)
-			return false, nil
+			return fmt.Sprintf("Available=False, but GET /apis/porch.kpt.dev/v1alpha1 through the aggregator: %v (want 503)", err)
 		}
-		return true, nil
+		return ""
 	})
 	if err != nil {
-		return result, fmt.Errorf("switch APIService %s: wait for the aggregator to refuse requests after pointing it at unused port %d: %w; last: %s",
+		return 0, fmt.Errorf("switch APIService %s: wait for the aggregator to refuse requests after pointing it at unused port %d: %w; last: %s",
 			PorchAPIServiceName, dead, err, last)
 	}
-	result.Refused = time.Since(start)
+	return time.Since(start), nil
+}
 
-	start = time.Now()
+// pointPorchAPIServiceAt points the Service and the APIService at port and
+// waits until the APIService is Available and answers; it returns how long
+// that took.
+func pointPorchAPIServiceAt(ctx context.Context, kube kubernetes.Interface, apiServices dynamic.NamespaceableResourceInterface, kubectl Kubectl, port int, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
 	if err := applyPorchService(ctx, kube, port); err != nil {
-		return result, err
+		return 0, err
 	}
 	if err := applyPorchAPIService(ctx, apiServices, port); err != nil {
-		return result, err
+		return 0, err
 	}
-	err = wait.PollUntilContextTimeout(ctx, Poll, timeout, true, func(ctx context.Context) (bool, error) {
+	last, err := waitForPorchAPIService(ctx, apiServices, timeout, func(_ context.Context, cur *unstructured.Unstructured) string {
+		if !pointsAt(cur, port) || available(cur) != "True" {
+			return fmt.Sprintf("Available=%q: %s", available(cur), availableMessage(cur))
+		}
+		if err := packageRevisionsAnswer(kubectl); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+	if err != nil {
+		return 0, fmt.Errorf("switch APIService %s to port %d: wait until it is Available and answers: %w; last: %s",
+			PorchAPIServiceName, port, err, last)
+	}
+	return time.Since(start), nil
+}
+
+// waitForPorchAPIService gets the APIService until pending, given it,
+// says nothing is pending (""), or timeout passes; it returns what was
+// pending last, for the error.
+func waitForPorchAPIService(ctx context.Context, apiServices dynamic.NamespaceableResourceInterface, timeout time.Duration,
+	pending func(context.Context, *unstructured.Unstructured) string) (string, error) {
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, Poll, timeout, true, func(ctx context.Context) (bool, error) {
 		cur, err := apiServices.Get(ctx, PorchAPIServiceName, metav1.GetOptions{})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		if !pointsAt(cur, port) || available(cur) != "True" {
-			last = fmt.Sprintf("Available=%q: %s", available(cur), availableMessage(cur))
-			return false, nil
-		}
-		if err := packageRevisionsAnswer(kubectl); err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		return true, nil
+		last = pending(ctx, cur)
+		return last == "", nil
 	})
-	if err != nil {
-		return result, fmt.Errorf("switch APIService %s to port %d: wait until it is Available and answers: %w; last: %s",
-			PorchAPIServiceName, port, err, last)
-	}
-	result.Answered = time.Since(start)
-	return result, nil
+	return last, err
 }
 
 func packageRevisionsAnswer(kubectl Kubectl) error {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -31,8 +32,6 @@ import (
 // region in the package context and the region's settings ConfigMap
 // injected.
 func DiffSet(ns string) *configv1alpha2.PackageVariantSet {
-	policy := configv1alpha1.DeletionPolicyDelete
-	str := func(s string) *string { return &s }
 	return &configv1alpha2.PackageVariantSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: ns},
@@ -41,10 +40,10 @@ func DiffSet(ns string) *configv1alpha2.PackageVariantSet {
 			Targets: []configv1alpha2.Target{{
 				RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
 				Template: &configv1alpha2.PackageVariantTemplate{
-					DeletionPolicy: &policy,
+					DeletionPolicy: ptr.To(configv1alpha1.DeletionPolicyDelete),
 					PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{
-						{Key: str("region"), ValueExpr: str("repository.labels['region']")}}},
-					Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: str("'settings-' + repository.labels['region']")}},
+						{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")}}},
+					Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr.To("'settings-' + repository.labels['region']")}},
 				},
 			}},
 		},

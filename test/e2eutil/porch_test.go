@@ -1,10 +1,10 @@
 package e2eutil
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 func crdYAML(name string) string {
@@ -25,17 +25,8 @@ metadata:
 `
 
 func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
 	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctrlfixture.WriteFiles(t, dir, files)
 	return dir
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -126,12 +127,7 @@ func writeObject(b *strings.Builder, o ObjectDiff, owner string) {
 }
 
 func hasCondition(cs []ConditionChange, t string) bool {
-	for _, c := range cs {
-		if c.Type == t {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(cs, func(c ConditionChange) bool { return c.Type == t })
 }
 
 func describeCondition(c *Condition) string {

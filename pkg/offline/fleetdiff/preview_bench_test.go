@@ -70,7 +70,7 @@ func previewFleetOf(tb testing.TB, ctx context.Context, n int, withRollout bool)
 		}
 		b.WriteString(repositoryWithLabels(fmt.Sprintf("site-%04d", i), "env: prod, tier: "+tier) + "---\n")
 	}
-	b.WriteString(edgeSet(withRollout))
+	b.WriteString(edgeSet(tb, withRollout))
 	var in input.Input
 	if errs := in.Read("fleet.yaml", []byte(b.String())); len(errs) > 0 {
 		tb.Fatal(errs)

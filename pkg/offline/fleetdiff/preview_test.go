@@ -25,46 +25,15 @@ import (
 // following the latest revision over the prod repositories, rolled out in
 // a canary wave and then the rest; a hand-written variant following the
 // latest revision; one pinned to revision 1; every draft published.
-var previewFleet = edgeSet(true) + `---
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: PackageVariant
-metadata: {name: dev-app, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: app}
-  downstream: {repo: dev-a, package: app}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: PackageVariant
-metadata: {name: dev-pinned, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: app, revision: 1}
-  downstream: {repo: dev-b, package: app}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: PackageVariant
-metadata: {name: dev-checked, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: checked}
-  downstream: {repo: dev-a, package: checked}
-`
+func previewFleet(tb testing.TB) string {
+	return edgeSet(tb, true) + "---\n" + testdataFile(tb, "preview-variants.yaml")
+}
 
 // edgeSet is a set following blueprints/app over the prod repositories,
 // its variants labelled with their repository's tier; withRollout rolls a
 // change out to the canary tier first, then the rest.
-func edgeSet(withRollout bool) string {
-	set := `
-apiVersion: config.porch.kpt.dev/v1alpha2
-kind: PackageVariantSet
-metadata: {name: edge, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: app}
-  targets:
-  - repositorySelector:
-      matchLabels: {env: prod}
-    template:
-      labelExprs:
-      - {key: tier, valueExpr: "repository.labels['tier']"}
-`
+func edgeSet(tb testing.TB, withRollout bool) string {
+	set := testdataFile(tb, "edge-set.yaml")
 	if withRollout {
 		set += `  rollout:
     waves:
@@ -106,8 +75,8 @@ func previewLive(t *testing.T, ctx context.Context) (*input.Input, map[string]st
 		repositoryWithLabels("prod-b", "env: prod, tier: main"),
 		repositoryWithLabels("dev-a", "env: dev"),
 		repositoryWithLabels("dev-b", "env: dev"),
-		previewFleet,
-	}, "---")
+		previewFleet(t),
+	}, "---\n")
 	if errs := in.Read("fleet.yaml", []byte(fleet)); len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -165,6 +134,16 @@ func readSettled(tb testing.TB, ctx context.Context, sim *porchsim.Sim, r *offli
 	}
 	live.Objects = in.Objects
 	return live
+}
+
+// testdataFile is testdata/name, the YAML of a fleet the tests read.
+func testdataFile(tb testing.TB, name string) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
 }
 
 func repositoryWithLabels(name, labels string) string {
@@ -388,27 +367,7 @@ func TestPreviewRefusesAPackageTheFleetLacksOrARevisionOutOfTurn(t *testing.T) {
 func TestPreviewCollisions(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	var in input.Input
-	fleet := repositoryWithLabels("dev-c", "env: dev") + `---
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: settings-c, namespace: fleet}
-data: {region: region-c}
----
-apiVersion: config.porch.kpt.dev/v1alpha1
-kind: PackageVariant
-metadata: {name: dev-coll, namespace: fleet}
-spec:
-  upstream: {repo: blueprints, package: coll}
-  downstream: {repo: dev-c, package: coll}
-  packageContext:
-    data: {tier: gold, zone: z1}
-  injectors:
-  - name: settings-c
-  pipeline:
-    mutators:
-    - name: add-labels
-      image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.0
-`
+	fleet := repositoryWithLabels("dev-c", "env: dev") + "---\n" + testdataFile(t, "collisions-fleet.yaml")
 	if errs := in.Read("fleet.yaml", []byte(fleet)); len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions"
@@ -230,7 +231,7 @@ func TestPorchRulesSurfaceAsHTTPStatus(t *testing.T) {
 		prs := s.client.PorchV1alpha1().PackageRevisions(ns)
 		draft := s.cloneDraft(t, "app", "v1")
 		ctx := context.Background()
-		if err := prs.Delete(ctx, draft.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr("1"), UID: ptr(types.UID("wrong"))}}); err != nil {
+		if err := prs.Delete(ctx, draft.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To("1"), UID: ptr.To(types.UID("wrong"))}}); err != nil {
 			t.Errorf("delete with stale preconditions: %v, want it done (Porch ignores them)", err)
 		}
 		if _, err := prs.Get(ctx, draft.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -471,7 +472,7 @@ func TestWatchListEndsInitialEventsWithABookmark(t *testing.T) {
 	ctx := context.Background()
 	prs := s.client.PorchV1alpha1().PackageRevisions(ns)
 	w, err := prs.Watch(ctx, metav1.ListOptions{
-		SendInitialEvents:    ptr(true),
+		SendInitialEvents:    ptr.To(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks:  true,
 		FieldSelector:        fields.OneTermEqualSelector("spec.repository", "deploy").String() + ",spec.lifecycle=Draft",
@@ -491,7 +492,7 @@ func TestWatchListEndsInitialEventsWithABookmark(t *testing.T) {
 	}
 
 	w2, err := prs.Watch(ctx, metav1.ListOptions{
-		SendInitialEvents:    ptr(true),
+		SendInitialEvents:    ptr.To(true),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks:  true,
 	})
@@ -538,8 +539,6 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // TestDeleteWaitsForFinalizers proves the delete answers: a revision with a
 // finalizer stays, marked for deletion, until the finalizer is removed.
 func TestDeleteWaitsForFinalizers(t *testing.T) {
@@ -583,7 +582,7 @@ func TestServerSideApplyOfMetadata(t *testing.T) {
 	s := startServer(t, newFleet(t), nil)
 	patch := []byte(`{"apiVersion":"porch.kpt.dev/v1alpha1","kind":"PackageRevision","metadata":{"name":"` + upstreamV1 + `","annotations":{"owner":"platform"}}}`)
 	got, err := s.client.PorchV1alpha1().PackageRevisions(ns).Patch(context.Background(), upstreamV1, types.ApplyPatchType, patch,
-		metav1.PatchOptions{FieldManager: "test", Force: ptr(true)})
+		metav1.PatchOptions{FieldManager: "test", Force: ptr.To(true)})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	kptapi "github.com/kptdev/kpt/pkg/api/kptfile/v1"
@@ -100,12 +101,9 @@ func (rt *functionRuntime) skippedImages() []string {
 func (rt *functionRuntime) recordSkipped(image string) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	for _, s := range rt.skipped {
-		if s == image {
-			return
-		}
+	if !slices.Contains(rt.skipped, image) {
+		rt.skipped = append(rt.skipped, image)
 	}
-	rt.skipped = append(rt.skipped, image)
 }
 
 // builtinRunner runs a catalog function in process, as Porch's builtin

@@ -124,27 +124,9 @@ func render(ctx context.Context, files map[string]string, runtime *functionRunti
 		res.Failed = true
 		res.Message = renderErr.Error()
 		res.Files = copyFiles(files)
-		hydrateErr := hydrationError(renderErr)
-		if hydrateErr == nil {
-			// Porch (kpt beta.62.1) only records failures of the pipeline
-			// itself; a package kpt cannot even read is left as it is.
-			return res, nil
-		}
-		// beta.62.1 names the package "." in the condition by replacing
-		// its path in the message, which for the root package "/" turns
-		// every slash of the message into a dot. Porch stores exactly that.
-		cond := kptapi.Condition{
-			Type:    conditionTypeRendered,
-			Status:  kptapi.ConditionFalse,
-			Reason:  reasonRenderFailed,
-			Message: strings.ReplaceAll(hydrateErr.Error(), pkgDir, "."),
-		}
-		rs := notRun(buildRenderStatus(plan, fnResults, pipelineError(renderErr), true))
-		// As in kpt, a Kptfile the outcome cannot be written into is left
-		// as it is: the render has failed already.
-		if kf, err := recordRender(files[rootKptfile], cond, rs); err == nil {
-			res.Files[rootKptfile] = kf
-		}
+		recordRenderFailure(res.Files, pkgDir, rootKptfile, renderErr, func() *renderStatus {
+			return notRun(buildRenderStatus(plan, fnResults, pipelineError(renderErr), true))
+		})
 		return res, nil
 	}
 
@@ -152,8 +134,49 @@ func render(ctx context.Context, files map[string]string, runtime *functionRunti
 	if err != nil {
 		return nil, err
 	}
+	keepSubpackageRenderStatuses(out, files, input, taken, rootKptfile)
+	kf, err := recordRender(out[rootKptfile], renderedCondition(res.Skipped), notRun(buildRenderStatus(plan, fnResults, nil, false)))
+	if err != nil {
+		return nil, fmt.Errorf("record render in %s: %w", rootKptfile, err)
+	}
+	out[rootKptfile] = kf
+	res.Files = out
+	return res, nil
+}
+
+// recordRenderFailure writes a failed render's condition and status into
+// the root Kptfile of files (the package as it was before the render),
+// as Porch does; status is the render status to record, made only when
+// there is something to record.
+func recordRenderFailure(files map[string]string, pkgDir, rootKptfile string, renderErr error, status func() *renderStatus) {
+	hydrateErr := hydrationError(renderErr)
+	if hydrateErr == nil {
+		// Porch (kpt beta.62.1) only records failures of the pipeline
+		// itself; a package kpt cannot even read is left as it is.
+		return
+	}
+	// beta.62.1 names the package "." in the condition by replacing
+	// its path in the message, which for the root package "/" turns
+	// every slash of the message into a dot. Porch stores exactly that.
+	cond := kptapi.Condition{
+		Type:    conditionTypeRendered,
+		Status:  kptapi.ConditionFalse,
+		Reason:  reasonRenderFailed,
+		Message: strings.ReplaceAll(hydrateErr.Error(), pkgDir, "."),
+	}
+	// As in kpt, a Kptfile the outcome cannot be written into is left
+	// as it is: the render has failed already.
+	if kf, err := recordRender(files[rootKptfile], cond, status()); err == nil {
+		files[rootKptfile] = kf
+	}
+}
+
+// keepSubpackageRenderStatuses puts back, into the rendered files out, the
+// render status each subpackage's Kptfile had before the render (files;
+// input is files without them, taken the statuses taken out): a
+// subpackage keeps the render status of its own last render.
+func keepSubpackageRenderStatuses(out, files, input map[string]string, taken map[string]*renderStatus, rootKptfile string) {
 	for p := range taken {
-		// A subpackage keeps the render status of its own last render.
 		rendered, ok := out[p]
 		if p == rootKptfile || !ok {
 			continue
@@ -164,27 +187,26 @@ func render(ctx context.Context, files map[string]string, runtime *functionRunti
 			out[p] = restoreRenderStatusNode(rendered, files[p])
 		}
 	}
-	cond := kptapi.Condition{
-		Type:   conditionTypeRendered,
-		Status: kptapi.ConditionTrue,
-		Reason: reasonRenderSuccess,
-	}
-	if len(res.Skipped) > 0 {
-		cond = kptapi.Condition{
+}
+
+// renderedCondition is the Rendered condition of a pipeline that ran:
+// True, or Unknown when functions were skipped because only Porch's
+// function runner can run them.
+func renderedCondition(skipped []string) kptapi.Condition {
+	if len(skipped) > 0 {
+		return kptapi.Condition{
 			Type:   conditionTypeRendered,
 			Status: kptapi.ConditionUnknown,
 			Reason: reasonNotRunOffline,
 			Message: "not run offline, only Porch's function runner can run them (the resources passed through unchanged): " +
-				strings.Join(res.Skipped, ", "),
+				strings.Join(skipped, ", "),
 		}
 	}
-	kf, err := recordRender(out[rootKptfile], cond, notRun(buildRenderStatus(plan, fnResults, nil, false)))
-	if err != nil {
-		return nil, fmt.Errorf("record render in %s: %w", rootKptfile, err)
+	return kptapi.Condition{
+		Type:   conditionTypeRendered,
+		Status: kptapi.ConditionTrue,
+		Reason: reasonRenderSuccess,
 	}
-	out[rootKptfile] = kf
-	res.Files = out
-	return res, nil
 }
 
 // recordRender writes the outcome of a render into a Kptfile.

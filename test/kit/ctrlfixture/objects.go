@@ -3,6 +3,8 @@ package ctrlfixture
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,6 +68,21 @@ spec:
 	}
 	maps.Copy(files, extra)
 	return files
+}
+
+// WriteFiles writes files (relative slash-separated paths to contents)
+// below dir, making the directories they need.
+func WriteFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // InjectionPoint is a package's ConfigMap name that a variant must fill from

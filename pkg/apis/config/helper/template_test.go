@@ -5,12 +5,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // row is a String as the test reads it: "" for what is not given.
 type row struct {
@@ -83,17 +82,17 @@ func TestWalkTemplate(t *testing.T) {
 		},
 		"every string, in rendering order": {
 			tpl: &configv1alpha2.PackageVariantTemplate{
-				Downstream:      &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("target.name"), Package: ptr("app")},
-				LabelExprs:      []configv1alpha2.MapExpr{{Key: ptr("l"), ValueExpr: ptr("'lv'")}},
-				AnnotationExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("'a'"), Value: ptr("av")}},
+				Downstream:      &configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("target.name"), Package: ptr.To("app")},
+				LabelExprs:      []configv1alpha2.MapExpr{{Key: ptr.To("l"), ValueExpr: ptr.To("'lv'")}},
+				AnnotationExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr.To("'a'"), Value: ptr.To("av")}},
 				PackageContext: &configv1alpha2.PackageContextTemplate{
-					DataExprs:      []configv1alpha2.MapExpr{{Key: ptr("d"), ValueExpr: ptr("'dv'")}},
+					DataExprs:      []configv1alpha2.MapExpr{{Key: ptr.To("d"), ValueExpr: ptr.To("'dv'")}},
 					RemoveKeyExprs: []string{"'r0'", "'r1'"},
 				},
-				Injectors: []configv1alpha2.InjectionSelectorTemplate{{Name: ptr("cm")}, {NameExpr: ptr("'x'")}},
+				Injectors: []configv1alpha2.InjectionSelectorTemplate{{Name: ptr.To("cm")}, {NameExpr: ptr.To("'x'")}},
 				Pipeline: &configv1alpha2.PipelineTemplate{
-					Validators: []configv1alpha2.FunctionTemplate{{ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("v"), Value: ptr("1")}}}},
-					Mutators:   []configv1alpha2.FunctionTemplate{{}, {ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("m"), ValueExpr: ptr("'2'")}}}},
+					Validators: []configv1alpha2.FunctionTemplate{{ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr.To("v"), Value: ptr.To("1")}}}},
+					Mutators:   []configv1alpha2.FunctionTemplate{{}, {ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr.To("m"), ValueExpr: ptr.To("'2'")}}}},
 				},
 			},
 			want: []row{
@@ -132,7 +131,7 @@ func TestWalkTemplateParts(t *testing.T) {
 	tpl := &configv1alpha2.PackageVariantTemplate{
 		Labels:         map[string]string{"a": "1"},
 		PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"k": "v"}, RemoveKeys: []string{"z"}},
-		Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("cm")}},
+		Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("cm")}},
 		Pipeline: &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{
 			Function: kptfilev1.Function{Image: "img", ConfigMap: map[string]string{"x": "1"}},
 		}}},

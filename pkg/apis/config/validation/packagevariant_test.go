@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -169,8 +170,8 @@ func TestValidatePackageVariant(t *testing.T) {
 			reason: "a Secret is never injected: the package is stored in git",
 			change: func(pv *configv1alpha1.PackageVariant) {
 				pv.Spec.Injectors = []configv1alpha1.InjectionSelector{
-					{Kind: ptr("Secret"), Name: "creds"},
-					{Group: ptr("example.com"), Kind: ptr("Secret"), Name: "not-core"},
+					{Kind: ptr.To("Secret"), Name: "creds"},
+					{Group: ptr.To("example.com"), Kind: ptr.To("Secret"), Name: "not-core"},
 				}
 			},
 			want: []string{"spec.injectors[0].kind: Secret objects are never injected or selected: " +

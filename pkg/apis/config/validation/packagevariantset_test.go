@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -17,8 +18,6 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // fakeCheck fails every expression containing "bad", naming its field, and
 // records which expressions were checked with the repository variable.
@@ -59,7 +58,7 @@ func TestValidatePackageVariantSet(t *testing.T) {
 					{},
 					{Repositories: []configv1alpha2.RepositoryTarget{}},
 					{Repositories: []configv1alpha2.RepositoryTarget{{PackageNames: []string{"a", ""}}}},
-					{ObjectSelector: &configv1alpha2.ObjectSelector{Name: ptr("")}, RepositorySelector: &configv1alpha2.RepositorySelector{PackageNames: []string{""}}},
+					{ObjectSelector: &configv1alpha2.ObjectSelector{Name: ptr.To("")}, RepositorySelector: &configv1alpha2.RepositorySelector{PackageNames: []string{""}}},
 					{RepositorySelector: &configv1alpha2.RepositorySelector{LabelSelector: metav1.LabelSelector{
 						MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Sometimes"}}}}},
 				}
@@ -87,31 +86,31 @@ func TestValidatePackageVariantSet(t *testing.T) {
 		"template": {
 			change: func(s *configv1alpha2.PackageVariantSet) {
 				s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
-					AdoptionPolicy: ptr(configv1alpha1.AdoptionPolicy("sometimes")),
-					DeletionPolicy: ptr(configv1alpha1.DeletionPolicy("never")),
-					UpgradePolicy:  ptr(configv1alpha1.UpgradePolicy("weekly")),
+					AdoptionPolicy: ptr.To(configv1alpha1.AdoptionPolicy("sometimes")),
+					DeletionPolicy: ptr.To(configv1alpha1.DeletionPolicy("never")),
+					UpgradePolicy:  ptr.To(configv1alpha1.UpgradePolicy("weekly")),
 					Downstream: &configv1alpha2.DownstreamTemplate{
-						Repo: ptr("r"), RepoExpr: ptr("bad repo"), Package: ptr("p"), PackageExpr: ptr("'p'"),
+						Repo: ptr.To("r"), RepoExpr: ptr.To("bad repo"), Package: ptr.To("p"), PackageExpr: ptr.To("'p'"),
 					},
 					LabelExprs: []configv1alpha2.MapExpr{
-						{Key: ptr("a"), KeyExpr: ptr("'a'"), Value: ptr("v"), ValueExpr: ptr("bad")},
-						{Value: ptr("no key")},
+						{Key: ptr.To("a"), KeyExpr: ptr.To("'a'"), Value: ptr.To("v"), ValueExpr: ptr.To("bad")},
+						{Value: ptr.To("no key")},
 					},
-					AnnotationExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("bad key")}},
+					AnnotationExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr.To("bad key")}},
 					PackageContext: &configv1alpha2.PackageContextTemplate{
-						DataExprs:      []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("bad value")}},
+						DataExprs:      []configv1alpha2.MapExpr{{Key: ptr.To("k"), ValueExpr: ptr.To("bad value")}},
 						RemoveKeyExprs: []string{"'ok'", "bad"},
 					},
 					Injectors: []configv1alpha2.InjectionSelectorTemplate{
-						{Name: ptr("a"), NameExpr: ptr("'a'")},
+						{Name: ptr.To("a"), NameExpr: ptr.To("'a'")},
 						{},
-						{NameExpr: ptr("bad")},
+						{NameExpr: ptr.To("bad")},
 					},
 					Pipeline: &configv1alpha2.PipelineTemplate{
 						Validators: []configv1alpha2.FunctionTemplate{{}},
 						Mutators: []configv1alpha2.FunctionTemplate{{
 							Function:       kptfilev1.Function{Image: "img", Name: "dots.are.fine"},
-							ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("bad")}},
+							ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr.To("k"), ValueExpr: ptr.To("bad")}},
 						}},
 					},
 				}
@@ -147,8 +146,8 @@ func TestValidatePackageVariantSet(t *testing.T) {
 func TestValidateRepoExprHasNoRepository(t *testing.T) {
 	s := ctrlfixture.ValidSet()
 	s.Spec.Targets[0].Template = &configv1alpha2.PackageVariantTemplate{
-		Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("repoDefault"), PackageExpr: ptr("packageDefault")},
-		LabelExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("'k'"), ValueExpr: ptr("repository.name")}},
+		Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("repoDefault"), PackageExpr: ptr.To("packageDefault")},
+		LabelExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr.To("'k'"), ValueExpr: ptr.To("repository.name")}},
 	}
 	f := &fakeCheck{}
 	if errs := ValidatePackageVariantSet(s, f.check); len(errs) > 0 {
@@ -171,7 +170,7 @@ func TestValidateCEL(t *testing.T) {
 	testChanges(t, map[string]changeCase[*configv1alpha2.PackageVariantSet]{
 		"field the sandbox does not expose": {
 			change: template(&configv1alpha2.PackageVariantTemplate{
-				Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("repository.spec.secret")}},
+				Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr.To("repository.spec.secret")}},
 			}),
 			want: []string{"spec.targets[0].template.injectors[0].nameExpr: ERROR: <input>:1:11: undefined field 'spec'\n" +
 				" | repository.spec.secret\n" +
@@ -180,7 +179,7 @@ func TestValidateCEL(t *testing.T) {
 		},
 		"a map where a string is required": {
 			change: template(&configv1alpha2.PackageVariantTemplate{
-				PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("upstream.annotations")}}},
+				PackageContext: &configv1alpha2.PackageContextTemplate{DataExprs: []configv1alpha2.MapExpr{{Key: ptr.To("k"), ValueExpr: ptr.To("upstream.annotations")}}},
 			}),
 			want: []string{"spec.targets[0].template.packageContext.dataExprs[0].valueExpr: must evaluate to a string, got map(string, string)"},
 		},
@@ -188,7 +187,7 @@ func TestValidateCEL(t *testing.T) {
 			change: template(&configv1alpha2.PackageVariantTemplate{
 				Pipeline: &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{
 					Function:       kptfilev1.Function{Image: "img"},
-					ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("string(1/0)")}},
+					ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr.To("k"), ValueExpr: ptr.To("string(1/0)")}},
 				}}},
 			}),
 			want: []string{"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].valueExpr: fails for every target: division by zero"},
@@ -202,7 +201,7 @@ func TestValidateCEL(t *testing.T) {
 		},
 		"division by the size of labels is left to rendering": {
 			change: template(&configv1alpha2.PackageVariantTemplate{
-				Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr("packageDefault + string(10 / size(repository.labels))")},
+				Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr.To("packageDefault + string(10 / size(repository.labels))")},
 			}),
 		},
 	}, ctrlfixture.ValidSet, func(s *configv1alpha2.PackageVariantSet) field.ErrorList {
@@ -230,9 +229,9 @@ func TestPackageVariantSetErrorFields(t *testing.T) {
 	s.Spec.Targets = []configv1alpha2.Target{
 		{ObjectSelector: &configv1alpha2.ObjectSelector{Kind: "Site"}, Repositories: []configv1alpha2.RepositoryTarget{{Name: "deploy"}}},
 		{Template: &configv1alpha2.PackageVariantTemplate{
-			UpgradePolicy: ptr(configv1alpha1.UpgradePolicy("weekly")),
-			Downstream:    &configv1alpha2.DownstreamTemplate{Repo: ptr("r"), RepoExpr: ptr("'r'")},
-			LabelExprs:    []configv1alpha2.MapExpr{{ValueExpr: ptr("bad")}},
+			UpgradePolicy: ptr.To(configv1alpha1.UpgradePolicy("weekly")),
+			Downstream:    &configv1alpha2.DownstreamTemplate{Repo: ptr.To("r"), RepoExpr: ptr.To("'r'")},
+			LabelExprs:    []configv1alpha2.MapExpr{{ValueExpr: ptr.To("bad")}},
 			Pipeline:      &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{}}},
 		}},
 	}
