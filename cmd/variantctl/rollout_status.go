@@ -43,7 +43,9 @@ func (o *rolloutPauseOptions) command() *cobra.Command {
 	return cmd
 }
 
-func (o *rolloutPauseOptions) Complete(_ *cobra.Command, args []string) error { return o.complete(args) }
+func (o *rolloutPauseOptions) Complete(_ *cobra.Command, args []string) error {
+	return o.complete(args)
+}
 
 func (o *rolloutPauseOptions) Validate() error { return nil }
 

@@ -143,7 +143,9 @@ func TestRolloutApprove(t *testing.T) {
 			events:     []string{"WaveApproved: wave rest of rollout abc123 approved by alice@example.com (variantctl rollout approve)"},
 		},
 		"a stale approval is replaced by the current rollout's": {
-			set:        func(p *configv1alpha2.PackageVariantSet) { p.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "prod@old999"} },
+			set: func(p *configv1alpha2.PackageVariantSet) {
+				p.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "prod@old999"}
+			},
 			args:       []string{"edge", "-n", "fleet"},
 			annotation: "prod@abc123",
 			out:        "approved wave prod of rollout abc123 on packagevariantset fleet/edge (as alice@example.com)\n",
@@ -165,7 +167,9 @@ func TestRolloutApprove(t *testing.T) {
 			err:  "no wave of rollout abc123 on packagevariantset fleet/edge waits for approval (canary Finished, prod Progressing, rest Pending); name a Manual wave to approve it ahead",
 		},
 		"approved already": {
-			set:        func(p *configv1alpha2.PackageVariantSet) { p.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "rest@abc123"} },
+			set: func(p *configv1alpha2.PackageVariantSet) {
+				p.Annotations = map[string]string{configv1alpha2.ApproveWaveAnnotation: "rest@abc123"}
+			},
 			args:       []string{"edge", "prod", "-n", "fleet"},
 			annotation: "rest@abc123",
 			out:        "wave prod of rollout abc123 on packagevariantset fleet/edge is approved already (config.porch.kpt.dev/approve-wave=rest@abc123)\n",
