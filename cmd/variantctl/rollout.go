@@ -99,6 +99,10 @@ func (f *rolloutFlags) clientsFromConfig() (rolloutClients, error) {
 	return rolloutClients{config: c, kube: k}, nil
 }
 
+// Validate has nothing to refuse: the set and the wave are checked
+// against the cluster in Run, with what it holds in the message.
+func (f *rolloutFlags) Validate() error { return nil }
+
 // describe names the set as the messages do.
 func (f *rolloutFlags) describe() string {
 	return fmt.Sprintf("packagevariantset %s/%s", f.namespace, f.set)
@@ -119,23 +123,12 @@ func setArgs(maxArgs int) cobra.PositionalArgs {
 
 // newRolloutCommand is variantctl rollout and its commands.
 func newRolloutCommand(streams genericiooptions.IOStreams, execute executeFunc) *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := groupCommand(&cobra.Command{
 		Use:     "rollout",
 		Short:   "Approve, pause, resume and look at a set's rollout on a live cluster",
 		Long:    rolloutLong,
 		Example: rolloutExample,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unknown command %q; want status, approve, pause or resume", args[0])
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SetOut(streams.ErrOut)
-			_ = cmd.Help()
-			return exitStatus(exitBadInput)
-		},
-	}
+	}, streams, "status, approve, pause or resume")
 	cmd.AddCommand(
 		newCommand(&rolloutStatusOptions{rolloutFlags: rolloutFlags{IOStreams: streams}}, execute),
 		newCommand(&rolloutApproveOptions{rolloutFlags: rolloutFlags{IOStreams: streams}}, execute),

@@ -49,8 +49,6 @@ func (o *rolloutApproveOptions) Complete(_ *cobra.Command, args []string) error 
 	return o.complete(args)
 }
 
-func (o *rolloutApproveOptions) Validate() error { return nil }
-
 // Run approves the wave, or says why it cannot.
 func (o *rolloutApproveOptions) Run(ctx context.Context) error {
 	pvs, err := o.getRollout(ctx)

@@ -47,8 +47,6 @@ func (o *rolloutPauseOptions) Complete(_ *cobra.Command, args []string) error {
 	return o.complete(args)
 }
 
-func (o *rolloutPauseOptions) Validate() error { return nil }
-
 // pauseWords are how pause and resume say what they do.
 type pauseWords struct{ verb, done, state, reason string }
 
@@ -115,8 +113,6 @@ func (o *rolloutStatusOptions) Complete(_ *cobra.Command, args []string) error {
 	}
 	return o.complete(args)
 }
-
-func (o *rolloutStatusOptions) Validate() error { return nil }
 
 // Run prints the rollout.
 func (o *rolloutStatusOptions) Run(ctx context.Context) error {

@@ -44,27 +44,14 @@ const rootExample = `  # What the example fleet's sets and variants make of its 
 // newRootCommand builds variantctl's command tree. execute runs a command
 // once its options are complete and valid (runOptions; tests stop there).
 func newRootCommand(streams genericiooptions.IOStreams, execute executeFunc) *cobra.Command {
-	root := &cobra.Command{
+	root := groupCommand(&cobra.Command{
 		Use:           "variantctl",
 		Short:         "Run the PackageVariant and PackageVariantSet controllers offline",
 		Long:          rootLong,
 		Example:       rootExample,
 		SilenceErrors: true, // run says them, with the exit status
 		SilenceUsage:  true,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unknown command %q; want diff, render, expand, validate or rollout", args[0])
-			}
-			return nil
-		},
-		// Without a command there is nothing to do: the usage, and the
-		// status of a bad command line.
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SetOut(streams.ErrOut)
-			_ = cmd.Help()
-			return exitStatus(exitBadInput)
-		},
-	}
+	}, streams, "diff, render, expand, validate or rollout")
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -76,6 +63,24 @@ func newRootCommand(streams genericiooptions.IOStreams, execute executeFunc) *co
 		newRolloutCommand(streams, execute),
 	)
 	return root
+}
+
+// groupCommand makes cmd a command that only holds others (commands
+// says which, for the message): an unknown one is a usage error, and none
+// prints the usage, with the status of a bad command line.
+func groupCommand(cmd *cobra.Command, streams genericiooptions.IOStreams, commands string) *cobra.Command {
+	cmd.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("unknown command %q; want %s", args[0], commands)
+		}
+		return nil
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cmd.SetOut(streams.ErrOut)
+		_ = cmd.Help()
+		return exitStatus(exitBadInput)
+	}
+	return cmd
 }
 
 // executeFunc runs a command once its options are complete and valid.

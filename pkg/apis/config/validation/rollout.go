@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -74,45 +75,26 @@ func validateRollout(r *configv1alpha2.Rollout, fldPath *field.Path) field.Error
 	return errs
 }
 
+// percentage is a maxConcurrent written as a percentage; the CRD's rule on
+// the field is the same expression.
+var percentage = regexp.MustCompile(`^(100|[1-9][0-9]?)%$`)
+
 // maxConcurrentProblem says what is wrong with a wave's maxConcurrent: a
 // whole number of variants (1 or more) or a percentage of the wave
 // ("1%" to "100%"). A number written as a string ("5") is refused, as
 // Kubernetes refuses it in a Deployment's maxSurge: it is neither, and the
-// rollout would take it for one variant at a time. The CRD's rule on the
-// field says the same, so the API server refuses it too.
+// rollout would take it for one variant at a time.
 func maxConcurrentProblem(v intstr.IntOrString) string {
-	if v.Type == intstr.Int {
-		if v.IntVal < 1 {
-			return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not \"%d\"", v.IntVal)
-		}
+	switch {
+	case v.Type == intstr.Int && v.IntVal < 1:
+		return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not \"%d\"", v.IntVal)
+	case v.Type == intstr.Int, percentage.MatchString(v.StrVal):
 		return ""
-	}
-	p, ok := strings.CutSuffix(v.StrVal, "%")
-	if !ok {
-		if _, err := strconv.Atoi(v.StrVal); err == nil {
-			return fmt.Sprintf("a number of variants is written without quotes (maxConcurrent: %s), a percentage with %% (\"25%%\"), not %q", v.StrVal, v.StrVal)
-		}
-		return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not %q", v.StrVal)
-	}
-	if !isDigits(p) {
+	case strings.HasSuffix(v.StrVal, "%"):
 		return fmt.Sprintf("a percentage must be a whole number from 1%% to 100%%, not %q", v.StrVal)
 	}
-	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 100 || p[0] == '0' {
-		return fmt.Sprintf("a percentage must be a whole number from 1%% to 100%%, not %q", v.StrVal)
+	if _, err := strconv.Atoi(v.StrVal); err == nil {
+		return fmt.Sprintf("a number of variants is written without quotes (maxConcurrent: %s), a percentage with %% (\"25%%\"), not %q", v.StrVal, v.StrVal)
 	}
-	return ""
-}
-
-// isDigits reports whether s is one or more ASCII digits (no sign, no
-// space: what strconv.Atoi takes beyond that the CRD's rule refuses).
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
+	return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not %q", v.StrVal)
 }
