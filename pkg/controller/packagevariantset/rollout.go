@@ -106,21 +106,18 @@ func templatesOf(pvs *configv1alpha2.PackageVariantSet) []*configv1alpha2.Packag
 	return out
 }
 
-// recordRollout records a rollout decision in the set's status, its events
-// on the set and the wave counts in the metrics. No decision (the set has
-// no rollout) takes the rollout's status away; a set whose sync stopped
-// before deciding keeps what it had.
-func (c *Controller) recordRollout(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+// reportRollout sends the events of a rollout decision on the set and
+// puts its wave counts in the metrics (the status is calculateStatus's).
+// A set without a rollout has no counts; a set whose sync stopped before
+// deciding keeps what it had.
+func (c *Controller) reportRollout(pvs *configv1alpha2.PackageVariantSet, plan *rollout.Plan) {
 	if pvs.Spec.Rollout == nil {
-		status.Rollout = nil
-		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
 		c.metrics.SetRollout(pvs.Namespace, pvs.Name, nil)
 		return
 	}
 	if plan == nil {
 		return
 	}
-	status.Rollout = plan.Status
 	for _, e := range plan.Events {
 		eventType := corev1.EventTypeNormal
 		if e.Warning {
@@ -128,7 +125,6 @@ func (c *Controller) recordRollout(pvs *configv1alpha2.PackageVariantSet, status
 		}
 		c.recorder.Event(pvs, eventType, e.Reason, e.Message)
 	}
-	conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
 	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
 	for i, ws := range plan.Status.Waves {
 		s := plan.States[i]

@@ -10,14 +10,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // Condition types and reasons of a PackageVariantSet, the reference
@@ -48,14 +51,36 @@ const readyMessage = "package variants successfully reconciled"
 // spec: the rest of the set is still served.
 const renderFailedSuffix = "; variants of the other targets are kept up to date, and none is deleted until every target renders"
 
-// calculateStatus is the status of pvs after one sync: f holds the set's
-// variants as the sync found them (with how many are Ready), w is what
-// wantedVariants found, and managed and manageErr are what manageVariants
-// did (zero when it did not run). A manageErr leaves the conditions as
-// they were: the sync stopped before its first create and is retried.
-// pvs is not changed.
-func calculateStatus(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, managed manageResult, manageErr error) configv1alpha2.PackageVariantSetStatus {
+// outcome is what one sync of a set found and did: everything its status
+// is computed from.
+type outcome struct {
+	// paused: a person paused the set, and the sync did nothing else.
+	paused bool
+	// fleet holds the set's variants as the sync found them (with how many
+	// are Ready), wanted what wantedVariants found (the rollout decision
+	// included), managed and manageErr what manageVariants did (zero when
+	// it did not run).
+	fleet     *fleet
+	wanted    *wanted
+	managed   manageResult
+	manageErr error
+}
+
+// calculateStatus is the status of pvs after one sync, computed from its
+// outcome alone: the one place a set's status is decided. A paused set
+// keeps everything but its Paused condition. A manageErr leaves the
+// conditions and the rollout's status as they were: the sync stopped
+// before its first create and is retried. pvs is not changed;
+// observedGeneration is writeStatus's to set.
+func calculateStatus(pvs *configv1alpha2.PackageVariantSet, o outcome) configv1alpha2.PackageVariantSetStatus {
 	status := *pvs.Status.DeepCopy()
+	if o.paused {
+		conditions.Set(&status.Conditions, pvs.Generation, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
+			confighelper.PausedMessage("PackageVariantSet", pvs))
+		return status
+	}
+	meta.RemoveStatusCondition(&status.Conditions, ConditionPaused)
+	f, w, managed, manageErr := o.fleet, o.wanted, o.managed, o.manageErr
 	status.DesiredVariants = int32(len(w.variants))
 	status.ExistingVariants = int32(len(f.byName) + managed.created - managed.deleted)
 	status.ReadyVariants = int32(f.ready)
@@ -89,7 +114,24 @@ func calculateStatus(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted,
 		conditions.SetReady(conds, gen, metav1.ConditionTrue, ReasonReconciled, fmt.Sprintf("%s: %d desired, %d exist, %d Ready",
 			readyMessage, status.DesiredVariants, status.ExistingVariants, status.ReadyVariants))
 	}
+	if manageErr == nil {
+		rolloutStatus(pvs, &status, w.rollout)
+	}
 	return status
+}
+
+// rolloutStatus records a rollout decision in status: no decision for a
+// set without a rollout takes the rollout's status away; a set whose sync
+// stopped before deciding keeps what it had.
+func rolloutStatus(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+	switch {
+	case pvs.Spec.Rollout == nil:
+		status.Rollout = nil
+		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
+	case plan != nil:
+		status.Rollout = plan.Status
+		conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
+	}
 }
 
 // writeStatus writes the status when it differs from what the cache holds.
