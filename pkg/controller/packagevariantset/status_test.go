@@ -312,3 +312,57 @@ func TestCalculateStatusPausedAndRollout(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressOnly: which status changes wait for the next progress write
+// and which are written at once.
+func TestProgressOnly(t *testing.T) {
+	base := func() *configv1alpha2.PackageVariantSetStatus {
+		return &configv1alpha2.PackageVariantSetStatus{
+			DesiredVariants: 4, ExistingVariants: 4, ReadyVariants: 2,
+			Conditions: []metav1.Condition{
+				{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 4 desired, 4 exist, 2 Ready"},
+				{Type: rollout.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: rollout.ReasonWaveProgressing, Message: "wave \"all\": 1 of 4 finished"},
+			},
+			Rollout: &configv1alpha2.RolloutStatus{ID: "r", Progress: "1/4", Waves: []configv1alpha2.WaveStatus{{Name: "all", Variants: 4, Updated: 2, Finished: 1, Phase: configv1alpha2.WaveProgressing}}},
+		}
+	}
+	cases := map[string]struct {
+		reason string
+		change func(*configv1alpha2.PackageVariantSetStatus)
+		want   bool
+	}{
+		"Counts": {reason: "one more variant Ready, one more published: progress", want: true, change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.ReadyVariants = 3
+			st.Conditions[0].Message = "package variants successfully reconciled: 4 desired, 4 exist, 3 Ready"
+			st.Conditions[1].Message = "wave \"all\": 2 of 4 finished"
+			st.Rollout.Progress, st.Rollout.Waves[0].Finished, st.Rollout.Waves[0].Updated = "2/4", 2, 3
+		}},
+		"ReadyReason": {reason: "the set is no longer Reconciled: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Conditions[0].Status, st.Conditions[0].Reason = metav1.ConditionFalse, "UnexpectedError"
+		}},
+		"StalledMessage": {reason: "another problem a person must fix: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "ValidationError", Message: "another"})
+		}},
+		"WavePhase": {reason: "a wave finished: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Rollout.Waves[0].Phase = configv1alpha2.WaveFinished
+		}},
+		"WaveFailure": {reason: "a variant failed: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Rollout.Waves[0].Failed = 1
+		}},
+		"RolledOutReason": {reason: "the rollout waits for approval now: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Conditions[1].Reason, st.Conditions[1].Message = rollout.ReasonWaitingForApproval, "waits"
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			if got := progressOnly(a, b); got != tc.want {
+				t.Errorf("%s: progressOnly = %t, want %t", tc.reason, got, tc.want)
+			}
+			if diff := cmp.Diff(base(), a); diff != "" {
+				t.Errorf("progressOnly changed its argument (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
