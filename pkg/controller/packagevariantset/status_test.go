@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -362,6 +364,50 @@ func TestProgressOnly(t *testing.T) {
 			}
 			if diff := cmp.Diff(base(), a); diff != "" {
 				t.Errorf("progressOnly changed its argument (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProgressWait: how long a status write waits, by what changed and
+// when the set's status was last written.
+func TestProgressWait(t *testing.T) {
+	counts := func(desired, existing, ready int32) *configv1alpha2.PackageVariantSet {
+		pvs := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-0"))
+		pvs.Status = configv1alpha2.PackageVariantSetStatus{DesiredVariants: desired, ExistingVariants: existing, ReadyVariants: ready}
+		return pvs
+	}
+	stalled := counts(4, 4, 2)
+	stalled.Status.Conditions = []metav1.Condition{{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "ValidationError", Message: "x"}}
+	cases := map[string]struct {
+		reason         string
+		readinessDelay time.Duration
+		writtenAgo     *time.Duration
+		new            *configv1alpha2.PackageVariantSet
+		wantWait       bool
+	}{
+		"Progress": {reason: "one more variant Ready, the last write a moment ago: waits",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Second), new: counts(4, 4, 3), wantWait: true},
+		"AtRest": {reason: "every variant Ready: written at once",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Second), new: counts(4, 4, 4)},
+		"ConditionChanged": {reason: "the set stalled: written at once",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Second), new: stalled},
+		"LongAgo": {reason: "the last write is older than the pace: written at once",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Minute), new: counts(4, 4, 3)},
+		"NeverWritten": {reason: "no write of this controller yet: written at once",
+			readinessDelay: time.Second, new: counts(4, 4, 3)},
+		"NoReadinessDelay": {reason: "without a readiness delay (variantctl) nothing waits",
+			writtenAgo: ptr.To(time.Second), new: counts(4, 4, 3)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &Controller{readinessDelay: tc.readinessDelay}
+			if tc.writtenAgo != nil {
+				c.statusWrites.Store(types.UID("uid-s"), &lastWrites{at: time.Now().Add(-*tc.writtenAgo)})
+			}
+			wait := c.progressWait(counts(4, 4, 2), tc.new)
+			if (wait > 0) != tc.wantWait || wait > progressEvery*tc.readinessDelay {
+				t.Errorf("%s: waits %v", tc.reason, wait)
 			}
 		})
 	}
