@@ -184,58 +184,79 @@ func New(ctx context.Context, client versioned.Interface,
 		c.enqueueByIndex(logger, ByObjectKindIndex, namespace+"/"+gk.Group+"/"+gk.Kind)
 	})
 
-	if err := pvsInformer.Informer().AddIndexers(cache.Indexers{
+	if err := addIndexers(pvsInformer.Informer(), pvInformer.Informer(), prInformer.Informer()); err != nil {
+		return nil, err
+	}
+	if err := c.watch(logger, pvsInformer.Informer(), pvInformer.Informer(), repoInformer.Informer(), prInformer.Informer()); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// addIndexers adds the indexes the handlers and the sync look sets,
+// variants and revisions up by.
+func addIndexers(sets, variants, revisions cache.SharedIndexInformer) error {
+	if err := sets.AddIndexers(cache.Indexers{
 		ByUpstreamIndex:   upstreamIndexFunc,
 		ByRepositoryIndex: repositoryIndexFunc,
 		ByObjectKindIndex: objectKindIndexFunc,
 	}); err != nil {
-		return nil, fmt.Errorf("add PackageVariantSet indexers: %w", err)
+		return fmt.Errorf("add PackageVariantSet indexers: %w", err)
 	}
-	if err := pvInformer.Informer().AddIndexers(cache.Indexers{BySetIndex: setIndexFunc}); err != nil {
-		return nil, fmt.Errorf("add PackageVariant indexers: %w", err)
+	if err := variants.AddIndexers(cache.Indexers{BySetIndex: setIndexFunc}); err != nil {
+		return fmt.Errorf("add PackageVariant indexers: %w", err)
 	}
-	if err := prindex.Register(prInformer.Informer()); err != nil {
-		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
+	if err := prindex.Register(revisions); err != nil {
+		return fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
+	return nil
+}
 
+// watch adds the event handlers that queue the sets each event concerns.
+func (c *Controller) watch(logger klog.Logger, sets, variants, repositories, revisions cache.SharedIndexInformer) error {
 	watches := []struct {
 		informer cache.SharedIndexInformer
 		what     string
 		funcs    cache.ResourceEventHandlerFuncs
 	}{
-		{pvsInformer.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
+		{sets, "PackageVariantSets", cache.ResourceEventHandlerFuncs{
 			AddFunc: c.enqueueSet,
 			UpdateFunc: func(oldObj, newObj interface{}) {
 				if !c.ownStatusWrite(oldObj, newObj) {
 					c.enqueueSet(newObj)
 				}
 			},
-			DeleteFunc: func(obj interface{}) {
-				if m := handlers.Meta(obj); m != nil {
-					c.cel.Forget(m.GetUID())
-					c.states.forget(m.GetUID())
-					c.changes.take(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
-					c.expectations.Forget(m.GetUID())
-					c.statusWrites.Delete(m.GetUID())
-					c.written.Forget(m.GetUID())
-					c.metrics.SetRollout(m.GetNamespace(), m.GetName(), nil)
-				}
-			},
+			DeleteFunc: c.forgetSet,
 		}},
-		{pvInformer.Informer(), "PackageVariants", cache.ResourceEventHandlerFuncs{
+		{variants, "PackageVariants", cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj interface{}) { c.handleVariant(logger, obj, 0) },
 			UpdateFunc: func(oldObj, newObj interface{}) { c.handleVariantUpdate(logger, oldObj, newObj) },
 			DeleteFunc: func(obj interface{}) { c.handleVariantDeleted(logger, obj) },
 		}},
-		{repoInformer.Informer(), "Repositories", handlers.Both(func(obj interface{}) { c.handleRepository(logger, obj) })},
-		{prInformer.Informer(), "PackageRevisions", handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
+		{repositories, "Repositories", handlers.Both(func(obj interface{}) { c.handleRepository(logger, obj) })},
+		{revisions, "PackageRevisions", handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })},
 	}
 	for _, h := range watches {
 		if err := c.loop.Watch(h.informer, h.what, h.funcs); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return c, nil
+	return nil
+}
+
+// forgetSet drops what the controller keeps of a deleted set.
+func (c *Controller) forgetSet(obj interface{}) {
+	m := handlers.Meta(obj)
+	if m == nil {
+		return
+	}
+	c.cel.Forget(m.GetUID())
+	c.states.forget(m.GetUID())
+	c.changes.take(cache.ObjectName{Namespace: m.GetNamespace(), Name: m.GetName()})
+	c.expectations.Forget(m.GetUID())
+	c.statusWrites.Delete(m.GetUID())
+	c.written.Forget(m.GetUID())
+	c.metrics.SetRollout(m.GetNamespace(), m.GetName(), nil)
 }
 
 // HasSynced reports whether the informers feeding this controller have

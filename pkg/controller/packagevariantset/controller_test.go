@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -67,8 +68,6 @@ func (f *fixture) newController(ctx context.Context) (*Controller, informers.Sha
 	return c, factory
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func set(ns, name string, uid types.UID, upstream [2]string, targets ...configv1alpha2.Target) *configv1alpha2.PackageVariantSet {
 	s := &configv1alpha2.PackageVariantSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid},
@@ -111,7 +110,7 @@ func variantOf(ns, name, setName string, setUID types.UID) *configv1alpha1.Packa
 			Namespace: ns, Name: name, UID: types.UID("pv-" + name),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: configv1alpha2.SchemeGroupVersion.String(), Kind: "PackageVariantSet",
-				Name: setName, UID: setUID, Controller: ptr(true),
+				Name: setName, UID: setUID, Controller: ptr.To(true),
 			}},
 		},
 		Spec: configv1alpha1.PackageVariantSpec{
@@ -179,20 +178,20 @@ func TestIndexFuncs(t *testing.T) {
 			wantRepos: []string{"ns/*"},
 		},
 		"repoExpr matters for any repository": {
-			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("'edge-' + target.name")})),
+			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("'edge-' + target.name")})),
 			wantRepos: []string{"ns/edge-1", "ns/*"},
 		},
 		"fixed downstream repo in the template": {
-			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{Repo: ptr("mirror")})),
+			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{Repo: ptr.To("mirror")})),
 			wantRepos: []string{"ns/edge-1", "ns/mirror"},
 		},
 		"template with only a package override adds nothing": {
-			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{Package: ptr("renamed")})),
+			obj:       set("ns", "s", "u", [2]string{}, withTemplate(byName("edge-1"), configv1alpha2.DownstreamTemplate{Package: ptr.To("renamed")})),
 			wantRepos: []string{"ns/edge-1"},
 		},
 		"wildcard added once for many selecting targets": {
 			obj: set("other", "s", "u", [2]string{"bp", "db"},
-				bySelector(nil), byObjects("Namespace"), withTemplate(bySelector(nil), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("x")})),
+				bySelector(nil), byObjects("Namespace"), withTemplate(bySelector(nil), configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("x")})),
 			wantUpstream: []string{"other/bp/db"},
 			wantRepos:    []string{"other/*"},
 		},
@@ -226,7 +225,7 @@ func TestEventsReachOnlyConcernedSets(t *testing.T) {
 		byNameSet,
 		set("ns", "by-selector", "uid-by-selector", [2]string{"blueprints", "app"}, bySelector(map[string]string{"env": "prod"})),
 		set("ns", "by-expr", "uid-by-expr", [2]string{"blueprints", "db"},
-			withTemplate(bySelector(nil), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("'edge-' + repository.name")})),
+			withTemplate(bySelector(nil), configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("'edge-' + repository.name")})),
 		set("ns", "names-core", "uid-names-core", [2]string{"blueprints", "web"}, byName("core")),
 		set("ns", "no-upstream", "uid-no-upstream", [2]string{}, byName("core")),
 		set("other", "by-name", "uid-other-by-name", [2]string{"blueprints", "app"}, byName("edge-1")),
@@ -431,7 +430,7 @@ func TestEventsReachTheSyncHandler(t *testing.T) {
 		set("ns", "by-name", "uid-by-name", [2]string{"blueprints", "alpha"}, byName("edge-1")),
 		set("ns", "by-selector", "uid-by-selector", [2]string{"blueprints", "beta"}, bySelector(map[string]string{"env": "prod"})),
 		set("ns", "by-expr", "uid-by-expr", [2]string{"blueprints", "gamma"},
-			withTemplate(byObjects("ConfigMap"), configv1alpha2.DownstreamTemplate{RepoExpr: ptr("target.name")})),
+			withTemplate(byObjects("ConfigMap"), configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("target.name")})),
 		set("ns", "follower", "uid-follower", [2]string{"blueprints", "app"}, byName("core")),
 		set("ns", "owner", "uid-owner", [2]string{"blueprints", "delta"}, byName("core")),
 		set("ns", "edited", "uid-edited", [2]string{"blueprints", "epsilon"}, byName("core")),

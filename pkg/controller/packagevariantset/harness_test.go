@@ -36,8 +36,6 @@ metadata:
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // harness is the kit's, with the set controller.
 type harness struct {
 	*kit.Harness

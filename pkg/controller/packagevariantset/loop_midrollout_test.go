@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
@@ -24,7 +25,7 @@ func ringSet() (map[string]map[string]string, *configv1alpha2.PackageVariantSet)
 		repos[fmt.Sprintf("edge-%02d", i)]["ring"] = ring
 	}
 	tmpl := regionTemplate()
-	tmpl.LabelExprs = append(tmpl.LabelExprs, configv1alpha2.MapExpr{Key: ptr("ring"), ValueExpr: ptr("repository.labels['ring']")})
+	tmpl.LabelExprs = append(tmpl.LabelExprs, configv1alpha2.MapExpr{Key: ptr.To("ring"), ValueExpr: ptr.To("repository.labels['ring']")})
 	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: tmpl})
 	ring := func(r string) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"ring": r}}

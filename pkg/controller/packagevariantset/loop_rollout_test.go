@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -28,8 +29,8 @@ import (
 func rolloutSet() *configv1alpha2.PackageVariantSet {
 	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
 	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
-		{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
-		{Name: "us", MaxConcurrent: ptr(intstr.FromString("50%")), Approval: configv1alpha2.WaveApprovalManual},
+		{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ptr.To(intstr.FromInt32(1))},
+		{Name: "us", MaxConcurrent: ptr.To(intstr.FromString("50%")), Approval: configv1alpha2.WaveApprovalManual},
 	}}
 	return pvs
 }
@@ -217,7 +218,7 @@ func (h *harness) bumpAfterFirstRollout(all ...string) {
 func TestRolloutPauseAndNewTargets(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
 	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
-	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr(intstr.FromInt32(1))}}}
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(1))}}}
 	h.CreateSet(pvs)
 	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
 	h.waitVariants(all...)
@@ -301,7 +302,7 @@ func TestRolloutPauseAndNewTargets(t *testing.T) {
 func TestRolloutHaltsOnFailure(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
 	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
-	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr(intstr.FromInt32(2))}}}
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(2))}}}
 	h.CreateSet(pvs)
 	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
 	h.waitVariants(all...)
@@ -324,7 +325,7 @@ func TestRolloutHaltsOnFailure(t *testing.T) {
 	}
 
 	// One failure tolerated: the wave goes on beside it.
-	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.MaxFailures = ptr(int32(1)) })
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.MaxFailures = ptr.To(int32(1)) })
 	h.waitOpen("edge-edge-02-app")
 	h.WaitVariantCondition("edge-edge-02-app", "Ready", metav1.ConditionTrue, "NoErrors")
 	h.Settle()
@@ -371,8 +372,8 @@ func TestRolloutSoakAndDeadline(t *testing.T) {
 			{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}},
 			{Name: "us"},
 		},
-		SoakSeconds:             ptr(int32(600)),
-		ProgressDeadlineSeconds: ptr(int32(3600)),
+		SoakSeconds:             ptr.To(int32(600)),
+		ProgressDeadlineSeconds: ptr.To(int32(3600)),
 	}
 	h.CreateSet(pvs)
 	all := []string{"edge-edge-00-app", "edge-edge-01-app"}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -35,10 +36,10 @@ func regionTemplate() *configv1alpha2.PackageVariantTemplate {
 	return &configv1alpha2.PackageVariantTemplate{
 		Labels: map[string]string{"fleet": "edge"},
 		LabelExprs: []configv1alpha2.MapExpr{
-			{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")},
+			{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")},
 		},
 		PackageContext: &configv1alpha2.PackageContextTemplate{
-			DataExprs: []configv1alpha2.MapExpr{{Key: ptr("site"), ValueExpr: ptr("target.name + '-' + packageDefault")}},
+			DataExprs: []configv1alpha2.MapExpr{{Key: ptr.To("site"), ValueExpr: ptr.To("target.name + '-' + packageDefault")}},
 		},
 	}
 }
@@ -130,7 +131,7 @@ func TestSetUpdatesVariantsInPlace(t *testing.T) {
 	h.Settle()
 
 	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
-		s.Targets[0].Template.PackageContext.DataExprs[0].ValueExpr = ptr("'site-' + repository.name")
+		s.Targets[0].Template.PackageContext.DataExprs[0].ValueExpr = ptr.To("'site-' + repository.name")
 	})
 	h.Eventually("every variant's spec to change", func() bool {
 		for _, pv := range h.Variants() {
@@ -213,7 +214,7 @@ func TestSetTargetKinds(t *testing.T) {
 		APIVersion:    "v1",
 		Kind:          "ConfigMap",
 		LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kind": "site"}},
-		Name:          ptr("edge-00"),
+		Name:          ptr.To("edge-00"),
 		PackageNames:  []string{"obj"},
 	}}))
 	h.waitVariants(
@@ -309,7 +310,7 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 		s.Targets = append(s.Targets, configv1alpha2.Target{
 			Repositories: []configv1alpha2.RepositoryTarget{{Name: "edge-00"}},
 			Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{
-				{Key: ptr("tier"), ValueExpr: ptr("repository.labels['tier']")},
+				{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")},
 			}},
 		})
 	})
@@ -326,7 +327,7 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 
 	// Fixed: the stale variant (edge-02) goes, the others stay.
 	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
-		s.Targets[1].Template.LabelExprs[0].ValueExpr = ptr("'silver'")
+		s.Targets[1].Template.LabelExprs[0].ValueExpr = ptr.To("'silver'")
 	})
 	h.WaitSetCondition("edge", "Ready", metav1.ConditionTrue, packagevariantset.ReasonReconciled)
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
@@ -337,7 +338,7 @@ func TestSetNeverDeletesOnFailure(t *testing.T) {
 func TestSetStatusReasons(t *testing.T) {
 	h := newHarness(t, fleet(1, "prod"))
 	bad := newSet("bad", configv1alpha2.Target{}, configv1alpha2.Target{RepositorySelector: prodSelector(),
-		Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("repository.name +")}}}})
+		Template: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("k"), ValueExpr: ptr.To("repository.name +")}}}})
 	bad.Spec.Upstream.Repo = ""
 	h.CreateSet(bad)
 	cond := h.WaitSetCondition("bad", "Stalled", metav1.ConditionTrue, packagevariantset.ReasonValidationError)
@@ -367,7 +368,7 @@ func TestSetUpstreamVariable(t *testing.T) {
 	h := newHarness(t, fleet(2, "prod"))
 	h.CreateSet(newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(),
 		Template: &configv1alpha2.PackageVariantTemplate{AnnotationExprs: []configv1alpha2.MapExpr{
-			{Key: ptr("upstream"), ValueExpr: ptr("upstream.name")},
+			{Key: ptr.To("upstream"), ValueExpr: ptr.To("upstream.name")},
 		}}}))
 	h.waitVariants("edge-edge-00-app", "edge-edge-01-app")
 	h.Eventually("annotations naming v1", func() bool {
@@ -502,7 +503,7 @@ func TestObjectSelectorReadsOnlyWhatItsServiceAccountMayGet(t *testing.T) {
 	set := newSet("obj", configv1alpha2.Target{
 		ObjectSelector: &configv1alpha2.ObjectSelector{APIVersion: "v1", Kind: "ConfigMap",
 			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kind": "site"}}},
-		Template: &configv1alpha2.PackageVariantTemplate{ServiceAccountName: ptr("selector")},
+		Template: &configv1alpha2.PackageVariantTemplate{ServiceAccountName: ptr.To("selector")},
 	})
 	h.CreateSet(set)
 	c := h.WaitSetCondition("obj", "Ready", metav1.ConditionFalse, packagevariantset.ReasonForbidden)

@@ -96,6 +96,32 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 	if spec.Downstream.Package, err = downstream(tpl.DownstreamPackage, spec.Downstream.Package, eval); err != nil {
 		return nil, err
 	}
+	copyPolicies(spec, tpl)
+	if spec.Labels, err = overlay(tpl.Labels, eval); err != nil {
+		return nil, err
+	}
+	if spec.Annotations, err = overlay(tpl.Annotations, eval); err != nil {
+		return nil, err
+	}
+	if spec.PackageContext, err = renderPackageContext(tpl.PackageContext, eval); err != nil {
+		return nil, err
+	}
+	for _, inj := range tpl.Injectors {
+		sel := configv1alpha1.InjectionSelector{Group: inj.Selector.Group, Version: inj.Selector.Version, Kind: inj.Selector.Kind}
+		if sel.Name, err = value(inj.Name, eval); err != nil {
+			return nil, err
+		}
+		spec.Injectors = append(spec.Injectors, sel)
+	}
+	if spec.Pipeline, err = renderPipeline(tpl, eval); err != nil {
+		return nil, err
+	}
+	return spec, nil
+}
+
+// copyPolicies copies the policies and the ServiceAccount the template
+// gives (no expressions: the API has none for them).
+func copyPolicies(spec *configv1alpha1.PackageVariantSpec, tpl *confighelper.Template) {
 	if p := tpl.Source.AdoptionPolicy; p != nil {
 		spec.AdoptionPolicy = *p
 	}
@@ -108,55 +134,56 @@ func (r *renderer) render(t target) (*configv1alpha1.PackageVariantSpec, error) 
 	if a := tpl.Source.ServiceAccountName; a != nil {
 		spec.ServiceAccountName = *a
 	}
-	if spec.Labels, err = overlay(tpl.Labels, eval); err != nil {
+}
+
+// renderPackageContext is the package context of the spec: its data
+// overlaid with what the expressions compute, and the keys to remove,
+// written and computed, sorted and once each; nil when it has neither.
+func renderPackageContext(pc *confighelper.PackageContext, eval evalFunc) (*configv1alpha1.PackageContext, error) {
+	if pc == nil {
+		return nil, nil
+	}
+	data, err := overlay(pc.Data, eval)
+	if err != nil {
 		return nil, err
 	}
-	if spec.Annotations, err = overlay(tpl.Annotations, eval); err != nil {
-		return nil, err
+	keys := map[string]bool{}
+	for _, k := range pc.RemoveKeys {
+		keys[k] = true
 	}
-	if pc := tpl.PackageContext; pc != nil {
-		data, err := overlay(pc.Data, eval)
+	for _, e := range pc.RemoveKeyExprs {
+		k, err := eval(e)
 		if err != nil {
 			return nil, err
 		}
-		keys := map[string]bool{}
-		for _, k := range pc.RemoveKeys {
-			keys[k] = true
-		}
-		for _, e := range pc.RemoveKeyExprs {
-			k, err := eval(e)
-			if err != nil {
-				return nil, err
-			}
-			keys[k] = true
-		}
-		var removeKeys []string
-		for k := range keys {
-			removeKeys = append(removeKeys, k)
-		}
-		sort.Strings(removeKeys)
-		if data != nil || removeKeys != nil {
-			spec.PackageContext = &configv1alpha1.PackageContext{Data: data, RemoveKeys: removeKeys}
-		}
+		keys[k] = true
 	}
-	for _, inj := range tpl.Injectors {
-		sel := configv1alpha1.InjectionSelector{Group: inj.Selector.Group, Version: inj.Selector.Version, Kind: inj.Selector.Kind}
-		if sel.Name, err = value(inj.Name, eval); err != nil {
-			return nil, err
-		}
-		spec.Injectors = append(spec.Injectors, sel)
+	var removeKeys []string
+	for k := range keys {
+		removeKeys = append(removeKeys, k)
 	}
+	sort.Strings(removeKeys)
+	if data == nil && removeKeys == nil {
+		return nil, nil
+	}
+	return &configv1alpha1.PackageContext{Data: data, RemoveKeys: removeKeys}, nil
+}
+
+// renderPipeline is the spec's pipeline: the template's validators and
+// mutators with their configMaps rendered; nil when it has none.
+func renderPipeline(tpl *confighelper.Template, eval evalFunc) (*kptfilev1.Pipeline, error) {
 	var pipeline kptfilev1.Pipeline
+	var err error
 	if pipeline.Validators, err = renderFunctions(tpl.Validators, eval); err != nil {
 		return nil, err
 	}
 	if pipeline.Mutators, err = renderFunctions(tpl.Mutators, eval); err != nil {
 		return nil, err
 	}
-	if len(pipeline.Validators) > 0 || len(pipeline.Mutators) > 0 {
-		spec.Pipeline = &pipeline
+	if len(pipeline.Validators) == 0 && len(pipeline.Mutators) == 0 {
+		return nil, nil
 	}
-	return spec, nil
+	return &pipeline, nil
 }
 
 type evalFunc func(s confighelper.String) (string, error)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -57,14 +58,14 @@ func TestRender(t *testing.T) {
 		"plain fields": {
 			target: listTarget,
 			tpl: &configv1alpha2.PackageVariantTemplate{
-				Downstream:     &configv1alpha2.DownstreamTemplate{Repo: ptr("eu-1"), Package: ptr("web")},
-				AdoptionPolicy: ptr(configv1alpha1.AdoptionPolicyAdoptExisting),
-				DeletionPolicy: ptr(configv1alpha1.DeletionPolicyOrphan),
-				UpgradePolicy:  ptr(configv1alpha1.UpgradePolicyManual),
+				Downstream:     &configv1alpha2.DownstreamTemplate{Repo: ptr.To("eu-1"), Package: ptr.To("web")},
+				AdoptionPolicy: ptr.To(configv1alpha1.AdoptionPolicyAdoptExisting),
+				DeletionPolicy: ptr.To(configv1alpha1.DeletionPolicyOrphan),
+				UpgradePolicy:  ptr.To(configv1alpha1.UpgradePolicyManual),
 				Labels:         map[string]string{"a": "1"},
 				Annotations:    map[string]string{"b": "2"},
 				PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"k": "v"}, RemoveKeys: []string{"z", "y"}},
-				Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("cm")}},
+				Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("cm")}},
 				Pipeline: &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{{
 					Function: kptfilev1.Function{Image: "img", ConfigMap: map[string]string{"x": "1"}},
 				}}},
@@ -75,28 +76,28 @@ func TestRender(t *testing.T) {
 				UpgradePolicy: configv1alpha1.UpgradePolicyManual,
 				Labels:        map[string]string{"a": "1"}, Annotations: map[string]string{"b": "2"},
 				PackageContext: &configv1alpha1.PackageContext{Data: map[string]string{"k": "v"}, RemoveKeys: []string{"y", "z"}},
-				Injectors:      []configv1alpha1.InjectionSelector{{Kind: ptr("ConfigMap"), Name: "cm"}},
+				Injectors:      []configv1alpha1.InjectionSelector{{Kind: ptr.To("ConfigMap"), Name: "cm"}},
 				Pipeline:       &kptfilev1.Pipeline{Mutators: []kptfilev1.Function{{Image: "img", ConfigMap: map[string]string{"x": "1"}}}},
 			},
 		},
 		"expressions win over plain fields, repoExpr first": {
 			target: selected,
 			tpl: &configv1alpha2.PackageVariantTemplate{
-				Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("target.name"), PackageExpr: ptr("packageDefault + '-' + repository.labels['tier']")},
+				Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("target.name"), PackageExpr: ptr.To("packageDefault + '-' + repository.labels['tier']")},
 				Labels:     map[string]string{"region": "plain"},
 				LabelExprs: []configv1alpha2.MapExpr{
-					{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")},
-					{KeyExpr: ptr("'site'"), ValueExpr: ptr("target.labels['site']")},
+					{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")},
+					{KeyExpr: ptr.To("'site'"), ValueExpr: ptr.To("target.labels['site']")},
 				},
-				AnnotationExprs: []configv1alpha2.MapExpr{{Key: ptr("upstream"), ValueExpr: ptr("upstream.name")}},
+				AnnotationExprs: []configv1alpha2.MapExpr{{Key: ptr.To("upstream"), ValueExpr: ptr.To("upstream.name")}},
 				PackageContext: &configv1alpha2.PackageContextTemplate{
-					DataExprs:      []configv1alpha2.MapExpr{{Key: ptr("repo"), ValueExpr: ptr("repoDefault")}},
+					DataExprs:      []configv1alpha2.MapExpr{{Key: ptr.To("repo"), ValueExpr: ptr.To("repoDefault")}},
 					RemoveKeyExprs: []string{"'old-' + repository.name"},
 				},
-				Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("target.labels['site'] + '-config'")}},
+				Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr.To("target.labels['site'] + '-config'")}},
 				Pipeline: &configv1alpha2.PipelineTemplate{Validators: []configv1alpha2.FunctionTemplate{{
 					Function:       kptfilev1.Function{Image: "v", ConfigMap: map[string]string{"region": "plain"}},
-					ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}},
+					ConfigMapExprs: []configv1alpha2.MapExpr{{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")}},
 				}}},
 			},
 			want: &configv1alpha1.PackageVariantSpec{
@@ -111,7 +112,7 @@ func TestRender(t *testing.T) {
 		"list target variable": {
 			target: listTarget,
 			tpl: &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{
-				{Key: ptr("t"), ValueExpr: ptr("target.repo + '/' + target.package")},
+				{Key: ptr.To("t"), ValueExpr: ptr.To("target.repo + '/' + target.package")},
 			}},
 			want: &configv1alpha1.PackageVariantSpec{Upstream: up, Downstream: &configv1alpha1.Downstream{Repo: "deploy", Package: "app"},
 				Labels: map[string]string{"t": "deploy/app"}},
@@ -137,24 +138,24 @@ func TestRenderErrors(t *testing.T) {
 		want []string
 	}{
 		"repoExpr cannot see repository": {
-			tpl:  &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("repository.name")}},
+			tpl:  &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("repository.name")}},
 			want: []string{"spec.targets[0].template.downstream.repoExpr", "repository"},
 		},
 		"downstream repository missing": {
-			tpl:  &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("'nowhere'")}},
+			tpl:  &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("'nowhere'")}},
 			want: []string{"spec.targets[0].template", `downstream repository "nowhere" could not be loaded`, "namespace ns"},
 		},
 		"missing key at run time": {
-			tpl:  &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("k"), ValueExpr: ptr("repository.labels['tier']")}}},
+			tpl:  &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("k"), ValueExpr: ptr.To("repository.labels['tier']")}}},
 			want: []string{"spec.targets[0].template.labelExprs[0].valueExpr", "tier"},
 		},
 		"not a string": {
-			tpl:  &configv1alpha2.PackageVariantTemplate{Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr("1 + 1")}}},
+			tpl:  &configv1alpha2.PackageVariantTemplate{Injectors: []configv1alpha2.InjectionSelectorTemplate{{NameExpr: ptr.To("1 + 1")}}},
 			want: []string{"spec.targets[0].template.injectors[0].nameExpr", "string"},
 		},
 		"function configMap expression": {
 			tpl: &configv1alpha2.PackageVariantTemplate{Pipeline: &configv1alpha2.PipelineTemplate{Mutators: []configv1alpha2.FunctionTemplate{
-				{Function: kptfilev1.Function{Image: "i"}, ConfigMapExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr("nope"), Value: ptr("v")}}},
+				{Function: kptfilev1.Function{Image: "i"}, ConfigMapExprs: []configv1alpha2.MapExpr{{KeyExpr: ptr.To("nope"), Value: ptr.To("v")}}},
 			}}},
 			want: []string{"spec.targets[0].template.pipeline.mutators[0].configMapExprs[0].keyExpr", "nope"},
 		},

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -20,8 +21,8 @@ import (
 // render loaded. A target no sync has any more is dropped.
 func TestRendersAreReusedUntilAnInputChanges(t *testing.T) {
 	tpl := &configv1alpha2.PackageVariantTemplate{
-		Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr("target.labels['deployTo']")},
-		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr("region"), ValueExpr: ptr("repository.labels['region']")}},
+		Downstream: &configv1alpha2.DownstreamTemplate{RepoExpr: ptr.To("target.labels['deployTo']")},
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")}},
 	}
 	r := testRenderer(tpl)
 	repos := map[string]*configv1alpha1.Repository{}
@@ -138,7 +139,7 @@ func TestSyncStoppedByTheBudgetKeepsNoRenders(t *testing.T) {
 	// Every target must cost the same: a macro such as exists() stops at
 	// the first match in a map whose order is random, so its cost varies.
 	tg.Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{
-		{Key: ptr("region"), ValueExpr: ptr("'region' in repository.labels ? repository.labels['region'] + repository.labels['tier'] : 'none'")},
+		{Key: ptr.To("region"), ValueExpr: ptr.To("'region' in repository.labels ? repository.labels['region'] + repository.labels['tier'] : 'none'")},
 	}}
 	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, tg)
 	f.sets = append(f.sets, s)

@@ -54,6 +54,64 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 	return nil
 }
 
+// rolloutWaves are what a rollout knows of each rendered variant, in
+// their waves: grouped once, then brought up to date in place for the
+// identifiers a refresh touched (a variant's wave follows from its
+// rendered labels, which a fleet never changes). m works out each
+// variant's wave.
+func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, m *rollout.Matcher) ([][]rollout.Variant, error) {
+	if f.waves != nil {
+		for id := range f.touched {
+			at, ok := f.waveAt[id]
+			if !ok {
+				continue
+			}
+			fact := f.factOf(f.rendered[id], m)
+			if fact.Name != f.waves[at[0]][at[1]].Name {
+				// The variant of this identifier has another name now:
+				// its place in name order may have changed.
+				f.waves = nil
+				break
+			}
+			f.waves[at[0]][at[1]] = fact
+		}
+		if f.waves != nil {
+			return f.waves, nil
+		}
+	}
+	facts := make([]rollout.Variant, 0, len(f.variants))
+	idOf := make(map[string]string, len(f.variants))
+	for _, v := range f.variants {
+		fact := f.factOf(v, m)
+		idOf[fact.Name] = v.id
+		facts = append(facts, fact)
+	}
+	waves, err := rollout.Waves(spec, facts)
+	if err != nil {
+		return nil, err
+	}
+	f.waveAt = make(map[string][2]int, len(facts))
+	for w, vs := range waves {
+		for i, v := range vs {
+			f.waveAt[idOf[v.Name]] = [2]int{w, i}
+		}
+	}
+	f.waves = waves
+	return waves, nil
+}
+
+// factOf is what a rollout knows of the rendered variant v.
+func (f *fleet) factOf(v *rendered, m *rollout.Matcher) rollout.Variant {
+	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(m), Updated: true}
+	if cur, ok := f.existing[v.id]; ok {
+		rv.Name = cur.Name
+		rv.Updated = v.specOf(cur)
+		p := v.progressOf(cur)
+		rv.Finished, rv.Failed, rv.WaitingFor = p.finished, p.failed, p.waitingFor
+	}
+	return rv
+}
+
 // progress is where a variant stands with its current spec: it has
 // published it (Published=True for its generation), it failed (the reason:
 // Stalled, or Ready=False for something a person must fix, for its
@@ -106,21 +164,18 @@ func templatesOf(pvs *configv1alpha2.PackageVariantSet) []*configv1alpha2.Packag
 	return out
 }
 
-// recordRollout records a rollout decision in the set's status, its events
-// on the set and the wave counts in the metrics. No decision (the set has
-// no rollout) takes the rollout's status away; a set whose sync stopped
-// before deciding keeps what it had.
-func (c *Controller) recordRollout(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+// reportRollout sends the events of a rollout decision on the set and
+// puts its wave counts in the metrics (the status is calculateStatus's).
+// A set without a rollout has no counts; a set whose sync stopped before
+// deciding keeps what it had.
+func (c *Controller) reportRollout(pvs *configv1alpha2.PackageVariantSet, plan *rollout.Plan) {
 	if pvs.Spec.Rollout == nil {
-		status.Rollout = nil
-		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
 		c.metrics.SetRollout(pvs.Namespace, pvs.Name, nil)
 		return
 	}
 	if plan == nil {
 		return
 	}
-	status.Rollout = plan.Status
 	for _, e := range plan.Events {
 		eventType := corev1.EventTypeNormal
 		if e.Warning {
@@ -128,7 +183,6 @@ func (c *Controller) recordRollout(pvs *configv1alpha2.PackageVariantSet, status
 		}
 		c.recorder.Event(pvs, eventType, e.Reason, e.Message)
 	}
-	conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
 	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
 	for i, ws := range plan.Status.Waves {
 		s := plan.States[i]

@@ -7,17 +7,22 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // Condition types and reasons of a PackageVariantSet, the reference
@@ -48,14 +53,36 @@ const readyMessage = "package variants successfully reconciled"
 // spec: the rest of the set is still served.
 const renderFailedSuffix = "; variants of the other targets are kept up to date, and none is deleted until every target renders"
 
-// calculateStatus is the status of pvs after one sync: f holds the set's
-// variants as the sync found them (with how many are Ready), w is what
-// wantedVariants found, and managed and manageErr are what manageVariants
-// did (zero when it did not run). A manageErr leaves the conditions as
-// they were: the sync stopped before its first create and is retried.
-// pvs is not changed.
-func calculateStatus(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, managed manageResult, manageErr error) configv1alpha2.PackageVariantSetStatus {
+// outcome is what one sync of a set found and did: everything its status
+// is computed from.
+type outcome struct {
+	// paused: a person paused the set, and the sync did nothing else.
+	paused bool
+	// fleet holds the set's variants as the sync found them (with how many
+	// are Ready), wanted what wantedVariants found (the rollout decision
+	// included), managed and manageErr what manageVariants did (zero when
+	// it did not run).
+	fleet     *fleet
+	wanted    *wanted
+	managed   manageResult
+	manageErr error
+}
+
+// calculateStatus is the status of pvs after one sync, computed from its
+// outcome alone: the one place a set's status is decided. A paused set
+// keeps everything but its Paused condition. A manageErr leaves the
+// conditions and the rollout's status as they were: the sync stopped
+// before its first create and is retried. pvs is not changed;
+// observedGeneration is writeStatus's to set.
+func calculateStatus(pvs *configv1alpha2.PackageVariantSet, o outcome) configv1alpha2.PackageVariantSetStatus {
 	status := *pvs.Status.DeepCopy()
+	if o.paused {
+		conditions.Set(&status.Conditions, pvs.Generation, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
+			confighelper.PausedMessage("PackageVariantSet", pvs))
+		return status
+	}
+	meta.RemoveStatusCondition(&status.Conditions, ConditionPaused)
+	f, w, managed, manageErr := o.fleet, o.wanted, o.managed, o.manageErr
 	status.DesiredVariants = int32(len(w.variants))
 	status.ExistingVariants = int32(len(f.byName) + managed.created - managed.deleted)
 	status.ReadyVariants = int32(f.ready)
@@ -89,13 +116,36 @@ func calculateStatus(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted,
 		conditions.SetReady(conds, gen, metav1.ConditionTrue, ReasonReconciled, fmt.Sprintf("%s: %d desired, %d exist, %d Ready",
 			readyMessage, status.DesiredVariants, status.ExistingVariants, status.ReadyVariants))
 	}
+	if manageErr == nil {
+		rolloutStatus(pvs, &status, w.rollout)
+	}
 	return status
+}
+
+// rolloutStatus records a rollout decision in status: no decision for a
+// set without a rollout takes the rollout's status away; a set whose sync
+// stopped before deciding keeps what it had.
+func rolloutStatus(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+	switch {
+	case pvs.Spec.Rollout == nil:
+		status.Rollout = nil
+		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
+	case plan != nil:
+		status.Rollout = plan.Status
+		conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
+	}
 }
 
 // writeStatus writes the status when it differs from what the cache holds.
 func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.PackageVariantSet) error {
 	pvs.Status.ObservedGeneration = pvs.Generation
 	if equality.Semantic.DeepEqual(old.Status, pvs.Status) {
+		return nil
+	}
+	if wait := c.progressWait(old, pvs); wait > 0 {
+		// The counts are written with the next change a person acts on,
+		// or when the wait is over.
+		c.queue.AddAfter(cache.MetaObjectToName(pvs), wait)
 		return nil
 	}
 	sets := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace)
@@ -150,11 +200,12 @@ func (c *Controller) ownStatusWrite(oldObj, newObj interface{}) bool {
 
 // lastWrites are the last few statuses written of one set: syncs that
 // follow each other closely write again before the echo of the write
-// before arrives.
+// before arrives; and when the last was written.
 type lastWrites struct {
 	mu       sync.Mutex
 	statuses [4]*configv1alpha2.PackageVariantSetStatus
 	next     int
+	at       time.Time
 }
 
 func (l *lastWrites) add(st *configv1alpha2.PackageVariantSetStatus) {
@@ -162,6 +213,14 @@ func (l *lastWrites) add(st *configv1alpha2.PackageVariantSetStatus) {
 	defer l.mu.Unlock()
 	l.statuses[l.next] = st
 	l.next = (l.next + 1) % len(l.statuses)
+	l.at = time.Now()
+}
+
+// writtenAt is when the last status was written.
+func (l *lastWrites) writtenAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.at
 }
 
 func (l *lastWrites) has(st *configv1alpha2.PackageVariantSetStatus) bool {
@@ -176,4 +235,64 @@ func (l *lastWrites) has(st *configv1alpha2.PackageVariantSetStatus) bool {
 func (c *Controller) recordStatusWrite(uid types.UID, st *configv1alpha2.PackageVariantSetStatus) {
 	written, _ := c.statusWrites.LoadOrStore(uid, &lastWrites{})
 	written.(*lastWrites).add(st)
+}
+
+// progressEvery is how often, in readiness delays, a set's status is
+// written for its progress alone. A set syncs about once per readiness
+// delay while its variants become Ready or publish; writing each sync's
+// counts would make the set's requests follow the backend's speed rather
+// than what happened.
+const progressEvery = 5
+
+// progressWait is how long the write of pvs's status waits: 0, unless
+// only its progress (counts) changed since old, the fleet is not at rest
+// (every variant there and Ready), and the set's last status write was
+// less than progressEvery readiness delays ago. Without a readiness delay
+// (variantctl, where no time passes) nothing waits.
+func (c *Controller) progressWait(old, pvs *configv1alpha2.PackageVariantSet) time.Duration {
+	every := progressEvery * c.readinessDelay
+	if every <= 0 || !progressOnly(&old.Status, &pvs.Status) || atRest(&pvs.Status) {
+		return 0
+	}
+	written, ok := c.statusWrites.Load(pvs.UID)
+	if !ok {
+		return 0
+	}
+	return max(every-time.Since(written.(*lastWrites).writtenAt()), 0)
+}
+
+// atRest says that every variant the set wants is there and Ready: a
+// count a person waits for.
+func atRest(st *configv1alpha2.PackageVariantSetStatus) bool {
+	return st.ReadyVariants == st.DesiredVariants && st.ExistingVariants == st.DesiredVariants
+}
+
+// progressOnly says that two statuses differ in their counts alone: the
+// variants desired, existing and Ready, a rollout's progress and wave
+// counts (not its failures), and the messages that only spell those out (Ready while
+// Reconciled, RolledOut while a wave progresses). Any other change (a
+// condition's status or reason, a wave's phase) is news.
+func progressOnly(a, b *configv1alpha2.PackageVariantSetStatus) bool {
+	return equality.Semantic.DeepEqual(withoutProgress(a), withoutProgress(b))
+}
+
+// withoutProgress is a copy of st without what progressOnly leaves out.
+func withoutProgress(st *configv1alpha2.PackageVariantSetStatus) *configv1alpha2.PackageVariantSetStatus {
+	out := st.DeepCopy()
+	out.DesiredVariants, out.ExistingVariants, out.ReadyVariants = 0, 0, 0
+	for i := range out.Conditions {
+		cond := &out.Conditions[i]
+		if (cond.Type == ConditionReady && cond.Reason == ReasonReconciled) ||
+			(cond.Type == rollout.ConditionRolledOut && cond.Reason == rollout.ReasonWaveProgressing) {
+			cond.Message = ""
+		}
+	}
+	if r := out.Rollout; r != nil {
+		r.Progress = ""
+		for i := range r.Waves {
+			w := &r.Waves[i]
+			w.Finished, w.Updated = 0, 0
+		}
+	}
+	return out
 }

@@ -8,9 +8,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
 // setVariants are the variants a set's sync starts from: ready of them
@@ -196,7 +199,7 @@ func TestCalculateStatus(t *testing.T) {
 			for _, pv := range tc.variants {
 				f.add(pvs.Name, pv)
 			}
-			got := calculateStatus(pvs, f, &tc.wanted, tc.managed, tc.manageErr)
+			got := calculateStatus(pvs, outcome{fleet: f, wanted: &tc.wanted, managed: tc.managed, manageErr: tc.manageErr})
 
 			if diff := cmp.Diff(tc.want, counts{got.DesiredVariants, got.ExistingVariants, got.ReadyVariants}, cmp.AllowUnexported(counts{})); diff != "" {
 				t.Errorf("%s: desired, existing, ready (-want +got):\n%s", tc.reason, diff)
@@ -209,6 +212,202 @@ func TestCalculateStatus(t *testing.T) {
 			}
 			if diff := cmp.Diff(before, pvs); diff != "" {
 				t.Errorf("calculateStatus changed the set it was given (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCalculateStatusPausedAndRollout: the Paused condition and the
+// rollout's status, which calculateStatus decides beside the counts.
+func TestCalculateStatusPausedAndRollout(t *testing.T) {
+	const gen = 4
+	earlier := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	readyBefore := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 1 desired, 1 exist, 1 Ready", ObservedGeneration: gen, LastTransitionTime: earlier}
+	rolledOutBefore := metav1.Condition{Type: rollout.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: rollout.ReasonWaveProgressing, Message: "wave one", ObservedGeneration: gen, LastTransitionTime: earlier}
+	pausedCond := metav1.Condition{Type: "Paused", Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonPaused, ObservedGeneration: gen,
+		Message: "the annotation " + configv1alpha1.PausedAnnotation + "=true holds this PackageVariantSet: the controller writes nothing for it until it is removed (kubectl annotate -n ns PackageVariantSet s " + configv1alpha1.PausedAnnotation + "-)"}
+	previousRollout := &configv1alpha2.RolloutStatus{ID: "old", UpstreamRevision: 1, Progress: "0/1"}
+	plan := &rollout.Plan{
+		Status:    &configv1alpha2.RolloutStatus{ID: "new", UpstreamRevision: 2, Progress: "1/1"},
+		Condition: rollout.Condition{Status: metav1.ConditionTrue, Reason: rollout.ReasonRolledOut, Message: "rollout new is complete"},
+	}
+	rolledOut := metav1.Condition{Type: rollout.ConditionRolledOut, Status: metav1.ConditionTrue, Reason: rollout.ReasonRolledOut, Message: "rollout new is complete", ObservedGeneration: gen}
+	reconciled := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 1 desired, 1 exist, 1 Ready", ObservedGeneration: gen, LastTransitionTime: earlier}
+	valid := metav1.Condition{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "Valid", Message: "all validation checks passed", ObservedGeneration: gen}
+
+	cases := map[string]struct {
+		reason      string
+		paused      bool
+		withRollout bool
+		before      []metav1.Condition
+		plan        *rollout.Plan
+		manageErr   error
+		wantConds   []metav1.Condition
+		wantRollout *configv1alpha2.RolloutStatus
+	}{
+		"Paused": {
+			reason: "a paused set says so and keeps every other condition, its counts and its rollout as they were",
+			paused: true, withRollout: true, before: []metav1.Condition{readyBefore, rolledOutBefore},
+			wantConds:   []metav1.Condition{readyBefore, rolledOutBefore, pausedCond},
+			wantRollout: previousRollout,
+		},
+		"Unpaused": {
+			reason:    "the first sync after a pause takes the Paused condition away",
+			before:    []metav1.Condition{pausedCond, readyBefore},
+			wantConds: []metav1.Condition{readyBefore, valid},
+		},
+		"RolloutDecided": {
+			reason:      "a rollout decision is the rollout's status and its RolledOut condition",
+			withRollout: true, before: []metav1.Condition{readyBefore, rolledOutBefore}, plan: plan,
+			wantConds:   []metav1.Condition{reconciled, rolledOut, valid},
+			wantRollout: plan.Status,
+		},
+		"RolloutNotDecided": {
+			reason:      "a set with a rollout whose sync stopped before deciding keeps the rollout's status",
+			withRollout: true, before: []metav1.Condition{readyBefore, rolledOutBefore},
+			wantConds:   []metav1.Condition{reconciled, rolledOutBefore, valid},
+			wantRollout: previousRollout,
+		},
+		"RolloutRemoved": {
+			reason:    "a set without a rollout has no rollout status and no RolledOut condition",
+			before:    []metav1.Condition{readyBefore, rolledOutBefore},
+			wantConds: []metav1.Condition{reconciled, valid},
+		},
+		"WritesStopped": {
+			reason:      "a sync whose writes stopped before the first create leaves the rollout's status as it was",
+			withRollout: true, before: []metav1.Condition{readyBefore, rolledOutBefore}, plan: plan,
+			manageErr:   errors.New("read PackageVariantSet ns/s before creating variants: the server is busy"),
+			wantConds:   []metav1.Condition{readyBefore, rolledOutBefore},
+			wantRollout: previousRollout,
+		},
+	}
+	newTimes := cmp.FilterValues(func(x, y metav1.Time) bool { return x.IsZero() || y.IsZero() }, cmp.Ignore())
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pvs := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-0"))
+			pvs.Generation = gen
+			if tc.paused {
+				pvs.Annotations = map[string]string{configv1alpha1.PausedAnnotation: "true"}
+			}
+			if tc.withRollout {
+				pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all"}}}
+			}
+			pvs.Status = configv1alpha2.PackageVariantSetStatus{ObservedGeneration: gen, Conditions: tc.before, Rollout: previousRollout, DesiredVariants: 1, ExistingVariants: 1, ReadyVariants: 1}
+			before := pvs.DeepCopy()
+			f := newFleet(1, time.Time{})
+			for _, pv := range setVariants(1, 0) {
+				f.add(pvs.Name, pv)
+			}
+			got := calculateStatus(pvs, outcome{paused: tc.paused, fleet: f, wanted: &wanted{variants: renderedVariants(1), rollout: tc.plan}, manageErr: tc.manageErr})
+			if diff := cmp.Diff(tc.wantConds, got.Conditions, newTimes); diff != "" {
+				t.Errorf("%s: conditions (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantRollout, got.Rollout); diff != "" {
+				t.Errorf("%s: status.rollout (-want +got):\n%s", tc.reason, diff)
+			}
+			if got.DesiredVariants != 1 || got.ExistingVariants != 1 || got.ReadyVariants != 1 {
+				t.Errorf("%s: counts %d/%d/%d, want 1/1/1", tc.reason, got.DesiredVariants, got.ExistingVariants, got.ReadyVariants)
+			}
+			if diff := cmp.Diff(before, pvs); diff != "" {
+				t.Errorf("calculateStatus changed the set it was given (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProgressOnly: which status changes wait for the next progress write
+// and which are written at once.
+func TestProgressOnly(t *testing.T) {
+	base := func() *configv1alpha2.PackageVariantSetStatus {
+		return &configv1alpha2.PackageVariantSetStatus{
+			DesiredVariants: 4, ExistingVariants: 4, ReadyVariants: 2,
+			Conditions: []metav1.Condition{
+				{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 4 desired, 4 exist, 2 Ready"},
+				{Type: rollout.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: rollout.ReasonWaveProgressing, Message: "wave \"all\": 1 of 4 finished"},
+			},
+			Rollout: &configv1alpha2.RolloutStatus{ID: "r", Progress: "1/4", Waves: []configv1alpha2.WaveStatus{{Name: "all", Variants: 4, Updated: 2, Finished: 1, Phase: configv1alpha2.WaveProgressing}}},
+		}
+	}
+	cases := map[string]struct {
+		reason string
+		change func(*configv1alpha2.PackageVariantSetStatus)
+		want   bool
+	}{
+		"Counts": {reason: "one more variant Ready, one more published: progress", want: true, change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.ReadyVariants = 3
+			st.Conditions[0].Message = "package variants successfully reconciled: 4 desired, 4 exist, 3 Ready"
+			st.Conditions[1].Message = "wave \"all\": 2 of 4 finished"
+			st.Rollout.Progress, st.Rollout.Waves[0].Finished, st.Rollout.Waves[0].Updated = "2/4", 2, 3
+		}},
+		"ReadyReason": {reason: "the set is no longer Reconciled: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Conditions[0].Status, st.Conditions[0].Reason = metav1.ConditionFalse, "UnexpectedError"
+		}},
+		"StalledMessage": {reason: "another problem a person must fix: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "ValidationError", Message: "another"})
+		}},
+		"WavePhase": {reason: "a wave finished: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Rollout.Waves[0].Phase = configv1alpha2.WaveFinished
+		}},
+		"WaveFailure": {reason: "a variant failed: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Rollout.Waves[0].Failed = 1
+		}},
+		"RolledOutReason": {reason: "the rollout waits for approval now: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Conditions[1].Reason, st.Conditions[1].Message = rollout.ReasonWaitingForApproval, "waits"
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(b)
+			if got := progressOnly(a, b); got != tc.want {
+				t.Errorf("%s: progressOnly = %t, want %t", tc.reason, got, tc.want)
+			}
+			if diff := cmp.Diff(base(), a); diff != "" {
+				t.Errorf("progressOnly changed its argument (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestProgressWait: how long a status write waits, by what changed and
+// when the set's status was last written.
+func TestProgressWait(t *testing.T) {
+	counts := func(desired, existing, ready int32) *configv1alpha2.PackageVariantSet {
+		pvs := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-0"))
+		pvs.Status = configv1alpha2.PackageVariantSetStatus{DesiredVariants: desired, ExistingVariants: existing, ReadyVariants: ready}
+		return pvs
+	}
+	stalled := counts(4, 4, 2)
+	stalled.Status.Conditions = []metav1.Condition{{Type: "Stalled", Status: metav1.ConditionTrue, Reason: "ValidationError", Message: "x"}}
+	cases := map[string]struct {
+		reason         string
+		readinessDelay time.Duration
+		writtenAgo     *time.Duration
+		new            *configv1alpha2.PackageVariantSet
+		wantWait       bool
+	}{
+		"Progress": {reason: "one more variant Ready, the last write a moment ago: waits",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Second), new: counts(4, 4, 3), wantWait: true},
+		"AtRest": {reason: "every variant Ready: written at once",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Second), new: counts(4, 4, 4)},
+		"ConditionChanged": {reason: "the set stalled: written at once",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Second), new: stalled},
+		"LongAgo": {reason: "the last write is older than the pace: written at once",
+			readinessDelay: time.Second, writtenAgo: ptr.To(time.Minute), new: counts(4, 4, 3)},
+		"NeverWritten": {reason: "no write of this controller yet: written at once",
+			readinessDelay: time.Second, new: counts(4, 4, 3)},
+		"NoReadinessDelay": {reason: "without a readiness delay (variantctl) nothing waits",
+			writtenAgo: ptr.To(time.Second), new: counts(4, 4, 3)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &Controller{readinessDelay: tc.readinessDelay}
+			if tc.writtenAgo != nil {
+				c.statusWrites.Store(types.UID("uid-s"), &lastWrites{at: time.Now().Add(-*tc.writtenAgo)})
+			}
+			wait := c.progressWait(counts(4, 4, 2), tc.new)
+			if (wait > 0) != tc.wantWait || wait > progressEvery*tc.readinessDelay {
+				t.Errorf("%s: waits %v", tc.reason, wait)
 			}
 		})
 	}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -16,7 +14,6 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
@@ -61,11 +58,9 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	if confighelper.Paused(pvs) {
 		// Everything else stays as the last sync left it.
 		c.states.keep(pvs.UID, nil)
-		conditions.Set(&pvs.Status.Conditions, pvs.Generation, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
-			confighelper.PausedMessage("PackageVariantSet", pvs))
+		pvs.Status = calculateStatus(pvs, outcome{paused: true})
 		return nil
 	}
-	meta.RemoveStatusCondition(&pvs.Status.Conditions, ConditionPaused)
 	f, w := c.incremental(ctx, pvs, since)
 	if w == nil {
 		f = c.variantsOf(pvs)
@@ -86,10 +81,10 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	} else {
 		c.states.keep(pvs.UID, nil)
 	}
-	pvs.Status = calculateStatus(pvs, f, w, managed, manageErr)
 	if manageErr == nil {
-		c.recordRollout(pvs, &pvs.Status, w.rollout)
+		c.reportRollout(pvs, w.rollout)
 	}
+	pvs.Status = calculateStatus(pvs, outcome{fleet: f, wanted: w, managed: managed, manageErr: manageErr})
 	switch {
 	case manageErr != nil:
 		return manageErr

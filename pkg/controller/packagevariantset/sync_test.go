@@ -12,6 +12,7 @@ import (
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -63,7 +64,7 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 		"DownstreamPorchRefuses": {
 			reason:   "a packageExpr that renders an upper-case package for one target: Porch would refuse every draft of it",
 			targets:  []string{"edge-1", "edge-2"},
-			template: &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr("repoDefault == 'edge-2' ? 'Web' : 'web'")}},
+			template: &configv1alpha2.PackageVariantTemplate{Downstream: &configv1alpha2.DownstreamTemplate{PackageExpr: ptr.To("repoDefault == 'edge-2' ? 'Web' : 'web'")}},
 			existing: []*configv1alpha1.PackageVariant{existing("s-edge-2-app", "edge-2", "app")},
 			want:     []string{"create s-edge-1-web"},
 			message: fmt.Sprintf("spec.targets[0] renders PackageVariant %s (for downstream edge-2/Web) with an invalid spec, so it is not created or updated: "+
@@ -76,7 +77,7 @@ func TestSyncValidatesRenderedSpecs(t *testing.T) {
 			targets: []string{"edge-1"},
 			template: &configv1alpha2.PackageVariantTemplate{
 				PackageContext: &configv1alpha2.PackageContextTemplate{Data: map[string]string{"name": "x"}},
-				Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr("ConfigMap"), Name: ptr("")}},
+				Injectors:      []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("")}},
 			},
 			existing: []*configv1alpha1.PackageVariant{existing("s-edge-1-app", "edge-1", "app", configv1alpha1.InjectionSelector{Name: "cm"})},
 			message: "spec.targets[0] renders PackageVariant s-edge-1-app (for downstream edge-1/app) with an invalid spec, so it is not created or updated: " +
@@ -142,7 +143,7 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 			f := newFixture(t)
 			target := byName("edge-1", "edge-2", "edge-3")
 			target.Template = &configv1alpha2.PackageVariantTemplate{LabelExprs: []configv1alpha2.MapExpr{
-				{Key: ptr("region"), ValueExpr: ptr("repository.labels.exists(k, k == 'region') ? repository.labels['region'] : 'none'")},
+				{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels.exists(k, k == 'region') ? repository.labels['region'] : 'none'")},
 			}}
 			s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, target)
 			f.sets = append(f.sets, s)

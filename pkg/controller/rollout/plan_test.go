@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
@@ -20,14 +21,12 @@ func at(d time.Duration) *metav1.Time {
 	return &t
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // threeWaves: canary (tier=canary, one at a time, automatic), prod
 // (tier=prod, Manual, 50%) and the rest.
 func threeWaves() *configv1alpha2.Rollout {
 	return &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
-		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr(intstr.FromInt32(1))},
-		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, MaxConcurrent: ptr(intstr.FromString("50%")), Approval: configv1alpha2.WaveApprovalManual},
+		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr.To(intstr.FromInt32(1))},
+		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, MaxConcurrent: ptr.To(intstr.FromString("50%")), Approval: configv1alpha2.WaveApprovalManual},
 		{Name: "rest"},
 	}}
 }
@@ -181,7 +180,7 @@ func TestCompute(t *testing.T) {
 			wantEvents: []string{EventWaveStarted}, wantCurrent: "prod",
 		},
 		"a finished wave soaks before the next starts, and the sync comes back when the soak ends": {
-			spec:        func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr(int32(600)) },
+			spec:        func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr.To(int32(600)) },
 			previous:    started([2]int{0, -1}),
 			state:       map[string]string{"c1": "done", "c2": "done"},
 			now:         4 * time.Minute,
@@ -193,7 +192,7 @@ func TestCompute(t *testing.T) {
 			wantCurrent: "canary",
 		},
 		"after the soak the next wave starts": {
-			spec:       func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr(int32(600)); r.Waves[1].Approval = "" },
+			spec:       func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr.To(int32(600)); r.Waves[1].Approval = "" },
 			previous:   started([2]int{0, 4}),
 			state:      map[string]string{"c1": "done", "c2": "done"},
 			now:        14 * time.Minute,
@@ -222,7 +221,7 @@ func TestCompute(t *testing.T) {
 			wantCurrent:    "canary",
 		},
 		"a failure within maxFailures lets the wave finish": {
-			spec:       func(r *configv1alpha2.Rollout) { r.MaxFailures = ptr(int32(1)); r.Waves[1].Approval = "" },
+			spec:       func(r *configv1alpha2.Rollout) { r.MaxFailures = ptr.To(int32(1)); r.Waves[1].Approval = "" },
 			previous:   started([2]int{0, -1}),
 			state:      map[string]string{"c1": "failed", "c2": "done"},
 			now:        time.Minute,
@@ -241,7 +240,7 @@ func TestCompute(t *testing.T) {
 			wantReason:     ReasonWaveProgressing, wantCurrent: "canary",
 		},
 		"a wave past its progress deadline is reported and keeps going": {
-			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
+			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr.To(int32(3600)) },
 			previous:    started([2]int{0, -1}),
 			state:       map[string]string{"c1": "done"},
 			now:         61 * time.Minute,
@@ -253,7 +252,7 @@ func TestCompute(t *testing.T) {
 			wantCurrent: "canary",
 		},
 		"a deadline already reported is not announced again": {
-			spec:           func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
+			spec:           func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr.To(int32(3600)) },
 			previous:       started([2]int{0, -1}),
 			previousReason: ReasonProgressDeadlineExceeded,
 			state:          map[string]string{"c1": "waiting"},
@@ -263,7 +262,7 @@ func TestCompute(t *testing.T) {
 			wantCurrent:    "canary",
 		},
 		"before its deadline a wave asks to be synced when it passes": {
-			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr(int32(3600)) },
+			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr.To(int32(3600)) },
 			previous:    started([2]int{0, -1}),
 			state:       map[string]string{"c1": "waiting"},
 			now:         20 * time.Minute,

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
@@ -78,11 +79,11 @@ func TestMaxConcurrent(t *testing.T) {
 	}{
 		"default: the whole wave":          {n: 7, want: 7},
 		"default on an empty wave":         {n: 0, want: 1},
-		"a number":                         {max: ptr(intstr.FromInt32(3)), n: 7, want: 3},
-		"a number above the wave's size":   {max: ptr(intstr.FromInt32(30)), n: 7, want: 30},
-		"a percentage, rounded up":         {max: ptr(intstr.FromString("25%")), n: 7, want: 2},
-		"a small percentage is at least 1": {max: ptr(intstr.FromString("1%")), n: 7, want: 1},
-		"an unparsable value opens one":    {max: ptr(intstr.FromString("lots")), n: 7, want: 1},
+		"a number":                         {max: ptr.To(intstr.FromInt32(3)), n: 7, want: 3},
+		"a number above the wave's size":   {max: ptr.To(intstr.FromInt32(30)), n: 7, want: 30},
+		"a percentage, rounded up":         {max: ptr.To(intstr.FromString("25%")), n: 7, want: 2},
+		"a small percentage is at least 1": {max: ptr.To(intstr.FromString("1%")), n: 7, want: 1},
+		"an unparsable value opens one":    {max: ptr.To(intstr.FromString("lots")), n: 7, want: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
