@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
 
@@ -119,8 +120,9 @@ func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveSt
 	case w.Approval == configv1alpha2.WaveApprovalManual && !approved(d.in.Spec, d.in.Approval, d.in.ID, i):
 		ws.Phase = configv1alpha2.WaveWaitingForApproval
 		d.stop = &stopped{wave: *ws, reason: ReasonWaitingForApproval, detail: fmt.Sprintf(
-			"waits for approval: kubectl annotate -n %s packagevariantset %s %s=%s@%s --overwrite",
-			d.in.Namespace, d.in.Set, configv1alpha2.ApproveWaveAnnotation, w.Name, d.in.ID)}
+			"waits for approval%s: variantctl rollout approve %s %s -n %s (or kubectl annotate -n %s packagevariantset %s %s=%s --overwrite)",
+			notApproving(d.in.Spec, d.in.Approval, d.in.ID), d.in.Set, w.Name, d.in.Namespace,
+			d.in.Namespace, d.in.Set, configv1alpha2.ApproveWaveAnnotation, helper.Approval{Wave: w.Name, ID: d.in.ID})}
 		return false
 	}
 	ws.StartedAt = d.now()

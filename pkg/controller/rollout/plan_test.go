@@ -148,13 +148,35 @@ func TestCompute(t *testing.T) {
 			wantCurrent:  "canary",
 			wantProgress: "2/7",
 		},
-		"an approval of another rollout approves nothing": {
+		"an approval of another rollout approves nothing, and the message says so": {
+			previous:   started([2]int{0, 1}),
+			approval:   "prod@id0",
+			state:      map[string]string{"c1": "done", "c2": "done"},
+			now:        2 * time.Minute,
+			wantPhases: "canary:Finished prod:WaitingForApproval rest:Pending",
+			wantReason: ReasonWaitingForApproval,
+			wantMessage: []string{"waits for approval (config.porch.kpt.dev/approve-wave=prod@id0 approves rollout id0, not the current id1): " +
+				"variantctl rollout approve s prod -n ns"},
+			wantCurrent: "canary",
+		},
+		"a misspelt wave approves nothing, and the message says so": {
 			previous:    started([2]int{0, 1}),
-			approval:    "prod@id0",
+			approval:    "prdo@id1",
 			state:       map[string]string{"c1": "done", "c2": "done"},
 			now:         2 * time.Minute,
 			wantPhases:  "canary:Finished prod:WaitingForApproval rest:Pending",
 			wantReason:  ReasonWaitingForApproval,
+			wantMessage: []string{"waits for approval (config.porch.kpt.dev/approve-wave=prdo@id1 names no wave of this rollout)"},
+			wantCurrent: "canary",
+		},
+		"a malformed approval approves nothing, and the message says so": {
+			previous:    started([2]int{0, 1}),
+			approval:    "prod",
+			state:       map[string]string{"c1": "done", "c2": "done"},
+			now:         2 * time.Minute,
+			wantPhases:  "canary:Finished prod:WaitingForApproval rest:Pending",
+			wantReason:  ReasonWaitingForApproval,
+			wantMessage: []string{`waits for approval (config.porch.kpt.dev/approve-wave="prod" approves nothing: it is not <wave>@<rollout id>)`},
 			wantCurrent: "canary",
 		},
 		"an approved Manual wave starts and opens 50% of its four variants": {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
 
@@ -233,10 +234,25 @@ func MaxConcurrent(w configv1alpha2.Wave, n int) int {
 // approved reports whether the Manual wave i of the rollout id is approved:
 // the annotation names it, or a later wave, of the same rollout.
 func approved(spec *configv1alpha2.Rollout, annotation, id string, i int) bool {
-	wave, rid, ok := strings.Cut(annotation, "@")
-	if !ok || rid != id {
-		return false
+	a, ok := helper.ParseApproval(annotation)
+	return ok && a.Approves(spec, id, i)
+}
+
+// notApproving says why an approval annotation that is there approves
+// nothing yet ("" when there is none, or it approves an earlier wave of
+// this rollout: waiting for the next approval needs no excuse).
+func notApproving(spec *configv1alpha2.Rollout, annotation, id string) string {
+	if annotation == "" {
+		return ""
 	}
-	j := slices.IndexFunc(spec.Waves, func(w configv1alpha2.Wave) bool { return w.Name == wave })
-	return j >= i
+	a, ok := helper.ParseApproval(annotation)
+	switch {
+	case !ok:
+		return fmt.Sprintf(" (%s=%q approves nothing: it is not <wave>@<rollout id>)", configv1alpha2.ApproveWaveAnnotation, annotation)
+	case a.ID != id:
+		return fmt.Sprintf(" (%s=%s approves rollout %s, not the current %s)", configv1alpha2.ApproveWaveAnnotation, annotation, a.ID, id)
+	case !slices.ContainsFunc(spec.Waves, func(w configv1alpha2.Wave) bool { return w.Name == a.Wave }):
+		return fmt.Sprintf(" (%s=%s names no wave of this rollout)", configv1alpha2.ApproveWaveAnnotation, annotation)
+	}
+	return ""
 }
