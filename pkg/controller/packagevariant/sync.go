@@ -3,7 +3,6 @@ package packagevariant
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -20,8 +19,6 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
-	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
-	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // sync reconciles one PackageVariant. Contract: NotFound -> nil; an invalid
@@ -77,8 +74,9 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 
 // manage does the work of one sync, recording in o what it finds and does:
 // validate, resolve the conflict with variants of the same downstream,
-// check the expectations, observe the downstream, plan (pure, from the
-// caches) and act on the plan.
+// check the expectations (in memory), claim the downstream revisions (the
+// only writes before the plan), observe them, plan (pure, from the caches)
+// and act on the plan.
 func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVariant, o *outcome) error {
 	if o.paused = confighelper.Paused(pv); o.paused {
 		return nil
@@ -96,16 +94,15 @@ func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVaria
 		o.invalid = &invalid{stalled: err.Error(), ready: err.Error()}
 		return nil
 	}
-	if err := c.releaseMoved(ctx, pv); err != nil {
-		return err
-	}
-	if err := c.expectationsSatisfied(ctx, pv); err != nil {
-		return err
-	}
-	st, err := c.observe(ctx, pv, upstream, upRevs)
+	pending, err := c.expectationsSatisfied(ctx, pv)
 	if err != nil {
 		return err
 	}
+	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
+	if err := c.claim(ctx, st, pending); err != nil {
+		return err
+	}
+	st.classify()
 	o.st = st
 	return c.act(ctx, st, planDownstream(st), o)
 }
@@ -139,80 +136,6 @@ func (c *Controller) resolveConflict(pv *configv1alpha1.PackageVariant) *configv
 		c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", conflictMessage(pv, winner))
 	}
 	return winner
-}
-
-// releaseMoved applies the deletion policy to the revisions the variant
-// owns in another package than its downstream: left over from an earlier
-// spec.downstream.
-func (c *Controller) releaseMoved(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	for _, pr := range c.ownedRevisions(pv) {
-		if pr.Spec.RepositoryName != pv.Spec.Downstream.Repo || pr.Spec.PackageName != pv.Spec.Downstream.Package {
-			if err := c.release(ctx, pv, pr, "no longer the variant's downstream"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// expectationsSatisfied returns nil when no draft the variant created is
-// still on its way to the cache: a create whose answer was lost is checked
-// with Porch, and a draft the cache does not show yet is waited for
-// (workloop.RecheckAfter), so that a stale cache never causes a second
-// draft.
-func (c *Controller) expectationsSatisfied(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	if name, ok := c.expectations.Unconfirmed(pv.UID); ok {
-		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			// The create was made. What Porch made is not known (a
-			// person may have edited the draft since), so the draft is
-			// not recorded as the variant's own: it counts as edited.
-			c.expectDraft(pv.UID, name)
-		case apierrors.IsNotFound(err):
-			c.expectations.Observed(pv.UID, name)
-		default:
-			return fmt.Errorf("check whether draft %s was created: %w", name, err)
-		}
-	}
-	name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace))
-	if name == "" {
-		return nil
-	}
-	if d := expectations.CheckAfter - waited; d > 0 {
-		klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
-		return workloop.RecheckAfter(d)
-	}
-	_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		// Deleted before the cache showed it: nothing to wait for.
-		c.expectations.Observed(pv.UID, name)
-		return nil
-	case err != nil:
-		return fmt.Errorf("check whether draft %s still exists: %w", name, err)
-	}
-	return workloop.RecheckAfter(expectations.CheckAfter)
-}
-
-// observe reads what the variant's downstream package holds from the
-// cache, and first puts right what must be right before anything is
-// planned: the metadata Porch lost, the revisions to adopt, the
-// replacements an earlier sync left half-way.
-func (c *Controller) observe(ctx context.Context, pv *configv1alpha1.PackageVariant, upstream *porchv1alpha1.PackageRevision, upRevs []*porchv1alpha1.PackageRevision) (*state, error) {
-	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
-	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
-	if err := c.repairLostMetadata(ctx, st); err != nil {
-		return nil, err
-	}
-	if err := c.adopt(ctx, st); err != nil {
-		return nil, err
-	}
-	st.classify()
-	if err := c.finishReplacing(ctx, st); err != nil {
-		return nil, err
-	}
-	return st, nil
 }
 
 // refusedForGood reports whether err is an answer of the API server that

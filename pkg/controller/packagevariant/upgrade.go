@@ -3,7 +3,6 @@ package packagevariant
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,100 +98,6 @@ func (c *Controller) replaced(ctx context.Context, st *state, d *porchv1alpha1.P
 		"Draft %s was based on an old upstream and unedited; replacing it with a draft from %s", d.Name, st.upstream.Name)
 	if a := st.pv.Status.Applied; a != nil && a.Downstream == d.Name {
 		st.pv.Status.Applied = nil
-	}
-}
-
-// finishReplacing completes the replacements an earlier sync began and did
-// not end (the delete failed, or the controller stopped between proposing
-// the stale draft and deleting it; see porchWriter.retire). A Proposed
-// revision of the variant marked with configv1alpha1.ReplacingAnnotation is
-// deleted when its files are still the ones the controller wrote; otherwise
-// it is given back as the Draft it was, without the mark, so that nothing
-// waits for an approval nobody asked for.
-func (c *Controller) finishReplacing(ctx context.Context, st *state) error {
-	pv := st.pv
-	var proposed []*porchv1alpha1.PackageRevision
-	for _, p := range st.proposed {
-		if _, marked := p.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-			proposed = append(proposed, p)
-			continue
-		}
-		deleted, err := c.porch.retire(ctx, p, st.upstream.Name,
-			func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, p) }, st.proposedToReplace)
-		if err != nil {
-			return fmt.Errorf("finish replacing %s: %w", p.Name, err)
-		}
-		if deleted {
-			c.replaced(ctx, st, p)
-			continue
-		}
-		draft, err := c.unmarkReplacing(ctx, pv, p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case draft == nil:
-			proposed = append(proposed, p)
-		case draft.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
-			st.drafts = append(st.drafts, draft)
-		default:
-			proposed = append(proposed, draft)
-		}
-	}
-	st.proposed = proposed
-	// A marked Draft was proposed by the controller and set back to Draft
-	// by someone: it is theirs again, and a later proposal of it is theirs
-	// too, so the mark goes.
-	for i, d := range st.drafts {
-		if _, marked := d.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-			continue
-		}
-		draft, err := c.unmarkReplacing(ctx, pv, d)
-		if err != nil {
-			return err
-		}
-		if draft != nil {
-			st.drafts[i] = draft
-		}
-	}
-	sort.Slice(st.drafts, func(i, j int) bool { return st.drafts[i].Name < st.drafts[j].Name })
-	return nil
-}
-
-// unmarkReplacing takes the replacement mark off a revision the controller
-// proposed to delete and did not, and sets it back to Draft if it is still
-// Proposed. It returns the revision as stored, or nil when there was
-// nothing to do (the revision is gone, or no longer the variant's).
-func (c *Controller) unmarkReplacing(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
-	live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", pr.Name, err)
-	}
-	if _, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || controllerUID(live) != pv.UID {
-		return nil, nil
-	}
-	upd := live.DeepCopy()
-	unmark(upd)
-	updated, err := c.porch.update(ctx, upd)
-	if err != nil {
-		return nil, fmt.Errorf("set %s back to Draft: %w", pr.Name, err)
-	}
-	klog.FromContext(ctx).Info("Took the replacement mark off a revision that stays", "packageRevision", klog.KObj(pr), "lifecycle", updated.Spec.Lifecycle)
-	return updated, nil
-}
-
-// unmark takes the replacement mark off a revision and sets it back to
-// Draft if the mark made it Proposed.
-func unmark(pr *porchv1alpha1.PackageRevision) {
-	if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-		return
-	}
-	delete(pr.Annotations, configv1alpha1.ReplacingAnnotation)
-	if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed {
-		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
 	}
 }
 
