@@ -3,12 +3,14 @@ package packagevariant
 import (
 	"context"
 	"fmt"
-	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
@@ -44,7 +46,10 @@ func (c *Controller) expectationsSatisfied(ctx context.Context, pv *configv1alph
 	if name, ok := c.expectations.Unconfirmed(pv.UID); ok {
 		return &pendingCreate{name: name, unconfirmed: true}, nil
 	}
-	name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace))
+	name, waited := c.expectations.Waiting(pv.UID, func(name string) bool {
+		_, err := c.prLister.PackageRevisions(pv.Namespace).Get(name)
+		return err == nil
+	})
 	if name == "" {
 		return nil, nil
 	}
@@ -55,23 +60,27 @@ func (c *Controller) expectationsSatisfied(ctx context.Context, pv *configv1alph
 	return &pendingCreate{name: name}, nil
 }
 
-// claim makes the writes that must come before the plan (see above) and
-// leaves in st the downstream revisions as they are after them.
-func (c *Controller) claim(ctx context.Context, st *state, pending *pendingCreate) error {
-	if err := c.confirmCreated(ctx, st.pv, pending); err != nil {
-		return err
+// claim makes the writes that must come before the plan (see above). It
+// returns what the sync knows of the variant's packages: the downstream
+// revisions as they are after those writes, not yet classified, and the
+// record of the controller's writes (st.applied), also when it fails.
+func (c *Controller) claim(ctx context.Context, pv *configv1alpha1.PackageVariant, upstream *porchv1alpha1.PackageRevision,
+	upRevs []*porchv1alpha1.PackageRevision, pending *pendingCreate) (*state, error) {
+	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}, applied: pv.Status.Applied}
+	if err := c.confirmCreated(ctx, pv, pending); err != nil {
+		return st, err
 	}
-	if err := c.releaseMoved(ctx, st.pv); err != nil {
-		return err
+	if err := c.releaseMoved(ctx, pv); err != nil {
+		return st, err
 	}
-	st.dsRevs = c.packageRevisions(st.pv.Namespace, st.pv.Spec.Downstream.Repo, st.pv.Spec.Downstream.Package)
+	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
 	if err := c.repairLostMetadata(ctx, st); err != nil {
-		return err
+		return st, err
 	}
 	if err := c.adopt(ctx, st); err != nil {
-		return err
+		return st, err
 	}
-	return c.finishReplacing(ctx, st)
+	return st, c.finishReplacing(ctx, st)
 }
 
 // confirmCreated asks Porch about a create the cache cannot tell the fate
@@ -105,6 +114,46 @@ func (c *Controller) confirmCreated(ctx context.Context, pv *configv1alpha1.Pack
 	return nil
 }
 
+// expectationTimeout is how long a variant waits for a draft it created to
+// appear in the informer cache before it trusts the cache again.
+const expectationTimeout = 2 * time.Minute
+
+// expectDraft records that variant uid created the draft name: while the
+// cache does not show it the variant creates nothing else (with a lagging
+// cache the reference controller makes a second packagevariant-N draft for
+// the same change), and the name is remembered as the variant's last
+// draft, seen or not.
+func (c *Controller) expectDraft(uid types.UID, name string) {
+	c.expectations.Forget(uid) // one draft at a time: the latest
+	c.expectations.Expect(uid, name)
+	c.created.Store(uid, name)
+}
+
+// expectUnconfirmed records that variant uid tried to create the draft
+// name and does not know whether it was created: Porch is asked before the
+// variant creates anything else.
+func (c *Controller) expectUnconfirmed(uid types.UID, name string) {
+	c.expectations.Forget(uid)
+	c.expectations.ExpectUnconfirmed(uid, name)
+}
+
+// lastCreated is the name of the last draft variant uid created ("" if
+// none since the process started): Porch can hand a new draft back without
+// its metadata, and then only this (or the variant's status) tells that the
+// draft is the variant's own.
+func (c *Controller) lastCreated(uid types.UID) string {
+	name, _ := c.created.Load(uid)
+	s, _ := name.(string)
+	return s
+}
+
+// forgetDrafts drops what the controller remembers of a variant that is
+// gone.
+func (c *Controller) forgetDrafts(uid types.UID) {
+	c.expectations.Forget(uid)
+	c.created.Delete(uid)
+}
+
 // releaseMoved applies the deletion policy to the revisions the variant
 // owns in another package than its downstream: left over from an earlier
 // spec.downstream.
@@ -117,6 +166,104 @@ func (c *Controller) releaseMoved(ctx context.Context, pv *configv1alpha1.Packag
 		}
 	}
 	return nil
+}
+
+// release applies the deletion policy to one revision the variant owns:
+//   - delete: Drafts and Proposed revisions are deleted; a Published one is
+//     moved to DeletionProposed (Porch does not delete published packages
+//     directly) and released, so that a person approves the deletion;
+//   - orphan: only the variant's owner reference is removed.
+//
+// pr may come from a cache that lags. Porch ignores delete preconditions,
+// so before deleting, the revision is read live: a revision that has become
+// Published (or DeletionProposed) meanwhile, or that the variant no longer
+// owns, is treated as it is now, never deleted on stale information.
+func (c *Controller) release(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision, why string) error {
+	logger := klog.FromContext(ctx)
+	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete && deletable(pr) {
+		live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("get %s: %w", pr.Name, err)
+		}
+		if !hasOwner(live, pv.UID) {
+			return nil
+		}
+		pr = live
+	}
+	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete {
+		switch {
+		case deletable(pr):
+			if err := c.porch.delete(ctx, pr); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s: %w", pr.Name, err)
+			}
+			logger.Info("Deleted downstream revision", "packageRevision", klog.KObj(pr), "lifecycle", pr.Spec.Lifecycle, "why", why)
+			c.recorder.Eventf(pv, corev1.EventTypeNormal, "Deleted", "Deleted %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
+			return nil
+		case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished:
+			upd := pr.DeepCopy()
+			upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+			upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
+			if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("propose deletion of %s: %w", pr.Name, err)
+			}
+			logger.Info("Proposed deletion of published downstream revision", "packageRevision", klog.KObj(pr), "why", why)
+			c.recorder.Eventf(pv, corev1.EventTypeNormal, "DeletionProposed",
+				"Proposed deletion of published %s (%s); approve the deletion in Porch to remove it", pr.Name, why)
+			return nil
+		}
+	}
+	// orphan, or a DeletionProposed revision: keep it, let go of it. A
+	// draft the variant proposed only to replace it goes back to Draft.
+	upd := pr.DeepCopy()
+	upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
+	unmark(upd)
+	if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("orphan %s: %w", pr.Name, err)
+	}
+	logger.Info("Orphaned downstream revision", "packageRevision", klog.KObj(pr), "why", why)
+	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Orphaned", "Released %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
+	return nil
+}
+
+// deletable reports whether the delete policy deletes a revision outright:
+// it is not published yet.
+func deletable(pr *porchv1alpha1.PackageRevision) bool {
+	switch pr.Spec.Lifecycle {
+	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
+		return true
+	}
+	return false
+}
+
+// ownedRevisions are the revisions carrying an owner reference to the
+// variant (by UID), from the cache.
+func (c *Controller) ownedRevisions(pv *configv1alpha1.PackageVariant) []*porchv1alpha1.PackageRevision {
+	objs, err := c.prIndexer.ByIndex(ByOwnerIndex, string(pv.UID))
+	if err != nil {
+		return nil
+	}
+	var out []*porchv1alpha1.PackageRevision
+	for _, o := range objs {
+		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok && pr.Namespace == pv.Namespace {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// unmark takes the replacement mark off a revision and sets it back to
+// Draft if the mark made it Proposed.
+func unmark(pr *porchv1alpha1.PackageRevision) {
+	if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
+		return
+	}
+	delete(pr.Annotations, configv1alpha1.ReplacingAnnotation)
+	if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed {
+		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+	}
 }
 
 // repairLostMetadata gives the variant's own revisions back the metadata
@@ -135,7 +282,7 @@ func (c *Controller) repairLostMetadata(ctx context.Context, st *state) error {
 	for _, t := range pv.Status.DownstreamTargets {
 		own[t.Name] = true
 	}
-	if a := pv.Status.Applied; a != nil {
+	if a := st.applied; a != nil {
 		own[a.Downstream] = true
 	}
 	for i, pr := range st.dsRevs {
@@ -156,9 +303,9 @@ func (c *Controller) repairLostMetadata(ctx context.Context, st *state) error {
 		klog.FromContext(ctx).Info("Restored lost metadata of own revision", "packageRevision", klog.KObj(pr))
 		c.recorder.Eventf(pv, corev1.EventTypeWarning, "MetadataRestored",
 			"%s came back from Porch without its owner reference, labels and annotations; restored them", pr.Name)
-		if a := pv.Status.Applied; a != nil && a.Downstream == pr.Name && a.ResourcesDigest == createdMark+pr.ResourceVersion {
+		if a := st.applied; a != nil && a.Downstream == pr.Name && a.ResourcesDigest == createdMark+pr.ResourceVersion {
 			// The repair is the variant's own change of its new draft.
-			recordCreated(pv, repaired)
+			st.recordCreated(repaired)
 		}
 		st.dsRevs[i] = repaired
 	}
@@ -179,6 +326,28 @@ func mergeMissing(m, add map[string]string) map[string]string {
 		}
 	}
 	return m
+}
+
+// draftAnnotations are the annotations of a draft the variant creates: the
+// variant's own, and Porch's push-on-render-failure (see createDraft).
+func draftAnnotations(pv *configv1alpha1.PackageVariant) map[string]string {
+	out := copyMap(pv.Spec.Annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[porchv1alpha1.PushOnRenderFailureAnnotation] = "true"
+	return out
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
 }
 
 // adopt takes over the revisions of the downstream package that nobody
@@ -219,88 +388,55 @@ func (c *Controller) adopt(ctx context.Context, st *state) error {
 	return nil
 }
 
-// finishReplacing completes the replacements an earlier sync began and did
-// not end (the delete failed, or the controller stopped between proposing
-// the stale draft and deleting it; see porchWriter.retire). A Proposed
-// revision of the variant marked with configv1alpha1.ReplacingAnnotation is
-// deleted when its files are still the ones the controller wrote; otherwise
-// it is given back as the Draft it was, without the mark, so that nothing
-// waits for an approval nobody asked for. A marked Draft was proposed by
-// the controller and set back to Draft by someone: it is theirs again, and
-// a later proposal of it is theirs too, so the mark goes.
-func (c *Controller) finishReplacing(ctx context.Context, st *state) error {
-	pv := st.pv
-	var drafts []int
-	for i, p := range st.dsRevs {
-		if _, marked := p.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || helper.IsPlaceholder(p) || controllerUID(p) != pv.UID {
-			continue
-		}
-		switch p.Spec.Lifecycle {
-		case porchv1alpha1.PackageRevisionLifecycleDraft, "":
-			drafts = append(drafts, i)
-			continue
-		case porchv1alpha1.PackageRevisionLifecycleProposed:
-		default:
-			continue
-		}
-		deleted, err := c.porch.retire(ctx, p, st.upstream.Name,
-			func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, p) }, st.proposedToReplace)
-		if err != nil {
-			return fmt.Errorf("finish replacing %s: %w", p.Name, err)
-		}
-		if deleted {
-			c.replaced(ctx, st, p)
-			st.gone = append(st.gone, p.Name)
-			continue
-		}
-		if err := c.unmarkReplacing(ctx, st, i); err != nil {
-			return err
-		}
+func ownerReference(pv *configv1alpha1.PackageVariant) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: configv1alpha1.SchemeGroupVersion.String(),
+		Kind:       "PackageVariant",
+		Name:       pv.Name,
+		UID:        pv.UID,
+		Controller: ptr.To(true),
 	}
-	sort.Slice(drafts, func(a, b int) bool { return st.dsRevs[drafts[a]].Name < st.dsRevs[drafts[b]].Name })
-	for _, i := range drafts {
-		if err := c.unmarkReplacing(ctx, st, i); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
-// unmarkReplacing takes the replacement mark off st.dsRevs[i], a revision
-// the controller proposed to delete and did not, and sets it back to Draft
-// if it is still Proposed; st.dsRevs[i] becomes the revision as stored.
-// Nothing is done when the revision is gone, or no longer the variant's.
-func (c *Controller) unmarkReplacing(ctx context.Context, st *state, i int) error {
-	pr := st.dsRevs[i]
-	live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
+// controllerUID returns the UID of the controller owner of a revision, or "".
+func controllerUID(pr *porchv1alpha1.PackageRevision) types.UID {
+	if ref := metav1.GetControllerOf(pr); ref != nil {
+		return ref.UID
 	}
-	if err != nil {
-		return fmt.Errorf("get %s: %w", pr.Name, err)
-	}
-	if _, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || controllerUID(live) != st.pv.UID {
-		return nil
-	}
-	upd := live.DeepCopy()
-	unmark(upd)
-	updated, err := c.porch.update(ctx, upd)
-	if err != nil {
-		return fmt.Errorf("set %s back to Draft: %w", pr.Name, err)
-	}
-	klog.FromContext(ctx).Info("Took the replacement mark off a revision that stays", "packageRevision", klog.KObj(pr), "lifecycle", updated.Spec.Lifecycle)
-	st.dsRevs[i] = updated
-	return nil
+	return ""
 }
 
-// unmark takes the replacement mark off a revision and sets it back to
-// Draft if the mark made it Proposed.
-func unmark(pr *porchv1alpha1.PackageRevision) {
-	if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-		return
+func hasOwner(pr *porchv1alpha1.PackageRevision, uid types.UID) bool {
+	for _, ref := range pr.OwnerReferences {
+		if ref.UID == uid {
+			return true
+		}
 	}
-	delete(pr.Annotations, configv1alpha1.ReplacingAnnotation)
-	if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed {
-		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+	return false
+}
+
+func withoutOwner(refs []metav1.OwnerReference, uid types.UID) []metav1.OwnerReference {
+	var out []metav1.OwnerReference
+	for _, ref := range refs {
+		if ref.UID != uid {
+			out = append(out, ref)
+		}
 	}
+	return out
+}
+
+// adoptionPolicy is the effective adoption policy (default adoptNone).
+func adoptionPolicy(pv *configv1alpha1.PackageVariant) configv1alpha1.AdoptionPolicy {
+	if pv.Spec.AdoptionPolicy == "" {
+		return configv1alpha1.AdoptionPolicyAdoptNone
+	}
+	return pv.Spec.AdoptionPolicy
+}
+
+// deletionPolicy is the effective deletion policy (default delete).
+func deletionPolicy(pv *configv1alpha1.PackageVariant) configv1alpha1.DeletionPolicy {
+	if pv.Spec.DeletionPolicy == "" {
+		return configv1alpha1.DeletionPolicyDelete
+	}
+	return pv.Spec.DeletionPolicy
 }

@@ -29,6 +29,10 @@ type state struct {
 
 	created  *porchv1alpha1.PackageRevision
 	rendered map[string]porchv1alpha1.RenderStatus
+	// applied is the record of what the controller's writes left in the
+	// downstream: the stored status.applied, then each write of the sync
+	// (recordCreated, recordApplied). calculateStatus stores it.
+	applied *configv1alpha1.AppliedState
 }
 
 // classify sorts the variant's downstream revisions, as the claim step left

@@ -2,14 +2,8 @@ package packagevariant
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -17,7 +11,6 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
@@ -66,7 +59,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // error; the events and the status are derived from the outcome alone.
 func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
 	o := &outcome{}
-	err := o.settle(c.manage(ctx, pv, o))
+	err := c.manage(ctx, pv, o)
+	err = o.settle(err)
 	c.announce(pv, o)
 	pv.Status = calculateStatus(pv, o)
 	return err
@@ -98,8 +92,9 @@ func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVaria
 	if err != nil {
 		return err
 	}
-	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
-	if err := c.claim(ctx, st, pending); err != nil {
+	st, err := c.claim(ctx, pv, upstream, upRevs, pending)
+	o.claimed = st
+	if err != nil {
 		return err
 	}
 	st.classify()
@@ -118,54 +113,4 @@ func invalidSpec(pv *configv1alpha1.PackageVariant) *invalid {
 		stalled: strings.Join(validation.Messages(errs), "; "),
 		ready:   "invalid packagevariant object: fix the problems the Stalled condition lists",
 	}
-}
-
-// resolveConflict returns the variant that manages pv's downstream
-// instead of pv, or nil when pv does. A Warning event is recorded when the
-// conflict starts: neither the status (which survives a restart) nor this
-// process (whose status write may not be in the cache yet) has recorded
-// it.
-func (c *Controller) resolveConflict(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
-	winner := c.downstreamWinner(pv)
-	if winner == nil || winner.UID == pv.UID {
-		c.conflicts.Delete(pv.UID)
-		return nil
-	}
-	cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict)
-	if prev, seen := c.conflicts.Swap(pv.UID, winner.UID); (!seen || prev != winner.UID) && (cond == nil || cond.Status != metav1.ConditionTrue) {
-		c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", conflictMessage(pv, winner))
-	}
-	return winner
-}
-
-// refusedForGood reports whether err is an answer of the API server that
-// the same request will get every time (a 4xx other than conflict, timeout
-// and throttling, or a missing downstream Repository), with the error's
-// text.
-func refusedForGood(err error) (string, bool) {
-	if err == nil {
-		return "", false
-	}
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return "", false
-	}
-	s := st.Status()
-	switch s.Code {
-	case http.StatusBadRequest, http.StatusForbidden, http.StatusMethodNotAllowed,
-		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
-		return err.Error(), true
-	case http.StatusNotFound:
-		if s.Details != nil && s.Details.Kind == "repositories" {
-			return err.Error(), true
-		}
-	case http.StatusInternalServerError:
-		// Porch refuses a clone into a package that exists: when every
-		// revision the controller sees is gone, its placeholder on the
-		// repository's main branch may still be there.
-		if helper.IsCloneIntoExisting(err) {
-			return err.Error() + " (the package still exists in the repository, perhaps only on its main branch: delete it there or choose another spec.downstream)", true
-		}
-	}
-	return "", false
 }
