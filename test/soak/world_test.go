@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -190,11 +191,11 @@ func (w *world) set() *configv1alpha2.PackageVariantSet {
 		Labels:         map[string]string{"fleet": "app"},
 		PackageContext: &configv1alpha2.PackageContextTemplate{
 			DataExprs: []configv1alpha2.MapExpr{
-				{Key: str("site"), ValueExpr: str("repository.name")},
-				{Key: str("region"), ValueExpr: str("repository.labels['region']")},
+				{Key: ptr.To("site"), ValueExpr: ptr.To("repository.name")},
+				{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")},
 			},
 		},
-		Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
+		Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("settings")}},
 	})
 }
 
@@ -209,23 +210,22 @@ func (w *world) set() *configv1alpha2.PackageVariantSet {
 // others'; no soak, and failures never halt it.
 func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
 	i32 := func(n int32) *int32 { return &n }
-	ios := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
 	policy := configv1alpha1.DeletionPolicyDelete
 	pvs := siteSet(rolloutSetName, map[string]string{"rollout": rolloutSetName}, &configv1alpha2.PackageVariantTemplate{
-		Downstream:     &configv1alpha2.DownstreamTemplate{Package: str(rolloutPkg)},
+		Downstream:     &configv1alpha2.DownstreamTemplate{Package: ptr.To(rolloutPkg)},
 		DeletionPolicy: &policy,
 		Labels:         map[string]string{"fleet": rolloutPkg},
-		LabelExprs:     []configv1alpha2.MapExpr{{Key: str("region"), ValueExpr: str("repository.labels['region']")}},
+		LabelExprs:     []configv1alpha2.MapExpr{{Key: ptr.To("region"), ValueExpr: ptr.To("repository.labels['region']")}},
 		PackageContext: &configv1alpha2.PackageContextTemplate{
-			DataExprs: []configv1alpha2.MapExpr{{Key: str("site"), ValueExpr: str("repository.name")}},
+			DataExprs: []configv1alpha2.MapExpr{{Key: ptr.To("site"), ValueExpr: ptr.To("repository.name")}},
 		},
-		Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: str("ConfigMap"), Name: str("settings")}},
+		Injectors: []configv1alpha2.InjectionSelectorTemplate{{Kind: ptr.To("ConfigMap"), Name: ptr.To("settings")}},
 	})
 	pvs.Spec.Rollout = &configv1alpha2.Rollout{
 		Waves: []configv1alpha2.Wave{
-			{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ios(intstr.FromInt32(2))},
-			{Name: "us", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, MaxConcurrent: ios(intstr.FromString("50%"))},
-			{Name: "rest", MaxConcurrent: ios(intstr.FromInt32(3))},
+			{Name: "eu", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}, MaxConcurrent: ptr.To(intstr.FromInt32(2))},
+			{Name: "us", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, MaxConcurrent: ptr.To(intstr.FromString("50%"))},
+			{Name: "rest", MaxConcurrent: ptr.To(intstr.FromInt32(3))},
 		},
 		SoakSeconds: i32(0),
 		MaxFailures: i32(1000),
@@ -247,8 +247,6 @@ func siteSet(name string, selector map[string]string, tpl *configv1alpha2.Packag
 		},
 	}
 }
-
-func str(s string) *string { return &s }
 
 // rolloutVariantLabels are the labels rolloutSet gives the variant of site
 // i (what its wave is chosen by).

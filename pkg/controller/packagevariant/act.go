@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
@@ -24,7 +23,7 @@ func (c *Controller) act(ctx context.Context, st *state, p plan, o *outcome) err
 		err = nil
 	}
 	if err == nil {
-		err = c.checkInjections(ctx, st.pv, o)
+		err = c.checkInjections(ctx, st, o)
 	}
 	var pending *renderPending
 	if rerr, ok := isRenderError(err); ok {
@@ -72,7 +71,8 @@ func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1
 		return err
 	}
 	st.created = draft
-	if _, err := c.applyTo(ctx, st.pv, draft, base, true, st.rendered); err != nil {
+	st.recordCreated(draft)
+	if _, err := c.applyTo(ctx, st, draft, base, true); err != nil {
 		return err
 	}
 	o.progress = progress{kind: progressReady}
@@ -93,10 +93,10 @@ func (c *Controller) actOnDrafts(ctx context.Context, st *state, steps []step, o
 			o.progress = progress{kind: progressDraftEdited, revision: s.rev, upstream: st.upstream}
 			return nil
 		}
-		if c.upToDate(ctx, st.pv, s.rev, s.base) {
+		if c.upToDate(ctx, st, s.rev, s.base) {
 			continue
 		}
-		if _, err := c.applyTo(ctx, st.pv, s.rev, s.base, true, st.rendered); err != nil {
+		if _, err := c.applyTo(ctx, st, s.rev, s.base, true); err != nil {
 			return err
 		}
 	}
@@ -109,11 +109,11 @@ func (c *Controller) actOnDrafts(ctx context.Context, st *state, steps []step, o
 // would change the package, nothing otherwise.
 func (c *Controller) actOnPublished(ctx context.Context, st *state, s step, o *outcome) error {
 	o.noteUpgrade(s.hold)
-	if c.upToDate(ctx, st.pv, s.rev, s.base) {
+	if c.upToDate(ctx, st, s.rev, s.base) {
 		o.progress = progress{kind: progressReady}
 		return nil
 	}
-	changed, err := c.applyTo(ctx, st.pv, s.rev, s.base, false, st.rendered)
+	changed, err := c.applyTo(ctx, st, s.rev, s.base, false)
 	if err != nil {
 		return err
 	}
@@ -133,8 +133,8 @@ func (c *Controller) actOnProposed(ctx context.Context, st *state, s step, o *ou
 		o.progress = progress{kind: progressApprovalBeforeUpgrade, revision: s.rev, upstream: st.upstream}
 		return nil
 	}
-	if !c.upToDate(ctx, st.pv, s.rev, s.base) {
-		changed, err := c.applyTo(ctx, st.pv, s.rev, s.base, false, st.rendered)
+	if !c.upToDate(ctx, st, s.rev, s.base) {
+		changed, err := c.applyTo(ctx, st, s.rev, s.base, false)
 		if err != nil {
 			return err
 		}
@@ -151,11 +151,12 @@ func (c *Controller) actOnProposed(ctx context.Context, st *state, s step, o *ou
 // object to inject that its ServiceAccount may not get: the package holds
 // the refusal in place of the object. The variant is synced again when the
 // refusal expires, so a grant takes effect without another change.
-func (c *Controller) checkInjections(ctx context.Context, pv *configv1alpha1.PackageVariant, o *outcome) error {
-	if c.access == nil || pv.Status.Applied == nil {
+func (c *Controller) checkInjections(ctx context.Context, st *state, o *outcome) error {
+	pv := st.pv
+	if c.access == nil || st.applied == nil {
 		return nil
 	}
-	for _, ref := range pv.Status.Applied.Injected {
+	for _, ref := range st.applied.Injected {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil {
 			continue

@@ -17,15 +17,15 @@ import (
 // upToDate reports whether the variant's last write went to pr, rendered,
 // and nothing it depends on has changed since: then nothing needs reading or
 // writing.
-func (c *Controller) upToDate(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
-	return c.inputsUnchanged(ctx, pv, pr, upstream) && !renderFailed(pv, pr.Name)
+func (c *Controller) upToDate(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	return c.inputsUnchanged(ctx, st, pr, upstream) && !renderFailed(st.pv, pr.Name)
 }
 
 // inputsUnchanged reports whether the variant's last write went to pr and
 // nothing it was made from (the upstream, the variant's spec, the injected
 // objects) has changed since.
-func (c *Controller) inputsUnchanged(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision) bool {
-	a := pv.Status.Applied
+func (c *Controller) inputsUnchanged(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	pv, a := st.pv, st.applied
 	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
 		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(ctx, pv, a.Injected))
 }
@@ -45,11 +45,12 @@ func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
 // applyTo reads a revision's files, applies the variant's mutations and,
 // when write is true and something changed (or the last render of the
 // revision failed), stores them: Porch renders the pipeline and returns the
-// outcome, recorded in rendered. It records what it wrote in
-// pv.Status.Applied. It returns whether the files needed a change. A
-// pipeline that fails to render is a *renderError.
-func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, write bool, rendered map[string]porchv1alpha1.RenderStatus) (bool, error) {
-	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(ctx, pv, pr, upstream) {
+// outcome, recorded in st.rendered. It records what it wrote in st.applied.
+// It returns whether the files needed a change. A pipeline that fails to
+// render is a *renderError.
+func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision, write bool) (bool, error) {
+	pv := st.pv
+	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(ctx, st, pr, upstream) {
 		// Only a retry of the failed render is left to do: on its
 		// backoff, not at every event.
 		if d := c.renderRetries.wait(pv.UID, pr.Name); d > 0 {
@@ -66,7 +67,7 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 	// Whether a person changed the files since the variant last wrote
 	// them: once edited, a draft stays a person's, whatever the variant
 	// writes into it later.
-	edited := editedSince(pv.Status.Applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
+	edited := editedSince(st.applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
 	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(ctx, pv))
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
@@ -94,22 +95,22 @@ func (c *Controller) applyTo(ctx context.Context, pv *configv1alpha1.PackageVari
 				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
 					kept = prr.Spec.Resources
 					edited = edited || c.notOurs(ctx, pr, res.Files, kept)
-					c.recordApplied(pv, pr, upstream, res.Candidates, kept, edited)
+					st.recordApplied(pr, upstream, res.Candidates, kept, edited)
 					rerr.functions, _ = failedSteps(kept)
 				}
 			}
-			rendered[pr.Name] = failedRender(rerr, kept)
+			st.rendered[pr.Name] = failedRender(rerr, kept)
 			return true, err
 		}
 		if err != nil {
 			return true, fmt.Errorf("update resources of %s: %w", pr.Name, err)
 		}
 		prr = updated
-		rendered[pr.Name] = updated.Status.RenderStatus
+		st.rendered[pr.Name] = updated.Status.RenderStatus
 		c.renderRetries.forget(pv.UID)
 		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
 	}
-	c.recordApplied(pv, pr, upstream, res.Candidates, prr.Spec.Resources, edited)
+	st.recordApplied(pr, upstream, res.Candidates, prr.Spec.Resources, edited)
 	return res.Changed, nil
 }
 
@@ -176,22 +177,22 @@ func (c *Controller) notOurs(ctx context.Context, pr *porchv1alpha1.PackageRevis
 	return true
 }
 
-// recordApplied remembers in the variant's status what its downstream pr
-// holds now (files) and what that was made from, so that the next sync
+// recordApplied remembers in the sync's record (st.applied, stored as the
+// variant's status.applied) what its downstream pr holds now (files) and what that was made from, so that the next sync
 // knows without reading the package whether anything needs doing, and
 // whether a person edited the draft since. The files of a draft a person
 // edited are not recorded: an empty digest matches no files, so the draft
 // is never taken for the controller's own again.
-func (c *Controller) recordApplied(pv *configv1alpha1.PackageVariant, pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string, edited bool) {
+func (st *state) recordApplied(pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string, edited bool) {
 	injected := injectedObjects(cands)
 	digest := resourcesDigest(files)
 	if edited {
 		digest = ""
 	}
-	pv.Status.Applied = &configv1alpha1.AppliedState{
+	st.applied = &configv1alpha1.AppliedState{
 		Downstream:      pr.Name,
 		Upstream:        upstream.Name,
-		InputsDigest:    inputsDigest(pv, upstream.Name, readByInjection(cands)),
+		InputsDigest:    inputsDigest(st.pv, upstream.Name, readByInjection(cands)),
 		ResourcesDigest: digest,
 		Injected:        injected,
 	}
@@ -218,13 +219,13 @@ func injectedObject(cand mutate.Candidate) configv1alpha1.InjectedObject {
 // gave the new draft follows it.
 const createdMark = "created@"
 
-// recordCreated remembers in the variant's status the draft it just
-// created, as Porch made it: until the variant writes into it, any other
+// recordCreated remembers in the sync's record (st.applied) the draft the
+// variant just created, as Porch made it: until the variant writes into it, any other
 // resourceVersion is a person's change. The variant writes into a new
 // draft in the same sync, but when that fails the next try may come after
 // a person's edit, which must not be taken for the clone.
-func recordCreated(pv *configv1alpha1.PackageVariant, created *porchv1alpha1.PackageRevision) {
-	pv.Status.Applied = &configv1alpha1.AppliedState{Downstream: created.Name, ResourcesDigest: createdMark + created.ResourceVersion}
+func (st *state) recordCreated(created *porchv1alpha1.PackageRevision) {
+	st.applied = &configv1alpha1.AppliedState{Downstream: created.Name, ResourcesDigest: createdMark + created.ResourceVersion}
 }
 
 // editedSince reports whether draft name, whose files are files at

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -36,76 +35,6 @@ func (c *Controller) addFinalizer(ctx context.Context, pv *configv1alpha1.Packag
 	}
 	c.written.Record(pv.ResourceVersion, updated)
 	return updated, nil
-}
-
-// release applies the deletion policy to one revision the variant owns:
-//   - delete: Drafts and Proposed revisions are deleted; a Published one is
-//     moved to DeletionProposed (Porch does not delete published packages
-//     directly) and released, so that a person approves the deletion;
-//   - orphan: only the variant's owner reference is removed.
-//
-// pr may come from a cache that lags. Porch ignores delete preconditions,
-// so before deleting, the revision is read live: a revision that has become
-// Published (or DeletionProposed) meanwhile, or that the variant no longer
-// owns, is treated as it is now, never deleted on stale information.
-func (c *Controller) release(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision, why string) error {
-	logger := klog.FromContext(ctx)
-	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete && deletable(pr) {
-		live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("get %s: %w", pr.Name, err)
-		}
-		if !hasOwner(live, pv.UID) {
-			return nil
-		}
-		pr = live
-	}
-	if deletionPolicy(pv) == configv1alpha1.DeletionPolicyDelete {
-		switch {
-		case deletable(pr):
-			if err := c.porch.delete(ctx, pr); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete %s: %w", pr.Name, err)
-			}
-			logger.Info("Deleted downstream revision", "packageRevision", klog.KObj(pr), "lifecycle", pr.Spec.Lifecycle, "why", why)
-			c.recorder.Eventf(pv, corev1.EventTypeNormal, "Deleted", "Deleted %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
-			return nil
-		case pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished:
-			upd := pr.DeepCopy()
-			upd.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
-			upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
-			if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("propose deletion of %s: %w", pr.Name, err)
-			}
-			logger.Info("Proposed deletion of published downstream revision", "packageRevision", klog.KObj(pr), "why", why)
-			c.recorder.Eventf(pv, corev1.EventTypeNormal, "DeletionProposed",
-				"Proposed deletion of published %s (%s); approve the deletion in Porch to remove it", pr.Name, why)
-			return nil
-		}
-	}
-	// orphan, or a DeletionProposed revision: keep it, let go of it. A
-	// draft the variant proposed only to replace it goes back to Draft.
-	upd := pr.DeepCopy()
-	upd.OwnerReferences = withoutOwner(upd.OwnerReferences, pv.UID)
-	unmark(upd)
-	if _, err := c.porch.update(ctx, upd); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("orphan %s: %w", pr.Name, err)
-	}
-	logger.Info("Orphaned downstream revision", "packageRevision", klog.KObj(pr), "why", why)
-	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Orphaned", "Released %s %s: %s", pr.Spec.Lifecycle, pr.Name, why)
-	return nil
-}
-
-// deletable reports whether the delete policy deletes a revision outright:
-// it is not published yet.
-func deletable(pr *porchv1alpha1.PackageRevision) bool {
-	switch pr.Spec.Lifecycle {
-	case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
-		return true
-	}
-	return false
 }
 
 // cleanup runs while the variant is being deleted: every revision it owns
@@ -203,29 +132,6 @@ func (c *Controller) liveOwnedRevisions(ctx context.Context, pv *configv1alpha1.
 		}
 	}
 	return out, nil
-}
-
-// ownedRevisions are the revisions carrying an owner reference to the
-// variant (by UID), from the cache.
-func (c *Controller) ownedRevisions(pv *configv1alpha1.PackageVariant) []*porchv1alpha1.PackageRevision {
-	objs, err := c.prIndexer.ByIndex(ByOwnerIndex, string(pv.UID))
-	if err != nil {
-		return nil
-	}
-	var out []*porchv1alpha1.PackageRevision
-	for _, o := range objs {
-		if pr, ok := o.(*porchv1alpha1.PackageRevision); ok && pr.Namespace == pv.Namespace {
-			out = append(out, pr)
-		}
-	}
-	return out
-}
-
-func (c *Controller) inCache(namespace string) func(string) bool {
-	return func(name string) bool {
-		_, err := c.prLister.PackageRevisions(namespace).Get(name)
-		return err == nil
-	}
 }
 
 func describePackage(repo, pkg string) string {

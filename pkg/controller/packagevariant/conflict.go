@@ -1,6 +1,10 @@
 package packagevariant
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 )
@@ -46,4 +50,22 @@ func olderThan(a, b *configv1alpha1.PackageVariant) bool {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
 	return a.Name < b.Name
+}
+
+// resolveConflict returns the variant that manages pv's downstream
+// instead of pv, or nil when pv does. A Warning event is recorded when the
+// conflict starts: neither the status (which survives a restart) nor this
+// process (whose status write may not be in the cache yet) has recorded
+// it.
+func (c *Controller) resolveConflict(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
+	winner := c.downstreamWinner(pv)
+	if winner == nil || winner.UID == pv.UID {
+		c.conflicts.Delete(pv.UID)
+		return nil
+	}
+	cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict)
+	if prev, seen := c.conflicts.Swap(pv.UID, winner.UID); (!seen || prev != winner.UID) && (cond == nil || cond.Status != metav1.ConditionTrue) {
+		c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", conflictMessage(pv, winner))
+	}
+	return winner
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -124,7 +125,7 @@ func New(ctx context.Context, client versioned.Interface,
 		prIndexer:     prInformer.Informer().GetIndexer(),
 		access:        opts.Access,
 		expectations:  expectations.New(expectationTimeout),
-		renderRetries: newRenderRetries(),
+		renderRetries: newRenderRetries(clock.RealClock{}),
 		recorder:      recorder,
 		metrics:       m,
 	}

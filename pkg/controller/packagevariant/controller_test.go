@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -59,10 +60,9 @@ func variant(ns, name string, uid types.UID, upstream, downstream [2]string) *co
 func revision(ns, repo, pkg, ws string, owner *configv1alpha1.PackageVariant) *porchv1alpha1.PackageRevision {
 	pr := ctrlfixture.Revision(ns, repo, pkg, ws, porchv1alpha1.PackageRevisionLifecycleDraft)
 	if owner != nil {
-		isController := true
 		pr.OwnerReferences = []metav1.OwnerReference{{
 			APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: "PackageVariant",
-			Name: owner.Name, UID: owner.UID, Controller: &isController,
+			Name: owner.Name, UID: owner.UID, Controller: ptr.To(true),
 		}}
 	}
 	return pr

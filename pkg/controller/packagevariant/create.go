@@ -88,7 +88,6 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
 	}
 	c.expectDraft(pv.UID, created.Name)
-	recordCreated(pv, created)
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
 	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
 	return created, nil
@@ -140,28 +139,6 @@ func otherOpenDrafts(pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.Pa
 		case porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecycleProposed, "":
 			out = append(out, pr)
 		}
-	}
-	return out
-}
-
-// draftAnnotations are the annotations of a draft the variant creates: the
-// variant's own, and Porch's push-on-render-failure (see createDraft).
-func draftAnnotations(pv *configv1alpha1.PackageVariant) map[string]string {
-	out := copyMap(pv.Spec.Annotations)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[porchv1alpha1.PushOnRenderFailureAnnotation] = "true"
-	return out
-}
-
-func copyMap(in map[string]string) map[string]string {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
 	}
 	return out
 }

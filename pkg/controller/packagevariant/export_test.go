@@ -32,7 +32,7 @@ func (c *Controller) RepoLocks() *repolock.Locks { return c.porch.locks }
 func (c *Controller) SetRenderRetryBackoff(first, most time.Duration) {
 	c.renderRetries.mu.Lock()
 	defer c.renderRetries.mu.Unlock()
-	c.renderRetries.first, c.renderRetries.max = first, most
+	c.renderRetries.setBackoff(first, most)
 }
 
 // Enqueue queues a variant, as a periodic resync would.

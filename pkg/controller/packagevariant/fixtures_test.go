@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
@@ -34,8 +35,6 @@ func newVariant(name, downstream string) *configv1alpha1.PackageVariant {
 	}
 }
 
-func strPtr(s string) *string { return &s }
-
 // customised is a variant that uses every mutation: package context,
 // a prepended function and config injection.
 func customised(name, downstream string) *configv1alpha1.PackageVariant {
@@ -48,7 +47,7 @@ func customised(name, downstream string) *configv1alpha1.PackageVariant {
 		Image:     "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4",
 		ConfigMap: map[string]string{"namespace": "app"},
 	}}}
-	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Kind: strPtr("ConfigMap"), Name: "eu-west"}}
+	pv.Spec.Injectors = []configv1alpha1.InjectionSelector{{Kind: ptr.To("ConfigMap"), Name: "eu-west"}}
 	return pv
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -81,10 +82,9 @@ func TestLoopAdoptExisting(t *testing.T) {
 }
 
 func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
-	isController := true
 	h := newHarness(t, withLegacyDownstream())
 	pr := h.Revision("deploy.app.v1")
-	pr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Fleet", Name: "f", UID: "fleet-uid", Controller: &isController}}
+	pr.OwnerReferences = []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Fleet", Name: "f", UID: "fleet-uid", Controller: ptr.To(true)}}
 	if _, err := h.Client.PorchV1alpha1().PackageRevisions(testNS).Update(h.Ctx, pr, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,6 @@ func TestLoopNeverAdoptsWhatAnotherControllerOwns(t *testing.T) {
 // package. It now waits, naming the other draft and its owner, and makes
 // its draft once the other is gone.
 func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
-	isController := true
 	h := newHarness(t)
 	h.createReady(newVariant("app", "app"))
 	h.moveTo("deploy.app.packagevariant-1", porchv1alpha1.PackageRevisionLifecyclePublished)
@@ -118,7 +117,7 @@ func TestLoopNoDraftBesideAnotherOpenDraft(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: testNS,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: "PackageVariant",
-				Name: "old-app", UID: "old-app-uid", Controller: &isController}},
+				Name: "old-app", UID: "old-app-uid", Controller: ptr.To(true)}},
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName: "app", RepositoryName: "deploy", WorkspaceName: "by-hand",

@@ -2,10 +2,12 @@ package packagevariant
 
 import (
 	"errors"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
@@ -41,8 +43,13 @@ type outcome struct {
 	// cleanup: the deletion policy failed for some of the revisions of a
 	// variant being deleted; nothing else is reported.
 	cleanup *cleanupFailure
-	// st is what the act phase worked on (nil: it did not run); its
-	// revisions are the variant's downstream targets.
+	// claimed is what the sync knew of the variant's packages from the
+	// claim step on (nil: it did not get there); its applied, the record
+	// of the controller's writes, is stored as status.applied.
+	claimed *state
+	// st is claimed once classified, what the plan and the act phase
+	// worked on (nil: they did not run); its revisions are the variant's
+	// downstream targets.
 	st *state
 }
 
@@ -132,4 +139,36 @@ func (o *outcome) settle(err error) error {
 		o.retrying = err
 	}
 	return err
+}
+
+// refusedForGood reports whether err is an answer of the API server that
+// the same request will get every time (a 4xx other than conflict, timeout
+// and throttling, or a missing downstream Repository), with the error's
+// text.
+func refusedForGood(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return "", false
+	}
+	s := st.Status()
+	switch s.Code {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusMethodNotAllowed,
+		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
+		return err.Error(), true
+	case http.StatusNotFound:
+		if s.Details != nil && s.Details.Kind == "repositories" {
+			return err.Error(), true
+		}
+	case http.StatusInternalServerError:
+		// Porch refuses a clone into a package that exists: when every
+		// revision the controller sees is gone, its placeholder on the
+		// repository's main branch may still be there.
+		if helper.IsCloneIntoExisting(err) {
+			return err.Error() + " (the package still exists in the repository, perhaps only on its main branch: delete it there or choose another spec.downstream)", true
+		}
+	}
+	return "", false
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -17,13 +18,12 @@ import (
 
 func TestOwnerReference(t *testing.T) {
 	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
-	isController := true
 	want := metav1.OwnerReference{
 		APIVersion: "config.porch.kpt.dev/v1alpha1",
 		Kind:       "PackageVariant",
 		Name:       "pv",
 		UID:        "uid-1",
-		Controller: &isController,
+		Controller: ptr.To(true),
 	}
 	got := ownerReference(pv)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -112,10 +112,9 @@ func TestOwnerHelpers(t *testing.T) {
 }
 
 func TestAdopt(t *testing.T) {
-	isController, notController := true, false
 	otherController := metav1.OwnerReference{APIVersion: configv1alpha1.SchemeGroupVersion.String(), Kind: "PackageVariant",
-		Name: "other", UID: "uid-other", Controller: &isController}
-	bystander := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-cm", Controller: &notController}
+		Name: "other", UID: "uid-other", Controller: ptr.To(true)}
+	bystander := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "keeper", UID: "uid-cm", Controller: ptr.To(false)}
 
 	newPV := func(policy configv1alpha1.AdoptionPolicy) *configv1alpha1.PackageVariant {
 		pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 
 	kptfilev1 "github.com/porch-variants/variant-controller/pkg/apis/kptfile/v1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -25,23 +27,35 @@ const (
 )
 
 // renderRetries remembers, per variant, the write whose render failed (its
-// renderError.retryKey: the draft, or the create), how often in a row, and
-// when the next attempt is due.
+// renderError.retryKey: the draft, or the create) and when the next attempt
+// is due; client-go's flowcontrol.Backoff, keyed by the variant's UID,
+// counts the failures in a row and doubles the delay.
 type renderRetries struct {
-	mu         sync.Mutex
-	now        func() time.Time
-	first, max time.Duration
-	m          map[types.UID]renderRetry
+	mu      sync.Mutex
+	clock   clock.Clock
+	backoff *flowcontrol.Backoff
+	m       map[types.UID]renderRetry
 }
 
 type renderRetry struct {
-	key      string
-	failures int
-	next     time.Time
+	key  string
+	next time.Time
 }
 
-func newRenderRetries() *renderRetries {
-	return &renderRetries{now: time.Now, first: renderRetryFirst, max: renderRetryMax, m: map[types.UID]renderRetry{}}
+func newRenderRetries(clk clock.Clock) *renderRetries {
+	r := &renderRetries{clock: clk, m: map[types.UID]renderRetry{}}
+	r.setBackoff(renderRetryFirst, renderRetryMax)
+	return r
+}
+
+// setBackoff starts a backoff from first doubling to most. A render that
+// keeps failing stays at most apart however long it fails: Backoff's own
+// expiry (a failure 2*most after the last one starts over) would have the
+// variant write a failing draft again at the first delay.
+func (r *renderRetries) setBackoff(first, most time.Duration) {
+	r.backoff = flowcontrol.NewBackOff(first, most)
+	r.backoff.Clock = r.clock
+	r.backoff.HasExpiredFunc = func(time.Time, time.Time, time.Duration) bool { return false }
 }
 
 // failed records a failed render of the write key and returns how long to
@@ -49,18 +63,15 @@ func newRenderRetries() *renderRetries {
 func (r *renderRetries) failed(uid types.UID, key string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rr := r.m[uid]
-	if rr.key != key {
-		rr = renderRetry{key: key}
+	id := string(uid)
+	if r.m[uid].key != key {
+		// Another write failed: its backoff starts over.
+		r.backoff.Reset(id)
 	}
-	rr.failures++
-	d := r.first
-	for i := 1; i < rr.failures && d < r.max; i++ {
-		d *= 2
-	}
-	d = min(d, r.max)
-	rr.next = r.now().Add(d)
-	r.m[uid] = rr
+	now := r.clock.Now()
+	r.backoff.Next(id, now)
+	d := r.backoff.Get(id)
+	r.m[uid] = renderRetry{key: key, next: now.Add(d)}
 	return d
 }
 
@@ -73,7 +84,7 @@ func (r *renderRetries) wait(uid types.UID, key string) time.Duration {
 	if !ok || rr.key != key {
 		return 0
 	}
-	return max(rr.next.Sub(r.now()), 0)
+	return max(rr.next.Sub(r.clock.Now()), 0)
 }
 
 // forget drops what is known of a variant: its render succeeded, or it is
@@ -82,6 +93,7 @@ func (r *renderRetries) forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, uid)
+	r.backoff.DeleteEntry(string(uid))
 }
 
 // renderPending means a draft's last render failed, nothing it depends on

@@ -3,14 +3,16 @@ package packagevariant
 import (
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // TestRenderRetriesBackOff: 5s, then doubling to 5m, per draft; a retry is
 // due once its time has come; another draft, or success, starts over.
 func TestRenderRetriesBackOff(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := newRenderRetries()
-	r.now = func() time.Time { return now }
+	clk := testingclock.NewFakeClock(now)
+	r := newRenderRetries(clk)
 	var got []time.Duration
 	for range 9 {
 		got = append(got, r.failed("uid", "d1"))
@@ -25,7 +27,7 @@ func TestRenderRetriesBackOff(t *testing.T) {
 	if d := r.wait("uid", "d1"); d != 5*time.Minute {
 		t.Errorf("wait = %v, want 5m", d)
 	}
-	now = now.Add(5 * time.Minute)
+	clk.Step(5 * time.Minute)
 	if d := r.wait("uid", "d1"); d != 0 {
 		t.Errorf("wait once due = %v, want 0", d)
 	}

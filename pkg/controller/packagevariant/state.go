@@ -1,6 +1,7 @@
 package packagevariant
 
 import (
+	"slices"
 	"sort"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -23,14 +24,23 @@ type state struct {
 	// Revisions of the package the variant does not own (placeholder excluded).
 	foreign []*porchv1alpha1.PackageRevision
 
+	// gone are the revisions of dsRevs the claim step deleted.
+	gone []string
+
 	created  *porchv1alpha1.PackageRevision
 	rendered map[string]porchv1alpha1.RenderStatus
+	// applied is the record of what the controller's writes left in the
+	// downstream: the stored status.applied, then each write of the sync
+	// (recordCreated, recordApplied). calculateStatus stores it.
+	applied *configv1alpha1.AppliedState
 }
 
+// classify sorts the variant's downstream revisions, as the claim step left
+// them, by what they are to the variant. It reads and writes nothing.
 func (st *state) classify() {
 	st.drafts, st.proposed, st.published, st.deletionProposed, st.foreign = nil, nil, nil, nil, nil
 	for _, pr := range st.dsRevs {
-		if helper.IsPlaceholder(pr) {
+		if helper.IsPlaceholder(pr) || slices.Contains(st.gone, pr.Name) {
 			continue
 		}
 		if controllerUID(pr) != st.pv.UID {

@@ -67,8 +67,9 @@ const (
 const readyMessage = "successfully ensured downstream package variant"
 
 // calculateStatus is the status of pv after one sync that went as o
-// records: the conditions and the downstream targets; status.applied is
-// pv's, as the act phase left it. pv is not changed.
+// records: the conditions, the downstream targets and status.applied, the
+// record of the controller's writes the sync kept (o.claimed.applied). pv
+// is not changed.
 func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alpha1.PackageVariantStatus {
 	out := pv.DeepCopy()
 	if o.paused {
@@ -117,6 +118,9 @@ func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alph
 		setReady(out, msg)
 	default:
 		setNotReady(out, readyReason, msg)
+	}
+	if o.claimed != nil {
+		out.Status.Applied = o.claimed.applied
 	}
 	if o.st != nil {
 		setTargets(out, o.st.targets(), o.st.rendered)

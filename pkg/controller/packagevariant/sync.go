@@ -2,15 +2,8 @@ package packagevariant
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -18,10 +11,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
-	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
-	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // sync reconciles one PackageVariant. Contract: NotFound -> nil; an invalid
@@ -69,7 +59,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // error; the events and the status are derived from the outcome alone.
 func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
 	o := &outcome{}
-	err := o.settle(c.manage(ctx, pv, o))
+	err := c.manage(ctx, pv, o)
+	err = o.settle(err)
 	c.announce(pv, o)
 	pv.Status = calculateStatus(pv, o)
 	return err
@@ -77,8 +68,9 @@ func (c *Controller) reconcile(ctx context.Context, pv *configv1alpha1.PackageVa
 
 // manage does the work of one sync, recording in o what it finds and does:
 // validate, resolve the conflict with variants of the same downstream,
-// check the expectations, observe the downstream, plan (pure, from the
-// caches) and act on the plan.
+// check the expectations (in memory), claim the downstream revisions (the
+// only writes before the plan), observe them, plan (pure, from the caches)
+// and act on the plan.
 func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVariant, o *outcome) error {
 	if o.paused = confighelper.Paused(pv); o.paused {
 		return nil
@@ -96,16 +88,16 @@ func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVaria
 		o.invalid = &invalid{stalled: err.Error(), ready: err.Error()}
 		return nil
 	}
-	if err := c.releaseMoved(ctx, pv); err != nil {
-		return err
-	}
-	if err := c.expectationsSatisfied(ctx, pv); err != nil {
-		return err
-	}
-	st, err := c.observe(ctx, pv, upstream, upRevs)
+	pending, err := c.expectationsSatisfied(ctx, pv)
 	if err != nil {
 		return err
 	}
+	st, err := c.claim(ctx, pv, upstream, upRevs, pending)
+	o.claimed = st
+	if err != nil {
+		return err
+	}
+	st.classify()
 	o.st = st
 	return c.act(ctx, st, planDownstream(st), o)
 }
@@ -121,128 +113,4 @@ func invalidSpec(pv *configv1alpha1.PackageVariant) *invalid {
 		stalled: strings.Join(validation.Messages(errs), "; "),
 		ready:   "invalid packagevariant object: fix the problems the Stalled condition lists",
 	}
-}
-
-// resolveConflict returns the variant that manages pv's downstream
-// instead of pv, or nil when pv does. A Warning event is recorded when the
-// conflict starts: neither the status (which survives a restart) nor this
-// process (whose status write may not be in the cache yet) has recorded
-// it.
-func (c *Controller) resolveConflict(pv *configv1alpha1.PackageVariant) *configv1alpha1.PackageVariant {
-	winner := c.downstreamWinner(pv)
-	if winner == nil || winner.UID == pv.UID {
-		c.conflicts.Delete(pv.UID)
-		return nil
-	}
-	cond := meta.FindStatusCondition(pv.Status.Conditions, ConditionConflict)
-	if prev, seen := c.conflicts.Swap(pv.UID, winner.UID); (!seen || prev != winner.UID) && (cond == nil || cond.Status != metav1.ConditionTrue) {
-		c.recorder.Eventf(pv, corev1.EventTypeWarning, "Conflict", "%s", conflictMessage(pv, winner))
-	}
-	return winner
-}
-
-// releaseMoved applies the deletion policy to the revisions the variant
-// owns in another package than its downstream: left over from an earlier
-// spec.downstream.
-func (c *Controller) releaseMoved(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	for _, pr := range c.ownedRevisions(pv) {
-		if pr.Spec.RepositoryName != pv.Spec.Downstream.Repo || pr.Spec.PackageName != pv.Spec.Downstream.Package {
-			if err := c.release(ctx, pv, pr, "no longer the variant's downstream"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// expectationsSatisfied returns nil when no draft the variant created is
-// still on its way to the cache: a create whose answer was lost is checked
-// with Porch, and a draft the cache does not show yet is waited for
-// (workloop.RecheckAfter), so that a stale cache never causes a second
-// draft.
-func (c *Controller) expectationsSatisfied(ctx context.Context, pv *configv1alpha1.PackageVariant) error {
-	if name, ok := c.expectations.Unconfirmed(pv.UID); ok {
-		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			// The create was made. What Porch made is not known (a
-			// person may have edited the draft since), so the draft is
-			// not recorded as the variant's own: it counts as edited.
-			c.expectDraft(pv.UID, name)
-		case apierrors.IsNotFound(err):
-			c.expectations.Observed(pv.UID, name)
-		default:
-			return fmt.Errorf("check whether draft %s was created: %w", name, err)
-		}
-	}
-	name, waited := c.expectations.Waiting(pv.UID, c.inCache(pv.Namespace))
-	if name == "" {
-		return nil
-	}
-	if d := expectations.CheckAfter - waited; d > 0 {
-		klog.FromContext(ctx).V(4).Info("Waiting for a created draft to reach the cache", "packageRevision", name)
-		return workloop.RecheckAfter(d)
-	}
-	_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		// Deleted before the cache showed it: nothing to wait for.
-		c.expectations.Observed(pv.UID, name)
-		return nil
-	case err != nil:
-		return fmt.Errorf("check whether draft %s still exists: %w", name, err)
-	}
-	return workloop.RecheckAfter(expectations.CheckAfter)
-}
-
-// observe reads what the variant's downstream package holds from the
-// cache, and first puts right what must be right before anything is
-// planned: the metadata Porch lost, the revisions to adopt, the
-// replacements an earlier sync left half-way.
-func (c *Controller) observe(ctx context.Context, pv *configv1alpha1.PackageVariant, upstream *porchv1alpha1.PackageRevision, upRevs []*porchv1alpha1.PackageRevision) (*state, error) {
-	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}}
-	st.dsRevs = c.packageRevisions(pv.Namespace, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
-	if err := c.repairLostMetadata(ctx, st); err != nil {
-		return nil, err
-	}
-	if err := c.adopt(ctx, st); err != nil {
-		return nil, err
-	}
-	st.classify()
-	if err := c.finishReplacing(ctx, st); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
-// refusedForGood reports whether err is an answer of the API server that
-// the same request will get every time (a 4xx other than conflict, timeout
-// and throttling, or a missing downstream Repository), with the error's
-// text.
-func refusedForGood(err error) (string, bool) {
-	if err == nil {
-		return "", false
-	}
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		return "", false
-	}
-	s := st.Status()
-	switch s.Code {
-	case http.StatusBadRequest, http.StatusForbidden, http.StatusMethodNotAllowed,
-		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
-		return err.Error(), true
-	case http.StatusNotFound:
-		if s.Details != nil && s.Details.Kind == "repositories" {
-			return err.Error(), true
-		}
-	case http.StatusInternalServerError:
-		// Porch refuses a clone into a package that exists: when every
-		// revision the controller sees is gone, its placeholder on the
-		// repository's main branch may still be there.
-		if helper.IsCloneIntoExisting(err) {
-			return err.Error() + " (the package still exists in the repository, perhaps only on its main branch: delete it there or choose another spec.downstream)", true
-		}
-	}
-	return "", false
 }

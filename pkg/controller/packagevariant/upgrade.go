@@ -49,13 +49,12 @@ func lockRef(pr *porchv1alpha1.PackageRevision) string {
 // porchWriter.retire): Porch ignores delete preconditions, so a plain
 // check-then-delete would lose an edit saved in between.
 func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision, o *outcome) (bool, error) {
-	pv := st.pv
-	a := pv.Status.Applied
+	a := st.applied
 	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
 		return false, nil
 	}
 	deleted, err := c.porch.retire(ctx, d, st.upstream.Name,
-		func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, d) }, st.proposedToReplace)
+		func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, st, d) }, st.proposedToReplace)
 	if err != nil {
 		return false, fmt.Errorf("replace stale draft %s: %w", d.Name, err)
 	}
@@ -81,14 +80,88 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	return true, c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name+", replacing "+d.Name, o)
 }
 
+// finishReplacing completes the replacements an earlier sync began and did
+// not end (the delete failed, or the controller stopped between proposing
+// the stale draft and deleting it; see porchWriter.retire). A Proposed
+// revision of the variant marked with configv1alpha1.ReplacingAnnotation is
+// deleted when its files are still the ones the controller wrote; otherwise
+// it is given back as the Draft it was, without the mark, so that nothing
+// waits for an approval nobody asked for. A marked Draft was proposed by
+// the controller and set back to Draft by someone: it is theirs again, and
+// a later proposal of it is theirs too, so the mark goes.
+func (c *Controller) finishReplacing(ctx context.Context, st *state) error {
+	pv := st.pv
+	var drafts []int
+	for i, p := range st.dsRevs {
+		if _, marked := p.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || helper.IsPlaceholder(p) || controllerUID(p) != pv.UID {
+			continue
+		}
+		switch p.Spec.Lifecycle {
+		case porchv1alpha1.PackageRevisionLifecycleDraft, "":
+			drafts = append(drafts, i)
+			continue
+		case porchv1alpha1.PackageRevisionLifecycleProposed:
+		default:
+			continue
+		}
+		deleted, err := c.porch.retire(ctx, p, st.upstream.Name,
+			func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, st, p) }, st.proposedToReplace)
+		if err != nil {
+			return fmt.Errorf("finish replacing %s: %w", p.Name, err)
+		}
+		if deleted {
+			c.replaced(ctx, st, p)
+			st.gone = append(st.gone, p.Name)
+			continue
+		}
+		if err := c.unmarkReplacing(ctx, st, i); err != nil {
+			return err
+		}
+	}
+	sort.Slice(drafts, func(a, b int) bool { return st.dsRevs[drafts[a]].Name < st.dsRevs[drafts[b]].Name })
+	for _, i := range drafts {
+		if err := c.unmarkReplacing(ctx, st, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unmarkReplacing takes the replacement mark off st.dsRevs[i], a revision
+// the controller proposed to delete and did not, and sets it back to Draft
+// if it is still Proposed; st.dsRevs[i] becomes the revision as stored.
+// Nothing is done when the revision is gone, or no longer the variant's.
+func (c *Controller) unmarkReplacing(ctx context.Context, st *state, i int) error {
+	pr := st.dsRevs[i]
+	live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get %s: %w", pr.Name, err)
+	}
+	if _, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || controllerUID(live) != st.pv.UID {
+		return nil
+	}
+	upd := live.DeepCopy()
+	unmark(upd)
+	updated, err := c.porch.update(ctx, upd)
+	if err != nil {
+		return fmt.Errorf("set %s back to Draft: %w", pr.Name, err)
+	}
+	klog.FromContext(ctx).Info("Took the replacement mark off a revision that stays", "packageRevision", klog.KObj(pr), "lifecycle", updated.Spec.Lifecycle)
+	st.dsRevs[i] = updated
+	return nil
+}
+
 // proposedToReplace keeps the variant's record of a draft it proposed on
 // the way to deleting it: a draft recorded by its resourceVersion alone (as
 // Porch made it) is recorded at the proposal's, which is the variant's own
 // change, so that a delete that fails leaves the draft still recognised as
 // unedited.
 func (st *state) proposedToReplace(pr *porchv1alpha1.PackageRevision) {
-	if a := st.pv.Status.Applied; a != nil && a.Downstream == pr.Name && strings.HasPrefix(a.ResourcesDigest, createdMark) {
-		recordCreated(st.pv, pr)
+	if a := st.applied; a != nil && a.Downstream == pr.Name && strings.HasPrefix(a.ResourcesDigest, createdMark) {
+		st.recordCreated(pr)
 	}
 }
 
@@ -97,102 +170,8 @@ func (c *Controller) replaced(ctx context.Context, st *state, d *porchv1alpha1.P
 	klog.FromContext(ctx).Info("Deleted unedited draft based on an old upstream", "packageRevision", klog.KObj(d), "upstream", st.upstream.Name)
 	c.recorder.Eventf(st.pv, corev1.EventTypeNormal, "Replaced",
 		"Draft %s was based on an old upstream and unedited; replacing it with a draft from %s", d.Name, st.upstream.Name)
-	if a := st.pv.Status.Applied; a != nil && a.Downstream == d.Name {
-		st.pv.Status.Applied = nil
-	}
-}
-
-// finishReplacing completes the replacements an earlier sync began and did
-// not end (the delete failed, or the controller stopped between proposing
-// the stale draft and deleting it; see porchWriter.retire). A Proposed
-// revision of the variant marked with configv1alpha1.ReplacingAnnotation is
-// deleted when its files are still the ones the controller wrote; otherwise
-// it is given back as the Draft it was, without the mark, so that nothing
-// waits for an approval nobody asked for.
-func (c *Controller) finishReplacing(ctx context.Context, st *state) error {
-	pv := st.pv
-	var proposed []*porchv1alpha1.PackageRevision
-	for _, p := range st.proposed {
-		if _, marked := p.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-			proposed = append(proposed, p)
-			continue
-		}
-		deleted, err := c.porch.retire(ctx, p, st.upstream.Name,
-			func() (*porchv1alpha1.PackageRevision, error) { return c.uneditedLive(ctx, pv, p) }, st.proposedToReplace)
-		if err != nil {
-			return fmt.Errorf("finish replacing %s: %w", p.Name, err)
-		}
-		if deleted {
-			c.replaced(ctx, st, p)
-			continue
-		}
-		draft, err := c.unmarkReplacing(ctx, pv, p)
-		if err != nil {
-			return err
-		}
-		switch {
-		case draft == nil:
-			proposed = append(proposed, p)
-		case draft.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft:
-			st.drafts = append(st.drafts, draft)
-		default:
-			proposed = append(proposed, draft)
-		}
-	}
-	st.proposed = proposed
-	// A marked Draft was proposed by the controller and set back to Draft
-	// by someone: it is theirs again, and a later proposal of it is theirs
-	// too, so the mark goes.
-	for i, d := range st.drafts {
-		if _, marked := d.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-			continue
-		}
-		draft, err := c.unmarkReplacing(ctx, pv, d)
-		if err != nil {
-			return err
-		}
-		if draft != nil {
-			st.drafts[i] = draft
-		}
-	}
-	sort.Slice(st.drafts, func(i, j int) bool { return st.drafts[i].Name < st.drafts[j].Name })
-	return nil
-}
-
-// unmarkReplacing takes the replacement mark off a revision the controller
-// proposed to delete and did not, and sets it back to Draft if it is still
-// Proposed. It returns the revision as stored, or nil when there was
-// nothing to do (the revision is gone, or no longer the variant's).
-func (c *Controller) unmarkReplacing(ctx context.Context, pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
-	live, err := c.client.PorchV1alpha1().PackageRevisions(pr.Namespace).Get(ctx, pr.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", pr.Name, err)
-	}
-	if _, marked := live.Annotations[configv1alpha1.ReplacingAnnotation]; !marked || controllerUID(live) != pv.UID {
-		return nil, nil
-	}
-	upd := live.DeepCopy()
-	unmark(upd)
-	updated, err := c.porch.update(ctx, upd)
-	if err != nil {
-		return nil, fmt.Errorf("set %s back to Draft: %w", pr.Name, err)
-	}
-	klog.FromContext(ctx).Info("Took the replacement mark off a revision that stays", "packageRevision", klog.KObj(pr), "lifecycle", updated.Spec.Lifecycle)
-	return updated, nil
-}
-
-// unmark takes the replacement mark off a revision and sets it back to
-// Draft if the mark made it Proposed.
-func unmark(pr *porchv1alpha1.PackageRevision) {
-	if _, marked := pr.Annotations[configv1alpha1.ReplacingAnnotation]; !marked {
-		return
-	}
-	delete(pr.Annotations, configv1alpha1.ReplacingAnnotation)
-	if pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed {
-		pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDraft
+	if a := st.applied; a != nil && a.Downstream == d.Name {
+		st.applied = nil
 	}
 }
 
@@ -202,7 +181,8 @@ func unmark(pr *porchv1alpha1.PackageRevision) {
 // variant controls (or the Proposed revision an unfinished replacement
 // marked); nil otherwise. A person who changed the files or proposed the
 // draft before the second read is seen.
-func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.PackageVariant, d *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+func (c *Controller) uneditedLive(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, error) {
+	pv := st.pv
 	prr, err := c.porch.getResources(ctx, d)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -210,7 +190,7 @@ func (c *Controller) uneditedLive(ctx context.Context, pv *configv1alpha1.Packag
 	if err != nil {
 		return nil, err
 	}
-	if editedSince(pv.Status.Applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) {
+	if editedSince(st.applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) {
 		return nil, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
