@@ -20,5 +20,3 @@ func MustContain(t testing.TB, what, text string, want ...string) {
 	ctrlfixture.MustContain(t, what, text, want...)
 }
 
-// Ptr is a pointer to v.
-func Ptr[T any](v T) *T { return &v }
