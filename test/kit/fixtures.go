@@ -19,4 +19,3 @@ func MustContain(t testing.TB, what, text string, want ...string) {
 	t.Helper()
 	ctrlfixture.MustContain(t, what, text, want...)
 }
-
