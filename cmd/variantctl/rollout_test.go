@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
@@ -315,4 +317,45 @@ func errText(err error) string {
 		return ""
 	}
 	return strings.TrimSpace(err.Error())
+}
+
+// TestREADMERolloutStatus: the README shows what variantctl rollout status
+// prints for the example rollout's set as the controllers leave it after
+// rendering the example fleet (read from render's output, two minutes
+// after its first wave started).
+func TestREADMERolloutStatus(t *testing.T) {
+	r := variantctl(t, "render", "-f", "../../examples/fleet/repositories.yaml", "-f", "../../examples/fleet/region-configs.yaml",
+		"-f", "../../examples/rollout", "--package", "blueprints/app=../../examples/packages/app")
+	r.want(t, exitOK)
+	var pvs *configv1alpha2.PackageVariantSet
+	for _, doc := range strings.Split(r.stdout, "\n---\n") {
+		if strings.Contains("\n"+doc+"\n", "\nkind: PackageVariantSet\n") {
+			pvs = &configv1alpha2.PackageVariantSet{}
+			if err := sigsyaml.Unmarshal([]byte(doc), pvs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if pvs == nil || pvs.Status.Rollout == nil || len(pvs.Status.Rollout.Waves) == 0 || pvs.Status.Rollout.Waves[0].StartedAt == nil {
+		t.Fatalf("render printed no set with a started rollout:\n%s", r.stdout)
+	}
+	f := newRolloutFixture(pvs)
+	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return pvs.Status.Rollout.Waves[0].StartedAt.Add(2 * time.Minute) }}
+	if err := f.run(t, o, pvs.Name, "-n", pvs.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := "<!-- output of: variantctl rollout status edge-app -n platform -->\n```\n"
+	i := bytes.Index(readme, []byte(marker))
+	if i < 0 {
+		t.Fatalf("README.md has no block after %q; put this in it:\n%s", marker, f.out.String())
+	}
+	block := readme[i+len(marker):]
+	block = block[:bytes.Index(block, []byte("```\n"))]
+	if string(block) != f.out.String() {
+		t.Errorf("README.md's rollout status example is not what the command prints; put this in it:\n%s", f.out.String())
+	}
 }
