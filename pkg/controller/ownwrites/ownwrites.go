@@ -75,6 +75,15 @@ func (o *Objects[T]) Latest(cached T) T {
 	return cached
 }
 
+// Own reports whether obj, as an event brought it, is the controller's
+// own last write of it: its echo, which tells the controller nothing new.
+func (o *Objects[T]) Own(obj T) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.entries[obj.GetUID()]
+	return ok && e.obj.GetResourceVersion() == obj.GetResourceVersion()
+}
+
 // Get starts the sync of the object of key, a kind ("PackageVariant"): ctx
 // gets a logger naming the object (as "packageVariant"), and the object is
 // what get (a namespace lister's Get) returns for its name, in its newest

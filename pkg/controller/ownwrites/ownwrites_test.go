@@ -135,3 +135,23 @@ func TestGet(t *testing.T) {
 		})
 	}
 }
+
+// TestOwn: an event bringing the version the controller's last write
+// returned is its echo; the version it replaced, a later one, or one of an
+// object nothing was recorded for is not.
+func TestOwn(t *testing.T) {
+	var o Objects[*corev1.ConfigMap]
+	if o.Own(cm("1", "cached")) {
+		t.Error("nothing recorded: an event is no echo")
+	}
+	o.Record("1", cm("2", "written"))
+	for rv, want := range map[string]bool{"1": false, "2": true, "3": false} {
+		if got := o.Own(cm(rv, "")); got != want {
+			t.Errorf("after a write returning version 2, version %s is an echo: %t, want %t", rv, got, want)
+		}
+	}
+	o.Forget("u")
+	if o.Own(cm("2", "")) {
+		t.Error("after Forget: an event is no echo")
+	}
+}

@@ -538,6 +538,20 @@ func TestVariantUpdatesWakeTheSetOnlyWhenTheyMatter(t *testing.T) {
 	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
 		t.Errorf("spec change (-want +got):\n%s", diff)
 	}
+	// The echo of the set's own update of the spec tells it nothing new;
+	// the same change made by someone else wakes it.
+	base.ResourceVersion, specChanged.ResourceVersion = "1", "2"
+	c.variantWrites.Record("1", specChanged)
+	c.handleVariantUpdate(logger, base, specChanged)
+	if got := drain(c); len(got) != 0 {
+		t.Errorf("the echo of the set's own update woke %v", got)
+	}
+	theirs := specChanged.DeepCopy()
+	theirs.ResourceVersion = "3"
+	c.handleVariantUpdate(logger, base, theirs)
+	if diff := cmp.Diff([]string{"ns/s"}, drain(c)); diff != "" {
+		t.Errorf("someone else's spec change (-want +got):\n%s", diff)
+	}
 	c.handleVariantUpdate(logger, base, ready)
 	if got := c.queue.Len(); got != 0 {
 		t.Errorf("a readiness change woke the set at once (%d queued)", got)

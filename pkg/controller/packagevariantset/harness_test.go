@@ -2,9 +2,7 @@ package packagevariantset_test
 
 import (
 	"fmt"
-	"maps"
 	"sort"
-	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,51 +72,7 @@ func startHarness(t *testing.T, repos map[string]map[string]string, setup func(*
 		ReadinessDelay: packagevariantset.DefaultReadinessDelay,
 	})
 	h := &harness{Harness: k, set: k.Run.Controller(packagevariantset.ControllerName).(*packagevariantset.Controller)}
-	t.Cleanup(h.crossCheck)
 	return h
-}
-
-// crossCheck, at the end of a test, syncs every set once more and waits
-// until each sync that goes on from its last one (incremental) ends where
-// a full sync ends: the same variants, at the same versions, with the same
-// writes planned. A difference that lasts is a change the set's handlers
-// did not record.
-func (h *harness) crossCheck() {
-	if h.T.Failed() {
-		return
-	}
-	var mu sync.Mutex
-	reports := map[string]string{}
-	h.set.CrossCheck(func(set, diffs string) {
-		mu.Lock()
-		defer mu.Unlock()
-		reports[set] = diffs
-	})
-	list, err := h.Client.ConfigV1alpha2().PackageVariantSets(h.NS).List(h.Ctx, metav1.ListOptions{})
-	if err != nil {
-		h.T.Fatal(err)
-	}
-	var last map[string]string
-	h.Eventually("incremental syncs of the sets that agree with full ones", func() bool {
-		mu.Lock()
-		clear(reports)
-		mu.Unlock()
-		for _, pvs := range list.Items {
-			if pvs.DeletionTimestamp == nil {
-				h.resync(pvs.Name)
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		last = maps.Clone(reports)
-		for _, d := range reports {
-			if d != "" {
-				return false
-			}
-		}
-		return true
-	})
-	h.T.Logf("incremental syncs checked against full ones: %v", last)
 }
 
 func (h *harness) syncCount(name string) int {

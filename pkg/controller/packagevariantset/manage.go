@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -138,9 +139,11 @@ func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.Pack
 	}
 	upd := cur.DeepCopy()
 	upd.Spec = *spec
-	if _, err := c.client.ConfigV1alpha1().PackageVariants(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.client.ConfigV1alpha1().PackageVariants(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update PackageVariant %s: %w", cur.Name, err)
 	}
+	c.variantWrites.Record(cur.ResourceVersion, updated)
 	klog.FromContext(ctx).V(2).Info("Updated PackageVariant", "packageVariant", klog.KObj(cur))
 	return nil
 }
@@ -175,6 +178,11 @@ func (c *Controller) deleteStaleVariant(ctx context.Context, pvs *configv1alpha2
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete stale PackageVariant %s: %w", pv.Name, err)
 	}
+	// Until the cache shows the deletion, the variant is one being deleted
+	// (its finalizer holds it), not one to delete again.
+	going := pv.DeepCopy()
+	going.DeletionTimestamp = ptr.To(metav1.Now())
+	c.variantWrites.Record(pv.ResourceVersion, going)
 	klog.FromContext(ctx).Info("Deleted stale PackageVariant", "packageVariant", klog.KObj(pv))
 	c.recorder.Eventf(pvs, corev1.EventTypeNormal, "Deleted", "Deleted PackageVariant %s: no target renders downstream %s/%s any more",
 		pv.Name, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)

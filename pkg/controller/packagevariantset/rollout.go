@@ -55,49 +55,13 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 }
 
 // rolloutWaves are what a rollout knows of each rendered variant, in
-// their waves: grouped once, then brought up to date in place for the
-// identifiers a refresh touched (a variant's wave follows from its
-// rendered labels, which a fleet never changes). m works out each
-// variant's wave.
+// their waves; m works out each variant's wave.
 func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, m *rollout.Matcher) ([][]rollout.Variant, error) {
-	if f.waves != nil {
-		for id := range f.touched {
-			at, ok := f.waveAt[id]
-			if !ok {
-				continue
-			}
-			fact := f.factOf(f.rendered[id], m)
-			if fact.Name != f.waves[at[0]][at[1]].Name {
-				// The variant of this identifier has another name now:
-				// its place in name order may have changed.
-				f.waves = nil
-				break
-			}
-			f.waves[at[0]][at[1]] = fact
-		}
-		if f.waves != nil {
-			return f.waves, nil
-		}
-	}
 	facts := make([]rollout.Variant, 0, len(f.variants))
-	idOf := make(map[string]string, len(f.variants))
 	for _, v := range f.variants {
-		fact := f.factOf(v, m)
-		idOf[fact.Name] = v.id
-		facts = append(facts, fact)
+		facts = append(facts, f.factOf(v, m))
 	}
-	waves, err := rollout.Waves(spec, facts)
-	if err != nil {
-		return nil, err
-	}
-	f.waveAt = make(map[string][2]int, len(facts))
-	for w, vs := range waves {
-		for i, v := range vs {
-			f.waveAt[idOf[v.Name]] = [2]int{w, i}
-		}
-	}
-	f.waves = waves
-	return waves, nil
+	return rollout.Waves(spec, facts)
 }
 
 // factOf is what a rollout knows of the rendered variant v.

@@ -3,103 +3,26 @@ package packagevariantset
 import (
 	"slices"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
-	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
-// A set's sync works on what changed since its last sync, not on the
-// whole fleet. The event handlers record what changed for each set: only
-// some of its variants (by name), or anything else (its spec, a
-// Repository, the upstream, a selected object: "everything"). A sync that
-// finds only variants changed, and a clean outcome of the sync before
-// (state below), brings just those variants up to date in what it kept and
-// plans their writes; any other sync expands and renders the targets (the
-// renders of unchanged targets are kept, rendered.go) and plans every
-// variant. Both end in the same fleet (below), from which the writes and
-// the status are taken, so the two paths cannot disagree on a rule. A
-// fleet older than fullSyncEvery is not used: a full sync then re-reads
-// everything, whatever the handlers recorded.
-
-// fullSyncEvery bounds how long a set goes on the record of its handlers
-// alone.
-const fullSyncEvery = 10 * time.Minute
-
-// changes is what happened to each set since its sync last took the
-// record. A set queued with no record (a retry, a wake-up for a soak's end)
-// has had nothing happen to it.
-type changes struct {
-	mu   sync.Mutex
-	sets map[cache.ObjectName]*changed
-}
-
-// changed is what happened to one set.
-type changed struct {
-	everything bool
-	// variants are the names of the set's variants that changed.
-	variants map[string]bool
-}
-
-func (c *changes) record(key cache.ObjectName, f func(*changed)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sets == nil {
-		c.sets = map[cache.ObjectName]*changed{}
-	}
-	ch := c.sets[key]
-	if ch == nil {
-		ch = &changed{}
-		c.sets[key] = ch
-	}
-	f(ch)
-}
-
-// everything records a change the set's variants alone do not tell.
-func (c *changes) everything(key cache.ObjectName) {
-	c.record(key, func(ch *changed) { ch.everything = true; ch.variants = nil })
-}
-
-// variant records a change of the set's variant name.
-func (c *changes) variant(key cache.ObjectName, name string) {
-	c.record(key, func(ch *changed) {
-		if ch.everything {
-			return
-		}
-		if ch.variants == nil {
-			ch.variants = map[string]bool{}
-		}
-		ch.variants[name] = true
-	})
-}
-
-// take returns and clears the record of a set.
-func (c *changes) take(key cache.ObjectName) changed {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := c.sets[key]
-	delete(c.sets, key)
-	if ch == nil {
-		return changed{}
-	}
-	return *ch
-}
-
-// pending reports whether the set has a change recorded that concerns the
-// variant name (every variant, after a change of everything).
-func (c *changes) pending(key cache.ObjectName, name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := c.sets[key]
-	return ch != nil && (ch.everything || ch.variants[name])
-}
+// Every sync of a set takes the same path: it expands and renders the
+// targets, reads the set's variants from the cache and plans the write of
+// each. No event handler keeps a record of what changed for the sync to go
+// on from; what the syncs keep are memos that check themselves against
+// what they were made from, so a change nobody reported is never missed:
+// a target's render against the set's generation, the upstream revision
+// and the resourceVersions the render read (rendered.go), the comparison
+// of a rendered spec with a variant's against the variant's UID and
+// generation, and where a variant stands with its change against its
+// resourceVersion.
 
 // states holds what each set's syncs keep, by set UID.
 type states struct {
@@ -108,9 +31,8 @@ type states struct {
 }
 
 // setState is what the syncs of one set generation against one upstream
-// revision keep: the renders of its targets and the fleet of its last sync.
-// Only the set's own sync uses it (the queue syncs a set on one worker at a
-// time).
+// revision keep: the renders of its targets. Only the set's own sync uses
+// it (the queue syncs a set on one worker at a time).
 type setState struct {
 	generation int64
 	upstream   string
@@ -118,9 +40,6 @@ type setState struct {
 	// sweep numbers the syncs; a render not used by the last one is
 	// dropped.
 	sweep uint64
-	// fleet is the outcome of the last sync, when it was clean enough to
-	// go on from (nil otherwise).
-	fleet *fleet
 }
 
 // upstreamKey identifies the upstream revision a set was rendered against.
@@ -145,28 +64,6 @@ func (s *states) of(pvs *configv1alpha2.PackageVariantSet, upstream *porchv1alph
 	return st
 }
 
-// fleetOf returns the fleet a set's last sync left, if it may be gone on
-// from: kept for the set's generation and upstream revision, and recent.
-func (s *states) fleetOf(pvs *configv1alpha2.PackageVariantSet, upstream *porchv1alpha1.PackageRevision, now time.Time) *fleet {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.sets[pvs.UID]
-	if st == nil || st.fleet == nil || st.generation != pvs.Generation || st.upstream != upstreamKey(upstream) || now.Sub(st.fleet.at) > fullSyncEvery {
-		return nil
-	}
-	return st.fleet
-}
-
-// keep records the fleet of a sync whose outcome later syncs may go on
-// from; nil drops it.
-func (s *states) keep(uid types.UID, f *fleet) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st := s.sets[uid]; st != nil {
-		st.fleet = f
-	}
-}
-
 // forget drops a set's state: the set is gone, or a sync stopped midway.
 func (s *states) forget(uid types.UID) {
 	s.mu.Lock()
@@ -177,21 +74,16 @@ func (s *states) forget(uid types.UID) {
 // fleet is a set's variants as a sync found them, and the write each
 // needs.
 type fleet struct {
-	// at is when the fleet was read in full.
-	at time.Time
 	// existing are the set's variants by identifier; byName all of them
 	// (a variant without a downstream has no identifier), and idOf the
 	// identifier under which each is in existing.
 	existing map[string]*configv1alpha1.PackageVariant
 	byName   map[string]*configv1alpha1.PackageVariant
 	idOf     map[string]string
-	// variants, renderProblems and renderFailed are what the targets
-	// rendered (wanted's fields of those names); rendered are the
-	// rendered specs by identifier.
-	variants       []*rendered
-	renderProblems []string
-	renderFailed   bool
-	rendered       map[string]*rendered
+	// variants are the rendered specs, in target order (wanted's
+	// variants); rendered are the same by identifier.
+	variants []*rendered
+	rendered map[string]*rendered
 	// changes are the creates and updates that make the variants the
 	// rendered ones, by identifier, before a rollout holds any back;
 	// stale are the variants no rendered spec is for, by name.
@@ -203,30 +95,49 @@ type fleet struct {
 	ready int
 	// pos is the position of each identifier in variants (target order).
 	pos map[string]int
-	// waves are what a rollout knows of each rendered variant, in their
-	// waves as rollout.Waves puts them, and waveAt where each identifier
-	// is (built by the first sync that needs them); touched are the
-	// identifiers the last refresh read again.
-	waves   [][]rollout.Variant
-	waveAt  map[string][2]int
-	touched map[string]bool
-	// unusable says a later sync cannot go on from this fleet: two
-	// variants share an identifier, or a variant name is taken by an
-	// object that is not the set's.
-	unusable bool
 }
 
-func newFleet(n int, at time.Time) *fleet {
+func newFleet(n int) *fleet {
 	return &fleet{
-		at:       at,
 		existing: make(map[string]*configv1alpha1.PackageVariant, n),
 		byName:   make(map[string]*configv1alpha1.PackageVariant, n),
 		idOf:     make(map[string]string, n),
 		changes:  map[string]change{},
 		creates:  map[string]bool{},
 		stale:    map[string]*configv1alpha1.PackageVariant{},
+		rendered: make(map[string]*rendered, n),
+		pos:      make(map[string]int, n),
 	}
 }
+
+// fleets keeps, by set UID, the fleet of the set's last sync for the next
+// sync to fill again: a fleet is only used during its sync, and a set
+// syncs on one worker at a time, so its maps, with room for the whole
+// fleet, need not be made anew every time.
+type fleets struct{ m sync.Map }
+
+// empty returns the set's fleet, emptied, with room for n variants.
+func (fs *fleets) empty(uid types.UID, n int) *fleet {
+	v, ok := fs.m.Load(uid)
+	if !ok {
+		f := newFleet(n)
+		fs.m.Store(uid, f)
+		return f
+	}
+	f := v.(*fleet)
+	clear(f.existing)
+	clear(f.byName)
+	clear(f.idOf)
+	clear(f.changes)
+	clear(f.creates)
+	clear(f.stale)
+	clear(f.rendered)
+	clear(f.pos)
+	f.variants, f.ready = nil, 0
+	return f
+}
+
+func (fs *fleets) forget(uid types.UID) { fs.m.Delete(uid) }
 
 // add puts a variant of the set into the fleet. Of two variants with one
 // identifier (made by hand) the one with the expected name is kept.
@@ -240,7 +151,6 @@ func (f *fleet) add(setName string, pv *configv1alpha1.PackageVariant) {
 	}
 	id := variantIdentifier(setName, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
 	if prev, dup := f.existing[id]; dup {
-		f.unusable = true
 		if prev.Name == variantName(id) {
 			return
 		}
@@ -248,23 +158,6 @@ func (f *fleet) add(setName string, pv *configv1alpha1.PackageVariant) {
 	}
 	f.existing[id] = pv
 	f.idOf[pv.Name] = id
-}
-
-// remove takes the variant name out of the fleet and returns the
-// identifier it had ("" when none).
-func (f *fleet) remove(name string) string {
-	if pv, ok := f.byName[name]; ok && isReady(pv) {
-		f.ready--
-	}
-	delete(f.byName, name)
-	delete(f.stale, name)
-	id, ok := f.idOf[name]
-	if !ok {
-		return ""
-	}
-	delete(f.idOf, name)
-	delete(f.existing, id)
-	return id
 }
 
 // plan records the change of an identifier; unplan drops it.
@@ -316,23 +209,6 @@ func (f *fleet) apply(w *wanted, withChanges bool) {
 		w.stale = append(w.stale, pv)
 	}
 	sortByName(w.stale, func(pv *configv1alpha1.PackageVariant) string { return pv.Name })
-}
-
-// written drops from the fleet the updates and deletes a sync made: their
-// variants' events bring them back as changed variants. Creates stay until
-// the cache shows the variant (a create answered AlreadyExists may be
-// another owner's variant, which the set waits out: manage.go).
-func (f *fleet) written(w *wanted) {
-	for _, ch := range w.changes {
-		if ch.current != nil {
-			f.unplan(ch.id)
-		}
-	}
-	if !w.renderFailed {
-		for _, pv := range w.stale {
-			delete(f.stale, pv.Name)
-		}
-	}
 }
 
 // isReady says whether a variant reports Ready=True.

@@ -195,7 +195,7 @@ func TestCalculateStatus(t *testing.T) {
 			pvs.Status = configv1alpha2.PackageVariantSetStatus{ObservedGeneration: 2, Conditions: tc.before, DesiredVariants: 7, ExistingVariants: 7, ReadyVariants: 7}
 			before := pvs.DeepCopy()
 
-			f := newFleet(len(tc.variants), time.Time{})
+			f := newFleet(len(tc.variants))
 			for _, pv := range tc.variants {
 				f.add(pvs.Name, pv)
 			}
@@ -294,7 +294,7 @@ func TestCalculateStatusPausedAndRollout(t *testing.T) {
 			}
 			pvs.Status = configv1alpha2.PackageVariantSetStatus{ObservedGeneration: gen, Conditions: tc.before, Rollout: previousRollout, DesiredVariants: 1, ExistingVariants: 1, ReadyVariants: 1}
 			before := pvs.DeepCopy()
-			f := newFleet(1, time.Time{})
+			f := newFleet(1)
 			for _, pv := range setVariants(1, 0) {
 				f.add(pvs.Name, pv)
 			}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
+	"strings"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -12,7 +13,6 @@ import (
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
-	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
@@ -31,7 +31,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	desired := pvs.DeepCopy()
+	start := time.Now()
 	syncErr := c.reconcile(ctx, desired)
+	c.syncTook.Store(key, time.Since(start))
 	logger := klog.FromContext(ctx)
 	if errors.Is(syncErr, errSetGoing) {
 		// Nothing to record on a set that is going; its events queue the
@@ -54,18 +56,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // (manage.go); the status, computed from both without a client
 // (status.go).
 func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
-	since := c.changes.take(cache.MetaObjectToName(pvs))
 	if confighelper.Paused(pvs) {
 		// Everything else stays as the last sync left it.
-		c.states.keep(pvs.UID, nil)
 		pvs.Status = calculateStatus(pvs, outcome{paused: true})
 		return nil
 	}
-	f, w := c.incremental(ctx, pvs, since)
-	if w == nil {
-		f = c.variantsOf(pvs)
-		w = c.wantedVariants(ctx, pvs, f)
-	}
+	f := c.variantsOf(pvs)
+	w := c.wantedVariants(ctx, pvs, f)
 	var managed manageResult
 	var manageErr error
 	if w.writable() {
@@ -73,13 +70,6 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 		if errors.Is(manageErr, errSetGoing) {
 			return manageErr
 		}
-	}
-	clean := w.writable() && manageErr == nil && len(managed.writeErrs) == 0 && managed.recheck == 0 && !f.unusable
-	if clean {
-		f.written(w)
-		c.states.keep(pvs.UID, f)
-	} else {
-		c.states.keep(pvs.UID, nil)
 	}
 	if manageErr == nil {
 		c.reportRollout(pvs, w.rollout)
@@ -106,71 +96,15 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 	return nil
 }
 
-// incremental is what the set wants when only some of its variants
-// changed since its last sync and that sync's fleet may be gone on from:
-// those variants are read again and their writes planned; nothing is
-// rendered. Both results are nil when a full sync is needed.
-func (c *Controller) incremental(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, since changed) (*fleet, *wanted) {
-	if since.everything || pvs.Spec.Upstream == nil {
-		return nil, nil
-	}
-	up := pvs.Spec.Upstream
-	upstream, err := helper.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
-	if err != nil {
-		return nil, nil
-	}
-	f := c.states.fleetOf(pvs, upstream, c.now())
-	if f == nil {
-		return nil, nil
-	}
-	w := &wanted{variants: f.variants, problems: slices.Clone(f.renderProblems), renderFailed: f.renderFailed}
-	if !c.refresh(pvs, f, since.variants, w) {
-		return nil, nil
-	}
-	f.apply(w, pvs.Spec.Rollout == nil)
-	if pvs.Spec.Rollout != nil {
-		if err := c.planRollout(pvs, f, w, upstream); err != nil {
-			return nil, nil
-		}
-	}
-	if check := c.verify.Load(); check != nil {
-		(*check)(ctx, pvs, f)
-	}
-	return f, w
-}
-
-// refresh reads the named variants of the set from the cache into f and
-// plans the writes of the identifiers they had and have. It reports
-// whether f may still be gone on from.
-func (c *Controller) refresh(pvs *configv1alpha2.PackageVariantSet, f *fleet, names map[string]bool, w *wanted) bool {
-	ids := make(map[string]bool, 2*len(names))
-	f.touched = ids
-	for name := range names {
-		if id := f.remove(name); id != "" {
-			ids[id] = true
-		}
-		pv, err := c.pvLister.PackageVariants(pvs.Namespace).Get(name)
-		if err != nil || pv.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
-			continue
-		}
-		f.add(pvs.Name, pv)
-		if id, ok := f.idOf[name]; ok {
-			ids[id] = true
-		}
-	}
-	for id := range ids {
-		c.planVariant(pvs, f, id, w)
-	}
-	return !f.unusable
-}
-
-// variantsOf reads the set's variants from the cache (label index).
+// variantsOf reads the set's variants from the cache (label index), each in
+// the newest state the set knows: its own updates and deletes the cache
+// does not show yet included.
 func (c *Controller) variantsOf(pvs *configv1alpha2.PackageVariantSet) *fleet {
 	objs, _ := c.pvIndexer.ByIndex(BySetIndex, pvs.Namespace+"/"+string(pvs.UID))
-	f := newFleet(len(objs), c.now())
+	f := c.fleets.empty(pvs.UID, len(objs))
 	for _, o := range objs {
 		if pv, ok := o.(*configv1alpha1.PackageVariant); ok {
-			f.add(pvs.Name, pv)
+			f.add(pvs.Name, c.variantWrites.Latest(pv))
 		}
 	}
 	return f
@@ -182,5 +116,5 @@ func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alp
 }
 
 func sortByName[T any](items []T, name func(T) string) {
-	sort.Slice(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
+	slices.SortFunc(items, func(a, b T) int { return strings.Compare(name(a), name(b)) })
 }

@@ -182,3 +182,47 @@ func TestSyncStopsAtTheCELBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestEverySyncSeesWhatNoEventReported: every sync of a set takes the same
+// path, so a change that reached the caches without any event reaching the
+// set (a Repository labelled into the selection while the handlers were
+// busy, say) is acted on by the next sync, whatever woke it, not ten
+// minutes later as by the set's former sync on a record of what changed.
+func TestEverySyncSeesWhatNoEventReported(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	f := newFixture(t)
+	s := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, bySelector(map[string]string{"env": "prod"}))
+	f.sets = append(f.sets, s)
+	f.Objects = append(f.Objects, s)
+	f.repos = append(f.repos, repository("ns", "edge-1", map[string]string{"env": "prod"}))
+	f.revisions = append(f.revisions, publishedUpstream())
+	c, factory := f.newController(ctx)
+	key := cache.ObjectName{Namespace: "ns", Name: "s"}
+	if err := c.sync(ctx, key); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	if diff := cmp.Diff([]string{"create s-edge-1-app"}, variantWrites(f.Client.Actions())); diff != "" {
+		t.Fatalf("first sync's PackageVariant writes (-want +got):\n%s", diff)
+	}
+	// The caches catch up with the created variant and with a Repository
+	// labelled into the selection; no handler runs for either.
+	created, err := f.Client.ConfigV1alpha1().PackageVariants("ns").Get(ctx, "s-edge-1-app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := factory.Config().V1alpha1().PackageVariants().Informer().GetIndexer().Add(created); err != nil {
+		t.Fatal(err)
+	}
+	c.expectations.Observed(s.UID, created.Name)
+	if err := factory.Config().V1alpha1().Repositories().Informer().GetIndexer().Add(repository("ns", "edge-2", map[string]string{"env": "prod"})); err != nil {
+		t.Fatal(err)
+	}
+	f.Client.ClearActions()
+	// A sync woken by something else (a variant's readiness, a retry).
+	if err := c.sync(ctx, key); err != nil {
+		t.Fatalf("second sync: %v", err)
+	}
+	if diff := cmp.Diff([]string{"create s-edge-2-app"}, variantWrites(f.Client.Actions())); diff != "" {
+		t.Errorf("second sync's PackageVariant writes (-want +got):\n%s", diff)
+	}
+}

@@ -114,7 +114,7 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	case stopped != nil:
 		return &wanted{targetsErr: stopped}
 	}
-	f.variants, f.renderProblems, f.renderFailed = w.variants, w.problems, w.renderFailed
+	f.variants = w.variants
 	c.planChanges(pvs, f, w)
 	if pvs.Spec.Rollout != nil {
 		if err := c.planRollout(pvs, f, w, upstream); err != nil {
@@ -128,8 +128,6 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 // and lists them in w; the problems of variant names taken by objects that
 // are not the set's go to w's problems.
 func (c *Controller) planChanges(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted) {
-	f.rendered = make(map[string]*rendered, len(w.variants))
-	f.pos = make(map[string]int, len(w.variants))
 	for i, v := range w.variants {
 		f.rendered[v.id] = v
 		f.pos[v.id] = i
@@ -169,7 +167,6 @@ func (c *Controller) planVariant(pvs *configv1alpha2.PackageVariantSet, f *fleet
 	default:
 		if other, err := c.pvLister.PackageVariants(pvs.Namespace).Get(v.name); err == nil {
 			if other.Labels[configv1alpha2.SetLabel] != string(pvs.UID) {
-				f.unusable = true
 				w.problems = append(w.problems, fmt.Sprintf("PackageVariant %s (for downstream %s/%s) already exists and does not belong to this set; delete or rename it",
 					v.name, v.spec.Downstream.Repo, v.spec.Downstream.Package))
 			}
