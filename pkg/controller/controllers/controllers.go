@@ -113,7 +113,7 @@ func Build(ctx context.Context, deps Dependencies, opts Options) ([]Built, error
 		switch name {
 		case packagevariant.ControllerName:
 			c, err = packagevariant.New(ctx, deps.Client, deps.Informers.PackageVariants, deps.Informers.PackageRevisions,
-				deps.Objects, deps.Recorder, deps.Metrics, packagevariant.Options{Tracker: opts.Tracker, Resync: opts.Resync, Access: deps.Access})
+				deps.Objects, deps.Recorder, deps.Metrics, packagevariant.Options{Tracker: opts.Tracker, Resync: opts.Resync, Access: deps.Access, Sets: deps.Informers.PackageVariantSets})
 		case packagevariantset.ControllerName:
 			c, err = packagevariantset.New(ctx, deps.Client, deps.Informers.PackageVariantSets, deps.Informers.PackageVariants,
 				deps.Informers.Repositories, deps.Informers.PackageRevisions, deps.Objects, deps.Recorder, deps.Metrics,

@@ -29,8 +29,10 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/controller/repolock"
 	versioned "github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 	configinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha1"
+	configv1alpha2informers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/config/v1alpha2"
 	porchinformers "github.com/porch-variants/variant-controller/pkg/generated/informers/externalversions/porch/v1alpha1"
 	configlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha1"
+	configv1alpha2listers "github.com/porch-variants/variant-controller/pkg/generated/listers/config/v1alpha2"
 	porchlisters "github.com/porch-variants/variant-controller/pkg/generated/listers/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/metrics"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
@@ -70,6 +72,8 @@ type Controller struct {
 	// access bounds what each variant may inject (nil: no bound).
 	access       *access.Checker
 	expectations *expectations.Expectations
+	// setLister reads the variants' sets (nil: no set is read; hold.go).
+	setLister configv1alpha2listers.PackageVariantSetLister
 	// created is the last draft each variant created (lastCreated).
 	created sync.Map
 	// written holds the controller's own writes of variants that the
@@ -104,6 +108,9 @@ type Options struct {
 	// Access, when set, lets a variant inject only what its ServiceAccount
 	// may get.
 	Access *access.Checker
+	// Sets, when set, tells which variants' sets roll changes out in
+	// waves: their upgrades wait for the set (hold.go).
+	Sets configv1alpha2informers.PackageVariantSetInformer
 }
 
 // New wires a Controller to its informers. injection serves the in-cluster
@@ -178,6 +185,12 @@ func New(ctx context.Context, client versioned.Interface,
 		},
 	}); err != nil {
 		return nil, err
+	}
+	if opts.Sets != nil {
+		c.setLister = opts.Sets.Lister()
+		if err := c.loop.Watch(opts.Sets.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{UpdateFunc: c.handleSetUpdate}); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.loop.Watch(prInformer.Informer(), "PackageRevisions",
 		handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })); err != nil {

@@ -120,23 +120,29 @@ func needsUpgrade(pr, upstream *porchv1alpha1.PackageRevision) bool {
 	return ok && rev != upstream.Spec.Revision
 }
 
-// heldUpgrade applies spec.upgradePolicy: Manual while the variant follows
-// the latest upstream revision. It returns the upstream revision the
-// downstream stays on and the UpgradeAvailable message; nil and "" when
-// there is nothing to hold (an explicit revision or workspace is itself
-// the manual decision).
+// heldUpgrade holds the upgrade of a variant that follows the latest
+// upstream revision when it must not upgrade by itself: spec.upgradePolicy
+// is Manual, or its set rolls changes out in waves (hold.go). It returns
+// the upstream revision the downstream stays on and the UpgradeAvailable
+// message; nil and "" when there is nothing to hold (an explicit revision
+// or workspace is itself the decision).
 func heldUpgrade(st *state, current *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, string) {
 	pv := st.pv
 	floating := pv.Spec.Upstream.Revision == 0 && pv.Spec.Upstream.WorkspaceName == ""
-	if !manualUpgrades(pv) || !floating || current == nil || !needsUpgrade(current, st.upstream) {
+	if !(manualUpgrades(pv) || st.rolloutSet != "") || !floating || current == nil || !needsUpgrade(current, st.upstream) {
 		return nil, ""
 	}
 	rev, ok := helper.LockedUpstreamRevision(current)
 	if !ok {
 		return nil, ""
 	}
-	msg := fmt.Sprintf("upstream %s revision %d (%s) is available; %s is based on revision %d. spec.upgradePolicy is Manual: set spec.upstream.revision to %d (or the policy to Automatic) to get an upgrade draft",
-		describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), st.upstream.Spec.Revision, st.upstream.Name, current.Name, rev, st.upstream.Spec.Revision)
+	available := fmt.Sprintf("upstream %s revision %d (%s) is available; %s is based on revision %d.",
+		describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), st.upstream.Spec.Revision, st.upstream.Name, current.Name, rev)
+	msg := fmt.Sprintf("%s spec.upgradePolicy is Manual: set spec.upstream.revision to %d (or the policy to Automatic) to get an upgrade draft",
+		available, st.upstream.Spec.Revision)
+	if !manualUpgrades(pv) {
+		msg = fmt.Sprintf("%s %s", available, rolloutHoldMessage(st.rolloutSet))
+	}
 	return helper.PublishedRevision(st.upRevs, rev), msg
 }
 

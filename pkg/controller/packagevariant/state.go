@@ -33,6 +33,9 @@ type state struct {
 	// downstream: the stored status.applied, then each write of the sync
 	// (recordCreated, recordApplied). calculateStatus stores it.
 	applied *configv1alpha1.AppliedState
+	// rolloutSet is the PackageVariantSet that owns the variant and rolls
+	// its changes out in waves ("": none; see hold.go).
+	rolloutSet string
 }
 
 // classify sorts the variant's downstream revisions, as the claim step left

@@ -156,7 +156,7 @@ func publication(pv *configv1alpha1.PackageVariant, o *outcome, out *configv1alp
 			"downstream package %s has no published revision of this variant yet", describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package))
 	case meta.IsStatusConditionTrue(out.Status.Conditions, ConditionUpgradeAvailable):
 		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
-			"%s is not based on the selected upstream revision: spec.upgradePolicy Manual holds the upgrade (see UpgradeAvailable)", st.published.Name)
+			"%s is not based on the selected upstream revision: the upgrade is held (see UpgradeAvailable)", st.published.Name)
 	case readyReason != ReasonNoErrors || o.progress.kind != progressReady:
 		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
 			"%s does not carry the variant's current spec yet: see the Ready condition", st.published.Name)

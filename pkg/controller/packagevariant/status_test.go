@@ -282,7 +282,7 @@ func TestCalculateStatus(t *testing.T) {
 			reason:  "a Published revision that spec.upgradePolicy Manual keeps on an older upstream has not published the change",
 			outcome: outcome{upgrade: &upgradeNote{message: upgradeMsg}, progress: progress{kind: progressReady}, st: &state{published: published, upstream: upstreamV2}},
 			want: []metav1.Condition{valid, upgrade, ready,
-				notPublished("deploy.app.v1 is not based on the selected upstream revision: spec.upgradePolicy Manual holds the upgrade (see UpgradeAvailable)")},
+				notPublished("deploy.app.v1 is not based on the selected upstream revision: the upgrade is held (see UpgradeAvailable)")},
 			wantTargets: []configv1alpha1.DownstreamTarget{{Name: published.Name}},
 		},
 		"NotPublishedYet": {

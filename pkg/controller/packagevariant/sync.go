@@ -97,6 +97,7 @@ func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVaria
 	if err != nil {
 		return err
 	}
+	st.rolloutSet = c.rolloutSetOf(pv)
 	st.classify()
 	o.st = st
 	return c.act(ctx, st, planDownstream(st), o)
