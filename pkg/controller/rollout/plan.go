@@ -92,14 +92,16 @@ func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (configv1alp
 	}
 	if ws.FinishedAt == nil && ws.Failed <= maxFailures && t.done {
 		ws.FinishedAt = d.now()
-		d.event(false, EventWaveFinished, "wave %q of rollout %s finished: %d of %d variants published the change", w.Name, d.in.ID, ws.Finished, ws.Variants)
+		if len(vs) > 0 { // an empty wave is passed over: EventWaveEmpty said so
+			d.event(false, EventWaveFinished, "wave %q of rollout %s finished: %d of %d variants published the change", w.Name, d.in.ID, ws.Finished, ws.Variants)
+		}
 	}
 	switch {
 	case ws.FinishedAt == nil:
 		ws.Phase = configv1alpha2.WaveProgressing
 		d.stop = &stopped{wave: ws, reason: ReasonWaveProgressing, detail: progress(vs, open)}
 		d.deadline(ws)
-	case i < len(d.in.Spec.Waves)-1 && d.in.Now.Before(d.soakEnd(ws)):
+	case i < len(d.in.Spec.Waves)-1 && len(vs) > 0 && d.in.Now.Before(d.soakEnd(ws)):
 		ws.Phase = configv1alpha2.WaveSoaking
 		d.requeue(d.soakEnd(ws))
 		d.stop = &stopped{wave: ws, reason: ReasonSoaking, detail: fmt.Sprintf(
@@ -117,7 +119,9 @@ func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveSt
 	case d.in.Spec.Paused:
 		d.stop = &stopped{wave: *ws, reason: ReasonPaused, detail: "spec.rollout.paused is true: no wave and no variant starts; set it to false to go on"}
 		return false
-	case w.Approval == configv1alpha2.WaveApprovalManual && !approved(d.in.Spec, d.in.Approval, d.in.ID, i):
+	case w.Approval == configv1alpha2.WaveApprovalManual && n > 0 && !approved(d.in.Spec, d.in.Approval, d.in.ID, i):
+		// An empty wave has nothing to approve: it starts, is reported
+		// (below), and finishes at once.
 		ws.Phase = configv1alpha2.WaveWaitingForApproval
 		d.stop = &stopped{wave: *ws, reason: ReasonWaitingForApproval, detail: fmt.Sprintf(
 			"waits for approval%s: variantctl rollout approve %s %s -n %s (or kubectl annotate -n %s packagevariantset %s %s=%s --overwrite)",
@@ -126,6 +130,10 @@ func (d *decision) start(i int, w configv1alpha2.Wave, ws *configv1alpha2.WaveSt
 		return false
 	}
 	ws.StartedAt = d.now()
+	if n == 0 {
+		d.event(true, EventWaveEmpty, "wave %q of rollout %s has no variant: no variant of the set has labels its selector matches (spec.rollout.waves[%d].selector, over the labels the set gives its variants); it is passed over", w.Name, d.in.ID, i)
+		return true
+	}
 	d.event(false, EventWaveStarted, "wave %q of rollout %s started: %d variants", w.Name, d.in.ID, n)
 	return true
 }
@@ -202,6 +210,14 @@ func (d *decision) summarise() {
 		total += w.Variants
 	}
 	st.Progress = fmt.Sprintf("%d/%d", finished, total)
+	if total == 0 && d.stop == nil {
+		// Nothing to roll out is not rolled out: kubectl wait
+		// --for=condition=RolledOut must not pass on a selector that
+		// selects nothing.
+		d.plan.Condition = Condition{Status: metav1.ConditionFalse, Reason: ReasonNoVariants, Message: fmt.Sprintf(
+			"rollout %s (upstream revision %d) has no variant to roll out: the set's targets render none; check spec.targets (a repositorySelector or objectSelector that matches nothing?)", d.in.ID, d.in.UpstreamRevision)}
+		return
+	}
 	if d.stop == nil {
 		d.plan.Condition = Condition{Status: metav1.ConditionTrue, Reason: ReasonRolledOut, Message: fmt.Sprintf(
 			"rollout %s (upstream revision %d) is complete: every wave finished, %d of %d variants published it", d.in.ID, d.in.UpstreamRevision, finished, total)}

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,17 @@ func phases(st *configv1alpha2.RolloutStatus) string {
 	return strings.Join(out, " ")
 }
 
+// without is vs without the variants named.
+func without(vs []Variant, names ...string) []Variant {
+	var out []Variant
+	for _, v := range vs {
+		if !slices.Contains(names, v.Name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func eventReasons(evs []Event) []string {
 	var out []string
 	for _, e := range evs {
@@ -100,6 +112,8 @@ func TestCompute(t *testing.T) {
 		approval       string
 		state          map[string]string
 		now            time.Duration
+		// drop are variants of fleet taken out of the set.
+		drop []string
 
 		wantOpen     []string
 		wantPhases   string
@@ -332,6 +346,28 @@ func TestCompute(t *testing.T) {
 			wantCurrent:    "rest",
 			wantProgress:   "7/7",
 		},
+		"an empty Manual wave waits for no approval and no soak: it is passed over, with a Warning": {
+			spec:         func(r *configv1alpha2.Rollout) { r.SoakSeconds = ptr.To(int32(600)) },
+			previous:     started([2]int{0, 1}),
+			state:        map[string]string{"c1": "done", "c2": "done"},
+			drop:         []string{"p1", "p2", "p3", "p4"},
+			now:          20 * time.Minute,
+			wantOpen:     []string{"r1"},
+			wantPhases:   "canary:Finished prod:Finished rest:Progressing",
+			wantReason:   ReasonWaveProgressing,
+			wantEvents:   []string{EventWaveEmpty, EventWaveStarted},
+			wantCurrent:  "rest",
+			wantProgress: "2/3",
+		},
+		"a set with no variant is not rolled out": {
+			drop:         []string{"c1", "c2", "p1", "p2", "p3", "p4", "r1"},
+			wantPhases:   "canary:Finished prod:Finished rest:Finished",
+			wantReason:   ReasonNoVariants,
+			wantMessage:  []string{"has no variant to roll out", "check spec.targets"},
+			wantEvents:   []string{EventWaveEmpty, EventWaveEmpty, EventWaveEmpty},
+			wantCurrent:  "rest",
+			wantProgress: "0/0",
+		},
 		"a variant of a finished wave that changes again is opened, without holding back the next wave": {
 			previous:    started([2]int{0, 1}, [2]int{1, -1}),
 			approval:    "prod@id1",
@@ -351,7 +387,7 @@ func TestCompute(t *testing.T) {
 			}
 			got, err := Compute(Input{
 				Spec: spec, Previous: tc.previous, PreviousReason: tc.previousReason, ID: "id1", UpstreamRevision: 3,
-				Approval: tc.approval, Variants: fleet(tc.state), Now: t0.Add(tc.now), Namespace: "ns", Set: "s",
+				Approval: tc.approval, Variants: without(fleet(tc.state), tc.drop...), Now: t0.Add(tc.now), Namespace: "ns", Set: "s",
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -46,6 +46,9 @@ const (
 	ReasonPaused                   = "Paused"
 	ReasonHalted                   = "Halted"
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonNoVariants: the set has no variant to roll out (its targets
+	// select nothing), which is never "rolled out".
+	ReasonNoVariants = "NoVariants"
 )
 
 // Event reasons.
@@ -55,6 +58,8 @@ const (
 	EventRolloutComplete          = "RolloutComplete"
 	EventRolloutHalted            = "RolloutHalted"
 	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// EventWaveEmpty (Warning): a wave started with no variant in it.
+	EventWaveEmpty = "WaveEmpty"
 )
 
 // Variant is what a rollout knows of one variant the set wants.
