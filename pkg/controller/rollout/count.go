@@ -16,9 +16,10 @@ const listed = 3
 type tally struct {
 	States
 	// updated carry the change, the open ones included; started carry it
-	// without having finished it (failed ones included), the open ones
-	// left out; notUpdated do not carry it, the open ones counted as not
-	// carrying it.
+	// without having finished or failed it, the open ones left out (a
+	// failed variant frees its maxConcurrent slot: within maxFailures the
+	// wave goes on); notUpdated do not carry it, the open ones counted as
+	// not carrying it.
 	updated, started, notUpdated int
 	// done: every variant carries the change (none just opened) and
 	// finished it or failed (whether the failures are within maxFailures
@@ -45,7 +46,7 @@ func tallyOf(vs []Variant, open map[string]bool) tally {
 		}
 		if !v.Updated {
 			t.notUpdated++
-		} else if !v.Finished {
+		} else if !v.Finished && v.Failed == "" {
 			t.started++
 		}
 		if !v.Updated || opened || (v.Failed == "" && !v.Finished) {

@@ -266,6 +266,16 @@ func TestCompute(t *testing.T) {
 			wantReason: ReasonWaveProgressing,
 			wantEvents: []string{EventWaveFinished, EventWaveStarted}, wantCurrent: "prod",
 		},
+		"a failure within maxFailures frees its maxConcurrent slot: the next variant opens": {
+			spec:        func(r *configv1alpha2.Rollout) { r.MaxFailures = ptr.To(int32(1)) },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "failed"},
+			now:         time.Minute,
+			wantOpen:    []string{"c2"},
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantCurrent: "canary",
+		},
 		"a recovered variant lets a halted rollout go on": {
 			previous:       started([2]int{0, -1}),
 			previousReason: ReasonHalted,
