@@ -74,6 +74,23 @@ func TestRolloutAdoptedByALiveSetHoldsEveryWave(t *testing.T) {
 	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout = waves })
 	h.waitRollout(rollout.ReasonWaitingForApproval, "canary:Finished early:Finished rest:WaitingForApproval")
 	carries(map[string]string{v0: "r1", v1: "r1", v2: "r1", v3: "r1", v4: "r0", v5: "r0"})
+	waveLabels := func(want map[string]string) {
+		t.Helper()
+		h.Eventually(fmt.Sprintf("wave labels %v", want), func() bool {
+			got := map[string]string{}
+			for name, pv := range h.Variants() {
+				got[name] = pv.Labels[configv1alpha2.WaveLabel]
+			}
+			return fmt.Sprint(got) == fmt.Sprint(want)
+		})
+	}
+	// Every variant carries its wave as a label from the moment the set
+	// has a rollout, whether its wave opened or not.
+	waveLabels(map[string]string{v0: "canary", v1: "canary", v2: "early", v3: "early", v4: "rest", v5: "rest"})
+	canary, err := h.Client.ConfigV1alpha1().PackageVariants(testNS).List(h.Ctx, metav1.ListOptions{LabelSelector: configv1alpha2.WaveLabel + "=canary"})
+	if err != nil || len(canary.Items) != 2 {
+		t.Errorf("kubectl get packagevariants -l %s=canary: %d variants (%v), want 2", configv1alpha2.WaveLabel, len(canary.Items), err)
+	}
 
 	// Revision 2: the canary wave takes it; the Manual wave's variants,
 	// which follow the latest revision in their spec, are held.
@@ -106,4 +123,11 @@ func TestRolloutAdoptedByALiveSetHoldsEveryWave(t *testing.T) {
 			t.Errorf("%s: UpgradeAvailable %+v once rolled out, want none", name, c)
 		}
 	}
+
+	// Without spec.rollout the wave labels go, and the variants follow
+	// the latest revision again (no spec.upstream.revision), which they
+	// carry already: nothing else changes.
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout = nil })
+	waveLabels(map[string]string{v0: "", v1: "", v2: "", v3: "", v4: "", v5: ""})
+	carries(map[string]string{v0: "r0", v1: "r0", v2: "r0", v3: "r0", v4: "r0", v5: "r0"})
 }

@@ -40,7 +40,7 @@ func (c *Controller) manageVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	liveChecked := false
 	for _, ch := range w.changes {
 		if ch.current != nil {
-			if err := c.updateVariant(ctx, ch.current, ch.spec); err != nil {
+			if err := c.updateVariant(ctx, ch.current, ch.spec, w.waveOf[ch.name]); err != nil {
 				r.writeErrs = append(r.writeErrs, err)
 				continue
 			}
@@ -73,7 +73,7 @@ func (c *Controller) manageVariants(ctx context.Context, pvs *configv1alpha2.Pac
 				return r, err
 			}
 		}
-		created, err := c.createVariant(ctx, pvs, ch.name, ch.spec)
+		created, err := c.createVariant(ctx, pvs, ch.name, ch.spec, w.waveOf[ch.name])
 		if err != nil {
 			r.writeErrs = append(r.writeErrs, err)
 			continue
@@ -133,12 +133,13 @@ func (c *Controller) awaitCreated(ctx context.Context, pvs *configv1alpha2.Packa
 // of it when there is one with the same spec (its controller writes its
 // status all the time; the set's plan may be older than the last of those
 // writes, and writing onto it would only conflict).
-func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.PackageVariant, spec *configv1alpha1.PackageVariantSpec) error {
+func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.PackageVariant, spec *configv1alpha1.PackageVariantSpec, wave string) error {
 	if latest, err := c.pvLister.PackageVariants(cur.Namespace).Get(cur.Name); err == nil && latest.UID == cur.UID && latest.Generation == cur.Generation {
 		cur = latest
 	}
 	upd := cur.DeepCopy()
 	upd.Spec = *spec
+	setWaveLabel(upd, wave)
 	updated, err := c.client.ConfigV1alpha1().PackageVariants(cur.Namespace).Update(ctx, upd, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("update PackageVariant %s: %w", cur.Name, err)
@@ -150,8 +151,9 @@ func (c *Controller) updateVariant(ctx context.Context, cur *configv1alpha1.Pack
 
 // createVariant creates the set's variant name, expecting it in the cache
 // until its event comes. created is false when it existed already.
-func (c *Controller) createVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, name string, spec *configv1alpha1.PackageVariantSpec) (created bool, err error) {
+func (c *Controller) createVariant(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, name string, spec *configv1alpha1.PackageVariantSpec, wave string) (created bool, err error) {
 	pv := c.newVariant(pvs, name, spec)
+	setWaveLabel(pv, wave)
 	c.expectations.Expect(pvs.UID, name)
 	_, err = c.client.ConfigV1alpha1().PackageVariants(pvs.Namespace).Create(ctx, pv, metav1.CreateOptions{})
 	switch {
@@ -233,4 +235,17 @@ func (c *Controller) newVariant(pvs *configv1alpha2.PackageVariantSet, name stri
 		},
 		Spec: *spec,
 	}
+}
+
+// setWaveLabel gives pv the WaveLabel of its wave, or takes it away ("":
+// the set has no rollout).
+func setWaveLabel(pv *configv1alpha1.PackageVariant, wave string) {
+	if wave == "" {
+		delete(pv.Labels, configv1alpha2.WaveLabel)
+		return
+	}
+	if pv.Labels == nil {
+		pv.Labels = map[string]string{}
+	}
+	pv.Labels[configv1alpha2.WaveLabel] = wave
 }

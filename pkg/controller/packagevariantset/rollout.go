@@ -51,6 +51,12 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 	}, waves)
 	w.changes = f.rolloutChanges(plan.Open)
 	w.rollout = &plan
+	w.waveOf = make(map[string]string, len(f.variants))
+	for i, vs := range waves {
+		for _, v := range vs {
+			w.waveOf[v.Name] = pvs.Spec.Rollout.Waves[i].Name
+		}
+	}
 	return nil
 }
 

@@ -47,6 +47,9 @@ type wanted struct {
 	// rollout is the decision of spec.rollout (nil: the set has none, or
 	// the sync did not get that far); changes holds only what it opens.
 	rollout *rollout.Plan
+	// waveOf is the wave of each variant, by name, under spec.rollout
+	// (nil without one): its WaveLabel.
+	waveOf map[string]string
 }
 
 // setProblem is the reason and message of a Stalled set.
@@ -121,7 +124,26 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 			return &wanted{stalled: &setProblem{ReasonValidationError, err.Error()}}
 		}
 	}
+	planWaveLabels(f, w)
 	return w
+}
+
+// planWaveLabels adds the updates of the variants whose WaveLabel is not
+// their wave (or is there without a rollout) and that no other write
+// brings up to date: a label changes no package, so a rollout never holds
+// it back.
+func planWaveLabels(f *fleet, w *wanted) {
+	writes := make(map[string]bool, len(w.changes))
+	for _, ch := range w.changes {
+		writes[ch.name] = true
+	}
+	for _, v := range f.variants {
+		cur, ok := f.existing[v.id]
+		if !ok || cur.DeletionTimestamp != nil || writes[cur.Name] || cur.Labels[configv1alpha2.WaveLabel] == w.waveOf[cur.Name] {
+			continue
+		}
+		w.changes = append(w.changes, change{id: v.id, name: cur.Name, spec: &cur.Spec, current: cur})
+	}
 }
 
 // planChanges plans the write of every variant of f, rendered or stale,

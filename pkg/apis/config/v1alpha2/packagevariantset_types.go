@@ -12,6 +12,12 @@ import (
 // set's UID.
 const SetLabel = "config.porch.kpt.dev/packagevariantset"
 
+// WaveLabel is put on every PackageVariant of a set with spec.rollout; its
+// value is the name of the variant's wave (kubectl get packagevariants -l
+// config.porch.kpt.dev/rollout-wave=canary). A set without a rollout
+// removes it.
+const WaveLabel = "config.porch.kpt.dev/rollout-wave"
+
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
