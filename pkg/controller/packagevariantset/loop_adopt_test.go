@@ -28,52 +28,16 @@ func TestRolloutAdoptedByALiveSetHoldsEveryWave(t *testing.T) {
 	waves := pvs.Spec.Rollout
 	waves.Waves[2].Approval = configv1alpha2.WaveApprovalManual
 	pvs.Spec.Rollout = nil
-	h := newHarness(t, repos)
-	h.CreateSet(pvs)
-	const (
-		v0, v1, v2, v3, v4, v5 = "edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app", "edge-edge-04-app", "edge-edge-05-app"
-	)
-	all := []string{v0, v1, v2, v3, v4, v5}
-	h.waitVariants(all...)
-	h.waitOpen(all...)
-	h.WaitAllVariantsReady()
+	h := startRing(t, repos, pvs)
 	h.Settle()
-	h.publishOpen(all...)
-	h.Settle()
-
-	// carries waits until the variants carry want (see carried; "*"
-	// stands for a draft's name), then until the controllers are idle, and
-	// checks nothing more changed.
-	carries := func(want map[string]string) {
-		t.Helper()
-		same := func(got map[string]string) bool {
-			if len(got) != len(want) {
-				return false
-			}
-			for name, w := range want {
-				pre, post, wild := strings.Cut(w, "*")
-				g := got[name]
-				if !wild && g != w || wild && (!strings.HasPrefix(g, pre) || !strings.HasSuffix(g, post) || strings.Contains(g[len(pre):len(g)-len(post)], " ")) {
-					return false
-				}
-			}
-			return true
-		}
-		var got map[string]string
-		h.Eventually(fmt.Sprintf("variants carrying %v", want), func() bool { got = h.carried(); return same(got) })
-		h.Settle()
-		if got = h.carried(); !same(got) {
-			t.Fatalf("variants carry %v once settled, want %v", got, want)
-		}
-	}
-	carries(map[string]string{v0: "r0", v1: "r0", v2: "r0", v3: "r0", v4: "r0", v5: "r0"})
+	h.expectCarried(map[string]string{v0: "r0", v1: "r0", v2: "r0", v3: "r0", v4: "r0", v5: "r0"})
 
 	// The rollout arrives: pinning a variant to the revision it carries
 	// changes no package, so the automatic waves finish at once; the
 	// Manual wave waits for its approval with its variants as they were.
 	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout = waves })
 	h.waitRollout(rollout.ReasonWaitingForApproval, "canary:Finished early:Finished rest:WaitingForApproval")
-	carries(map[string]string{v0: "r1", v1: "r1", v2: "r1", v3: "r1", v4: "r0", v5: "r0"})
+	h.expectCarried(map[string]string{v0: "r1", v1: "r1", v2: "r1", v3: "r1", v4: "r0", v5: "r0"})
 	waveLabels := func(want map[string]string) {
 		t.Helper()
 		h.Eventually(fmt.Sprintf("wave labels %v", want), func() bool {
@@ -98,7 +62,7 @@ func TestRolloutAdoptedByALiveSetHoldsEveryWave(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitRollout(rollout.ReasonWaveProgressing, "canary:Progressing early:Pending rest:Pending")
-	carries(map[string]string{v0: "r2 *@2", v1: "r2 *@2", v2: "r1", v3: "r1", v4: "r0", v5: "r0"})
+	h.expectCarried(map[string]string{v0: "r2 *@2", v1: "r2 *@2", v2: "r1", v3: "r1", v4: "r0", v5: "r0"})
 	for _, name := range []string{v4, v5} {
 		c := meta.FindStatusCondition(h.Variant(name).Status.Conditions, packagevariant.ConditionUpgradeAvailable)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "PackageVariantSet edge rolls upstream changes out in waves") {
@@ -110,15 +74,15 @@ func TestRolloutAdoptedByALiveSetHoldsEveryWave(t *testing.T) {
 	// and takes it, and the hold has nothing left to hold.
 	h.publishOpen(v0, v1)
 	h.waitRollout(rollout.ReasonWaveProgressing, "canary:Finished early:Progressing rest:Pending")
-	carries(map[string]string{v0: "r2", v1: "r2", v2: "r2 *@2", v3: "r2 *@2", v4: "r0", v5: "r0"})
+	h.expectCarried(map[string]string{v0: "r2", v1: "r2", v2: "r2 *@2", v3: "r2 *@2", v4: "r0", v5: "r0"})
 	h.publishOpen(v2, v3)
 	h.waitRollout(rollout.ReasonWaitingForApproval, "canary:Finished early:Finished rest:WaitingForApproval")
-	carries(map[string]string{v0: "r2", v1: "r2", v2: "r2", v3: "r2", v4: "r0", v5: "r0"})
+	h.expectCarried(map[string]string{v0: "r2", v1: "r2", v2: "r2", v3: "r2", v4: "r0", v5: "r0"})
 	h.approve("rest")
-	carries(map[string]string{v0: "r2", v1: "r2", v2: "r2", v3: "r2", v4: "r2 *@2", v5: "r2 *@2"})
+	h.expectCarried(map[string]string{v0: "r2", v1: "r2", v2: "r2", v3: "r2", v4: "r2 *@2", v5: "r2 *@2"})
 	h.publishOpen(v4, v5)
 	h.waitRollout(rollout.ReasonRolledOut, "canary:Finished early:Finished rest:Finished")
-	for _, name := range all {
+	for _, name := range ringVariants {
 		if c := meta.FindStatusCondition(h.Variant(name).Status.Conditions, packagevariant.ConditionUpgradeAvailable); c != nil {
 			t.Errorf("%s: UpgradeAvailable %+v once rolled out, want none", name, c)
 		}
@@ -129,5 +93,5 @@ func TestRolloutAdoptedByALiveSetHoldsEveryWave(t *testing.T) {
 	// carry already: nothing else changes.
 	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout = nil })
 	waveLabels(map[string]string{v0: "", v1: "", v2: "", v3: "", v4: "", v5: ""})
-	carries(map[string]string{v0: "r0", v1: "r0", v2: "r0", v3: "r0", v4: "r0", v5: "r0"})
+	h.expectCarried(map[string]string{v0: "r0", v1: "r0", v2: "r0", v3: "r0", v4: "r0", v5: "r0"})
 }

@@ -38,6 +38,53 @@ func ringSet() (map[string]map[string]string, *configv1alpha2.PackageVariantSet)
 	return repos, pvs
 }
 
+// The variants of ringSet, one per repository edge-00 to edge-05.
+const (
+	v0, v1, v2, v3, v4, v5 = "edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app", "edge-edge-04-app", "edge-edge-05-app"
+)
+
+var ringVariants = []string{v0, v1, v2, v3, v4, v5}
+
+// startRing creates pvs over repos, waits for its variants and their first
+// drafts, and publishes them.
+func startRing(t *testing.T, repos map[string]map[string]string, pvs *configv1alpha2.PackageVariantSet) *harness {
+	h := newHarness(t, repos)
+	h.CreateSet(pvs)
+	h.waitVariants(ringVariants...)
+	h.waitOpen(ringVariants...)
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(ringVariants...)
+	return h
+}
+
+// expectCarried waits until the variants carry want (as carried says; a
+// "*" stands for the name of a draft not known in advance), then until the
+// controllers are idle, and checks that nothing more changed: a variant
+// opened too early, or a draft replaced or added, fails.
+func (h *harness) expectCarried(want map[string]string) {
+	h.T.Helper()
+	match := func(got map[string]string) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for name, w := range want {
+			g := got[name]
+			pre, post, wild := strings.Cut(w, "*")
+			if !wild && g != w || wild && (!strings.HasPrefix(g, pre) || !strings.HasSuffix(g, post) || strings.Contains(g[len(pre):len(g)-len(post)], " ")) {
+				return false
+			}
+		}
+		return true
+	}
+	var got map[string]string
+	h.Eventually(fmt.Sprintf("variants carrying %v", want), func() bool { got = h.carried(); return match(got) })
+	h.Settle()
+	if got = h.carried(); !match(got) {
+		h.T.Fatalf("variants carry %v once settled, want %v", got, want)
+	}
+}
+
 // carried is, for every variant, what its spec carries and its open
 // drafts: "r2" is spec.upstream.revision 2 with the first template, "r3+"
 // revision 3 with the changed one (package context channel: stable); each
@@ -77,17 +124,7 @@ func (h *harness) carried() map[string]string {
 // revision, the changed spec is applied to it in place.
 func TestRolloutChangeMidRollout(t *testing.T) {
 	repos, pvs := ringSet()
-	h := newHarness(t, repos)
-	h.CreateSet(pvs)
-	const (
-		v0, v1, v2, v3, v4, v5 = "edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app", "edge-edge-04-app", "edge-edge-05-app"
-	)
-	all := []string{v0, v1, v2, v3, v4, v5}
-	h.waitVariants(all...)
-	h.waitOpen(all...)
-	h.WaitAllVariantsReady()
-	h.Settle()
-	h.publishOpen(all...)
+	h := startRing(t, repos, pvs)
 	first := h.waitRollout(rollout.ReasonRolledOut, "canary:Finished early:Finished rest:Finished").Status.Rollout
 
 	// draft is the name of the variant's open draft (there is one).
@@ -101,39 +138,6 @@ func TestRolloutChangeMidRollout(t *testing.T) {
 		}
 		t.Fatalf("%s has no open draft", name)
 		return ""
-	}
-	// expect waits until the variants carry want (as carried says; a "*"
-	// stands for the name of a draft not known in advance), then until the
-	// controllers are idle, and checks that nothing more changed: a
-	// variant opened too early, or a draft replaced or added, fails.
-	expect := func(want map[string]string) {
-		t.Helper()
-		match := func(got map[string]string) bool {
-			if len(got) != len(want) {
-				return false
-			}
-			for name, w := range want {
-				g := got[name]
-				if !strings.Contains(w, "*") {
-					if g != w {
-						return false
-					}
-					continue
-				}
-				// "*" stands for a draft name not known in advance.
-				pre, post, _ := strings.Cut(w, "*")
-				if !strings.HasPrefix(g, pre) || !strings.HasSuffix(g, post) || strings.Contains(g[len(pre):len(g)-len(post)], " ") {
-					return false
-				}
-			}
-			return true
-		}
-		var got map[string]string
-		h.Eventually(fmt.Sprintf("variants carrying %v", want), func() bool { got = h.carried(); return match(got) })
-		h.Settle()
-		if got = h.carried(); !match(got) {
-			t.Fatalf("variants carry %v once settled, want %v", got, want)
-		}
 	}
 	// rolloutIs checks the set's rollout: a new id, of upstream revision
 	// rev, at wave current.
@@ -157,13 +161,13 @@ func TestRolloutChangeMidRollout(t *testing.T) {
 	}
 	second := h.waitRollout(rollout.ReasonWaveProgressing, "canary:Progressing early:Pending rest:Pending").Status.Rollout
 	rolloutIs(second, 2, "canary")
-	expect(map[string]string{v0: "r2 *@2", v1: "r2 *@2", v2: "r1", v3: "r1", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r2 *@2", v1: "r2 *@2", v2: "r1", v3: "r1", v4: "r1", v5: "r1"})
 	h.publishOpen(v0, v1)
 	h.waitRollout(rollout.ReasonWaveProgressing, "canary:Finished early:Progressing rest:Pending")
-	expect(map[string]string{v0: "r2", v1: "r2", v2: "r2 *@2", v3: "r2 *@2", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r2", v1: "r2", v2: "r2 *@2", v3: "r2 *@2", v4: "r1", v5: "r1"})
 	h.publishOpen(v2)
 	open2 := draft(v3)
-	expect(map[string]string{v0: "r2", v1: "r2", v2: "r2", v3: "r2 " + open2 + "@2", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r2", v1: "r2", v2: "r2", v3: "r2 " + open2 + "@2", v4: "r1", v5: "r1"})
 
 	// Revision 3 mid-rollout: a new rollout from the canary wave. The
 	// early and rest variants stay as they are: edge-03 keeps its pin on 2
@@ -175,7 +179,7 @@ func TestRolloutChangeMidRollout(t *testing.T) {
 	}
 	third := h.waitRollout(rollout.ReasonWaveProgressing, "canary:Progressing early:Pending rest:Pending").Status.Rollout
 	rolloutIs(third, 3, "canary")
-	expect(map[string]string{v0: "r3 *@3", v1: "r3 *@3", v2: "r2", v3: "r2 " + open2 + "@2", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r3 *@3", v1: "r3 *@3", v2: "r2", v3: "r2 " + open2 + "@2", v4: "r1", v5: "r1"})
 	if got := h.Files(open2)["README.md"]; got != "v2\n" {
 		t.Errorf("the open draft %s of a wave not started yet changed: README %q", open2, got)
 	}
@@ -190,7 +194,7 @@ func TestRolloutChangeMidRollout(t *testing.T) {
 	// in place).
 	h.publishOpen(v0, v1)
 	h.waitRollout(rollout.ReasonWaveProgressing, "canary:Finished early:Progressing rest:Pending")
-	expect(map[string]string{v0: "r3", v1: "r3", v2: "r3 *@3", v3: "r3 *@3", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r3", v1: "r3", v2: "r3 *@3", v3: "r3 *@3", v4: "r1", v5: "r1"})
 	open3 := draft(v3)
 	if open3 == open2 {
 		t.Errorf("edge-03's revision-2 draft %s was kept on revision 3, want it replaced", open2)
@@ -205,7 +209,7 @@ func TestRolloutChangeMidRollout(t *testing.T) {
 		t.Errorf("the replacing draft %s: README %q, want v3", open3, got)
 	}
 	h.publishOpen(v2)
-	expect(map[string]string{v0: "r3", v1: "r3", v2: "r3", v3: "r3 " + open3 + "@3", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r3", v1: "r3", v2: "r3", v3: "r3 " + open3 + "@3", v4: "r1", v5: "r1"})
 
 	// A template change mid-rollout: a new rollout (same upstream
 	// revision) from the canary wave again, which gets edit drafts; the
@@ -215,22 +219,22 @@ func TestRolloutChangeMidRollout(t *testing.T) {
 	})
 	fourth := h.waitRollout(rollout.ReasonWaveProgressing, "canary:Progressing early:Pending rest:Pending").Status.Rollout
 	rolloutIs(fourth, 3, "canary")
-	expect(map[string]string{v0: "r3+ *@3+", v1: "r3+ *@3+", v2: "r3", v3: "r3 " + open3 + "@3", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r3+ *@3+", v1: "r3+ *@3+", v2: "r3", v3: "r3 " + open3 + "@3", v4: "r1", v5: "r1"})
 
 	// Wave by wave to the end. edge-03's draft is on the current upstream
 	// revision: the changed template is applied to it in place.
 	h.publishOpen(v0, v1)
 	h.waitRollout(rollout.ReasonWaveProgressing, "canary:Finished early:Progressing rest:Pending")
-	expect(map[string]string{v0: "r3+", v1: "r3+", v2: "r3+ *@3+", v3: "r3+ " + open3 + "@3+", v4: "r1", v5: "r1"})
+	h.expectCarried(map[string]string{v0: "r3+", v1: "r3+", v2: "r3+ *@3+", v3: "r3+ " + open3 + "@3+", v4: "r1", v5: "r1"})
 	h.publishOpen(v2, v3)
 	h.waitRollout(rollout.ReasonWaveProgressing, "canary:Finished early:Finished rest:Progressing")
-	expect(map[string]string{v0: "r3+", v1: "r3+", v2: "r3+", v3: "r3+", v4: "r3+ *@3+", v5: "r3+ *@3+"})
+	h.expectCarried(map[string]string{v0: "r3+", v1: "r3+", v2: "r3+", v3: "r3+", v4: "r3+ *@3+", v5: "r3+ *@3+"})
 	if got := h.Files(draft(v4))["README.md"]; got != "v3\n" {
 		t.Errorf("edge-04's upgrade from revision 1: README %q, want v3", got)
 	}
 	h.publishOpen(v4, v5)
 	last := h.waitRollout(rollout.ReasonRolledOut, "canary:Finished early:Finished rest:Finished").Status.Rollout
-	expect(map[string]string{v0: "r3+", v1: "r3+", v2: "r3+", v3: "r3+", v4: "r3+", v5: "r3+"})
+	h.expectCarried(map[string]string{v0: "r3+", v1: "r3+", v2: "r3+", v3: "r3+", v4: "r3+", v5: "r3+"})
 	if last.ID != fourth.ID || last.UpstreamRevision != 3 || last.Progress != "6/6" {
 		t.Errorf("rollout at the end %+v, want %s of revision 3, 6/6", last, fourth.ID)
 	}
