@@ -3,6 +3,7 @@ package packagevariant
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
@@ -41,17 +42,15 @@ func (c *Controller) rolloutSetOf(pv *configv1alpha1.PackageVariant) string {
 // owningSet is the PackageVariantSet the cache shows as pv's controller,
 // checked by UID.
 func owningSet(sets configv1alpha2listers.PackageVariantSetLister, pv *configv1alpha1.PackageVariant) (*configv1alpha2.PackageVariantSet, bool) {
-	for _, ref := range pv.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller || ref.Kind != "PackageVariantSet" || ref.APIVersion != configv1alpha2.SchemeGroupVersion.String() {
-			continue
-		}
-		set, err := sets.PackageVariantSets(pv.Namespace).Get(ref.Name)
-		if err != nil || set.UID != ref.UID {
-			return nil, false
-		}
-		return set, true
+	ref := metav1.GetControllerOfNoCopy(pv)
+	if ref == nil || ref.Kind != "PackageVariantSet" || ref.APIVersion != configv1alpha2.SchemeGroupVersion.String() {
+		return nil, false
 	}
-	return nil, false
+	set, err := sets.PackageVariantSets(pv.Namespace).Get(ref.Name)
+	if err != nil || set.UID != ref.UID {
+		return nil, false
+	}
+	return set, true
 }
 
 // rolloutHoldMessage is the second half of the UpgradeAvailable message of
