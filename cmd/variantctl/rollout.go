@@ -16,14 +16,14 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned"
 )
 
-const rolloutLong = `Approve, pause, resume and look at the rollout of a PackageVariantSet on a
-live cluster (spec.rollout), as its controller runs it.
+const rolloutLong = `Approve, pause, resume, skip and look at the rollout of a PackageVariantSet
+on a live cluster (spec.rollout), as its controller runs it.
 
 The commands reach the cluster as kubectl does (--kubeconfig, --context, -n
 and the rest of kubectl's client flags) and need these verbs: get on
 packagevariantsets (status); patch on packagevariantsets (approve, pause,
-resume); create on events (the record of who did it; without it the change
-is still made, with a warning).`
+resume, skip); get on packagevariants (skip); create on events (the record
+of who did it; without it the change is still made, with a warning).`
 
 const rolloutExample = `  # Where the rollout of set edge stands, wave by wave
   variantctl rollout status edge -n fleet
@@ -33,7 +33,11 @@ const rolloutExample = `  # Where the rollout of set edge stands, wave by wave
 
   # Start nothing new until resumed; what is open stays open
   variantctl rollout pause edge -n fleet
-  variantctl rollout resume edge -n fleet`
+  # Go on: unpause, and resume a wave that halted on its failures
+  variantctl rollout resume edge -n fleet
+
+  # Go on without a variant that failed
+  variantctl rollout skip edge edge-edge-03-app -n fleet`
 
 // rolloutClients are what the rollout commands talk to; tests give fakes.
 type rolloutClients struct {
@@ -125,15 +129,16 @@ func setArgs(maxArgs int) cobra.PositionalArgs {
 func newRolloutCommand(streams genericiooptions.IOStreams, execute executeFunc) *cobra.Command {
 	cmd := groupCommand(&cobra.Command{
 		Use:     "rollout",
-		Short:   "Approve, pause, resume and look at a set's rollout on a live cluster",
+		Short:   "Approve, pause, resume, skip and look at a set's rollout on a live cluster",
 		Long:    rolloutLong,
 		Example: rolloutExample,
-	}, streams, "status, approve, pause or resume")
+	}, streams, "status, approve, pause, resume or skip")
 	cmd.AddCommand(
 		newCommand(&rolloutStatusOptions{rolloutFlags: rolloutFlags{IOStreams: streams}}, execute),
 		newCommand(&rolloutApproveOptions{rolloutFlags: rolloutFlags{IOStreams: streams}}, execute),
 		newCommand(&rolloutPauseOptions{rolloutFlags: rolloutFlags{IOStreams: streams}, pause: true}, execute),
 		newCommand(&rolloutPauseOptions{rolloutFlags: rolloutFlags{IOStreams: streams}}, execute),
+		newCommand(&rolloutSkipOptions{rolloutFlags: rolloutFlags{IOStreams: streams}}, execute),
 	)
 	return cmd
 }

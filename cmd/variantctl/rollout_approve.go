@@ -111,30 +111,40 @@ func (o *rolloutApproveOptions) decide(pvs *configv1alpha2.PackageVariantSet) (a
 	return a, "", nil
 }
 
-// write sets the annotation with a JSON patch that first tests the
-// rollout id: a rollout that changed since it was read is not approved.
+// write sets the approval annotation, for the rollout a.ID only.
 func (o *rolloutApproveOptions) write(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, a helper.Approval) error {
-	ops := []map[string]any{{"op": "test", "path": "/status/rollout/id", "value": a.ID}}
+	return o.annotate(ctx, pvs, a.ID, configv1alpha2.ApproveWaveAnnotation, a.String(), words{verb: "approve", done: "approved", what: "wave " + a.Wave})
+}
+
+// words say what a command does, for its messages: "approve", "approved",
+// "wave prod".
+type words struct{ verb, done, what string }
+
+// annotate sets an annotation of the set pvs (as read) with a JSON patch
+// that first tests the rollout id: a rollout that changed since it was
+// read (a new upstream revision or template) does not get it.
+func (f *rolloutFlags) annotate(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, id, key, value string, w words) error {
+	ops := []map[string]any{{"op": "test", "path": "/status/rollout/id", "value": id}}
 	if pvs.Annotations == nil {
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{configv1alpha2.ApproveWaveAnnotation: a.String()}})
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{key: value}})
 	} else {
-		key := strings.ReplaceAll(strings.ReplaceAll(configv1alpha2.ApproveWaveAnnotation, "~", "~0"), "/", "~1")
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + key, "value": a.String()})
+		escaped := strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + escaped, "value": value})
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
-	_, err = o.clients.config.ConfigV1alpha2().PackageVariantSets(o.namespace).Patch(ctx, o.set, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "variantctl"})
+	_, err = f.clients.config.ConfigV1alpha2().PackageVariantSets(f.namespace).Patch(ctx, f.set, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "variantctl"})
 	if apierrors.IsInvalid(err) {
 		// The test failed, or the set itself was refused: which, the set
 		// as it is now says.
-		if now, gerr := o.getRollout(ctx); gerr == nil && (now.Status.Rollout == nil || now.Status.Rollout.ID != a.ID) {
-			return fmt.Errorf("rollout %s of %s changed while it was being approved (a new upstream revision or template starts a new rollout): see 'variantctl rollout status %s -n %s' and approve again", a.ID, o.describe(), o.set, o.namespace)
+		if now, gerr := f.getRollout(ctx); gerr == nil && (now.Status.Rollout == nil || now.Status.Rollout.ID != id) {
+			return fmt.Errorf("rollout %s of %s changed while it was being %s (a new upstream revision or template starts a new rollout): see 'variantctl rollout status %s -n %s' and %s again", id, f.describe(), w.done, f.set, f.namespace, w.verb)
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("approve wave %s of %s: %w", a.Wave, o.describe(), err)
+		return fmt.Errorf("%s %s of %s: %w", w.verb, w.what, f.describe(), err)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/generated/clientset/versioned/fake"
 )
@@ -61,8 +62,8 @@ func edgeSet(mutate func(*configv1alpha2.PackageVariantSet)) *configv1alpha2.Pac
 	return pvs
 }
 
-func newRolloutFixture(pvs *configv1alpha2.PackageVariantSet) *rolloutFixture {
-	f := &rolloutFixture{config: fake.NewSimpleClientset(pvs), kube: kubefake.NewSimpleClientset()}
+func newRolloutFixture(pvs *configv1alpha2.PackageVariantSet, others ...runtime.Object) *rolloutFixture {
+	f := &rolloutFixture{config: fake.NewSimpleClientset(append([]runtime.Object{pvs}, others...)...), kube: kubefake.NewSimpleClientset()}
 	f.kube.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, &authenticationv1.SelfSubjectReview{Status: authenticationv1.SelfSubjectReviewStatus{
 			UserInfo: authenticationv1.UserInfo{Username: "alice@example.com"}}}, nil
@@ -269,7 +270,7 @@ func TestRolloutPauseResume(t *testing.T) {
 		{pause: true, paused: true, out: "paused the rollout of packagevariantset fleet/edge (as alice@example.com)\n"},
 		{pause: true, paused: true, out: "the rollout of packagevariantset fleet/edge is paused already\n"},
 		{pause: false, paused: false, out: "resumed the rollout of packagevariantset fleet/edge (as alice@example.com)\n"},
-		{pause: false, paused: false, out: "the rollout of packagevariantset fleet/edge is not paused already\n"},
+		{pause: false, paused: false, out: "the rollout of packagevariantset fleet/edge is not paused and no wave of it is halted: nothing to resume\n"},
 	}
 	for i, s := range steps {
 		f.out.Reset()
@@ -288,6 +289,83 @@ func TestRolloutPauseResume(t *testing.T) {
 		"RolloutResumed: rollout resumed by alice@example.com (variantctl rollout resume)",
 	}
 	if diff := cmp.Diff(want, f.events(t)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestRolloutResumeHalted: resume unpauses a paused rollout and resumes
+// its halted wave, for the rollout it read only, and records who did it.
+func TestRolloutResumeHalted(t *testing.T) {
+	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) {
+		p.Spec.Rollout.Paused = true
+		p.Status.Rollout.Waves[0].Phase = configv1alpha2.WaveHalted
+	}))
+	if err := f.run(t, &rolloutPauseOptions{rolloutFlags: f.flags()}, "edge", "-n", "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	want := "resumed the rollout of packagevariantset fleet/edge (as alice@example.com)\n" +
+		"resumed halted wave canary of rollout abc123 on packagevariantset fleet/edge: its failed variants halt nothing now (as alice@example.com)\n"
+	if f.out.String() != want {
+		t.Errorf("stdout %q, want %q", f.out.String(), want)
+	}
+	pvs := f.set(t)
+	if pvs.Spec.Rollout.Paused || pvs.Annotations[configv1alpha2.ResumeWaveAnnotation] != "canary@abc123" {
+		t.Errorf("paused %v, %s=%q; want false, canary@abc123", pvs.Spec.Rollout.Paused, configv1alpha2.ResumeWaveAnnotation, pvs.Annotations[configv1alpha2.ResumeWaveAnnotation])
+	}
+	wantEvents := []string{
+		"RolloutResumed: rollout resumed by alice@example.com (variantctl rollout resume)",
+		"WaveResumed: halted wave canary of rollout abc123 resumed by alice@example.com (variantctl rollout resume)",
+	}
+	if diff := cmp.Diff(wantEvents, f.events(t)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	f.out.Reset()
+	if err := f.run(t, &rolloutPauseOptions{rolloutFlags: f.flags()}, "edge", "-n", "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	if want := "wave canary of rollout abc123 on packagevariantset fleet/edge is resumed already; the controller has not reported it yet\n"; f.out.String() != want {
+		t.Errorf("again: stdout %q, want %q", f.out.String(), want)
+	}
+}
+
+// TestRolloutSkip: skip adds the named variants of the set to the
+// rollout's skip annotation (a skip of an older rollout is dropped),
+// refuses a variant the set does not control, and records who skipped.
+func TestRolloutSkip(t *testing.T) {
+	pvs := edgeSet(func(p *configv1alpha2.PackageVariantSet) {
+		p.Annotations = map[string]string{configv1alpha2.SkipVariantsAnnotation: "old-app@oldid"}
+	})
+	variant := func(name string, owner *configv1alpha2.PackageVariantSet) *configv1alpha1.PackageVariant {
+		pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet"}}
+		if owner != nil {
+			pv.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, configv1alpha2.SchemeGroupVersion.WithKind("PackageVariantSet"))}
+		}
+		return pv
+	}
+	f := newRolloutFixture(pvs, variant("edge-a-app", pvs), variant("edge-b-app", pvs), variant("loose", nil))
+	err := f.run(t, &rolloutSkipOptions{rolloutFlags: f.flags()}, "edge", "edge-a-app", "loose", "-n", "fleet")
+	if want := "packagevariant fleet/loose is not a variant of packagevariantset fleet/edge: a skip of it would skip nothing (its variants: kubectl get packagevariants -n fleet -l config.porch.kpt.dev/packagevariantset=set-uid)"; err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	for _, args := range [][]string{{"edge", "edge-a-app"}, {"edge", "edge-a-app", "edge-b-app"}, {"edge", "edge-b-app"}} {
+		if err := f.run(t, &rolloutSkipOptions{rolloutFlags: f.flags()}, append(args, "-n", "fleet")...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOut := "rollout abc123 of packagevariantset fleet/edge skips edge-a-app (as alice@example.com)\n" +
+		"rollout abc123 of packagevariantset fleet/edge skips edge-b-app (as alice@example.com)\n" +
+		"rollout abc123 of packagevariantset fleet/edge skips edge-b-app already\n"
+	if f.out.String() != wantOut {
+		t.Errorf("stdout %q, want %q", f.out.String(), wantOut)
+	}
+	if got := f.set(t).Annotations[configv1alpha2.SkipVariantsAnnotation]; got != "edge-a-app,edge-b-app@abc123" {
+		t.Errorf("%s=%q, want edge-a-app,edge-b-app@abc123", configv1alpha2.SkipVariantsAnnotation, got)
+	}
+	wantEvents := []string{
+		"VariantsSkipped: edge-a-app skipped in rollout abc123 by alice@example.com (variantctl rollout skip)",
+		"VariantsSkipped: edge-b-app skipped in rollout abc123 by alice@example.com (variantctl rollout skip)",
+	}
+	if diff := cmp.Diff(wantEvents, f.events(t)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

@@ -62,12 +62,14 @@ const (
 	WaveVariantFinished = "finished"
 	// WaveVariantFailed: it failed (a person must act).
 	WaveVariantFailed = "failed"
+	// WaveVariantSkipped: the rollout passes it over (skip-variants).
+	WaveVariantSkipped = "skipped"
 )
 
 // WaveVariants are the variants of one wave of a set's rollout by state.
 type WaveVariants struct {
-	Wave                            string
-	Pending, Open, Finished, Failed int
+	Wave                                     string
+	Pending, Open, Finished, Failed, Skipped int
 }
 
 // New makes a Metrics with a fresh registry.
@@ -127,7 +129,7 @@ func New() *Metrics {
 
 	m.rolloutVariants = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "rollout_wave_variants",
-		Help: "Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed).",
+		Help: "Variants of each wave of a PackageVariantSet's rollout, by state (pending, open, finished, failed, skipped).",
 	}, []string{"namespace", "set", "wave", "state"})
 
 	m.Registry.MustRegister(m.rolloutVariants, m.syncTotal, m.syncDuration,
@@ -154,7 +156,7 @@ func (m *Metrics) SetRollout(namespace, set string, waves []WaveVariants) {
 	}
 	m.rolloutVariants.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "set": set})
 	for _, w := range waves {
-		for state, n := range map[string]int{WaveVariantPending: w.Pending, WaveVariantOpen: w.Open, WaveVariantFinished: w.Finished, WaveVariantFailed: w.Failed} {
+		for state, n := range map[string]int{WaveVariantPending: w.Pending, WaveVariantOpen: w.Open, WaveVariantFinished: w.Finished, WaveVariantFailed: w.Failed, WaveVariantSkipped: w.Skipped} {
 			m.rolloutVariants.WithLabelValues(namespace, set, w.Wave, state).Set(float64(n))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchhelper "github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
@@ -141,13 +142,20 @@ func publication(pv *configv1alpha1.PackageVariant, o *outcome, out *configv1alp
 		return "", "", ""
 	}
 	st := o.st
-	var open []string
+	var open, unmet []string
 	for _, pr := range st.targets() {
 		if pr != st.published {
 			open = append(open, pr.Name)
+			if gates := porchhelper.UnmetReadinessGates(pr); len(gates) > 0 {
+				unmet = append(unmet, fmt.Sprintf("%s: %s", pr.Name, strings.Join(gates, ", ")))
+			}
 		}
 	}
 	switch {
+	case len(unmet) > 0:
+		return metav1.ConditionFalse, configv1alpha1.ReasonReadinessGatesNotMet, fmt.Sprintf(
+			"readiness gates not met, so the change cannot be published by the rules: %s; make what they name exist (an injected object that is gone?) and the next sync fills them",
+			conditions.List(unmet, 3))
 	case len(open) > 0:
 		return metav1.ConditionFalse, ReasonWaitingForApproval, fmt.Sprintf(
 			"%s of the variant waits for approval: the change is finished once it is published", conditions.List(open, 3))

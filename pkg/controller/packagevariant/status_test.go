@@ -272,6 +272,18 @@ func TestCalculateStatus(t *testing.T) {
 			want:        []metav1.Condition{valid, ready, draftWaits},
 			wantTargets: []configv1alpha1.DownstreamTarget{{Name: draft.Name, RenderStatus: porchv1alpha1.RenderStatus{Err: "boom"}}},
 		},
+		"ReadinessGatesNotMet": {
+			reason: "a draft with a readiness gate that is not True cannot be published by the rules: Published names the gate, not an approval",
+			outcome: outcome{progress: progress{kind: progressReady}, st: func() *state {
+				gated := draft.DeepCopy()
+				gated.Spec.ReadinessGates = []porchv1alpha1.ReadinessGate{{ConditionType: "config.injection.ConfigMap.env"}}
+				gated.Status.Conditions = []porchv1alpha1.Condition{{Type: "config.injection.ConfigMap.env", Status: porchv1alpha1.ConditionFalse, Reason: "NoResourceSelected", Message: "no ConfigMap env"}}
+				return &state{drafts: []*porchv1alpha1.PackageRevision{gated}}
+			}()},
+			want: []metav1.Condition{valid, ready, cond(ConditionPublished, metav1.ConditionFalse, configv1alpha1.ReasonReadinessGatesNotMet,
+				"readiness gates not met, so the change cannot be published by the rules: deploy.app.d1: config.injection.ConfigMap.env is False (NoResourceSelected: no ConfigMap env); make what they name exist (an injected object that is gone?) and the next sync fills them")},
+			wantTargets: []configv1alpha1.DownstreamTarget{{Name: draft.Name}},
+		},
 		"Published": {
 			reason:      "an up to date Published revision and no open draft: the variant's change is published",
 			outcome:     outcome{progress: progress{kind: progressReady}, st: &state{published: published, upstream: upstreamV2}},

@@ -193,10 +193,10 @@ func TestRolloutInWaves(t *testing.T) {
 	}
 }
 
-// bumpAndSettleRollout publishes every variant's first draft (the set's
-// creation), waits for the first rollout to end, and bumps the blueprint to
-// revision 2.
-func (h *harness) bumpAfterFirstRollout(all ...string) {
+// bumpAfterFirstRollout publishes every variant's first draft (the set's
+// creation), waits for the first rollout (of one wave, "all") to end, and
+// bumps the blueprint to revision 2 (files: blueprint("v2\n") when nil).
+func (h *harness) bumpAfterFirstRollout(files map[string]string, all ...string) {
 	h.T.Helper()
 	h.waitOpen(all...)
 	h.WaitAllVariantsReady()
@@ -204,7 +204,10 @@ func (h *harness) bumpAfterFirstRollout(all ...string) {
 	h.publishOpen(all...)
 	h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
 	h.Settle()
-	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, blueprint("v2\n")); err != nil {
+	if files == nil {
+		files = blueprint("v2\n")
+	}
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, files); err != nil {
 		h.T.Fatal(err)
 	}
 }
@@ -222,7 +225,7 @@ func TestRolloutPauseAndNewTargets(t *testing.T) {
 	h.CreateSet(pvs)
 	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
 	h.waitVariants(all...)
-	h.bumpAfterFirstRollout(all...)
+	h.bumpAfterFirstRollout(nil, all...)
 	h.waitOpen("edge-edge-00-app")
 	h.Settle()
 
@@ -308,7 +311,7 @@ func TestRolloutHaltsOnFailure(t *testing.T) {
 	h.waitVariants(all...)
 	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: "edge-00.app.packagevariant-2",
 		Err: apierrors.NewForbidden(porchv1alpha1.Resource("packagerevisions"), "edge-00.app.packagevariant-2", errors.New("the repository is read-only"))})
-	h.bumpAfterFirstRollout(all...)
+	h.bumpAfterFirstRollout(nil, all...)
 
 	h.waitRollout(rollout.ReasonHalted, "all:Halted")
 	h.WaitVariantCondition("edge-edge-00-app", "Stalled", metav1.ConditionTrue, configv1alpha1.ReasonRefused)
@@ -338,6 +341,108 @@ func TestRolloutHaltsOnFailure(t *testing.T) {
 	h.Settle()
 	h.publishOpen("edge-edge-00-app")
 	h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
+}
+
+// TestRolloutFailsAVariantBlockedPastTheDeadline: revision 2 of the
+// blueprint asks for a ConfigMap nobody has, so the first variant's draft
+// has a readiness gate that stays False: the variant says so
+// (Published=False, ReadinessGatesNotMet), the set waits for it, names it,
+// and once progressDeadlineSeconds pass it has failed: over maxFailures the
+// rollout halts; with one failure allowed, its slot goes to the next
+// variant.
+func TestRolloutFailsAVariantBlockedPastTheDeadline(t *testing.T) {
+	h := newHarness(t, fleet(2, "prod"))
+	c := &clock{now: time.Now()} // the variants' conditions carry the real time
+	h.set.SetClock(c.Now)
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{
+		Waves:                   []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(1))}},
+		ProgressDeadlineSeconds: ptr.To(int32(3600)),
+	}
+	h.CreateSet(pvs)
+	all := []string{"edge-edge-00-app", "edge-edge-01-app"}
+	h.waitVariants(all...)
+	gated := blueprint("v2\n")
+	gated["env.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: env\n  annotations:\n    kpt.dev/config-injection: required\n"
+	h.bumpAfterFirstRollout(gated, all...)
+
+	h.waitOpen("edge-edge-00-app")
+	h.WaitVariantCondition("edge-edge-00-app", configv1alpha1.ConditionPublished, metav1.ConditionFalse, configv1alpha1.ReasonReadinessGatesNotMet)
+	h.waitRollout(rollout.ReasonWaveProgressing, "all:Progressing")
+	h.Eventually("RolledOut names the blocked variant", func() bool {
+		cond := meta.FindStatusCondition(h.Set("edge").Status.Conditions, rollout.ConditionRolledOut)
+		return strings.Contains(cond.Message, "1 blocked (edge-edge-00-app (ReadinessGatesNotMet))")
+	})
+
+	c.Add(61 * time.Minute)
+	h.resync("edge")
+	st := h.waitRollout(rollout.ReasonHalted, "all:Halted")
+	if cond := meta.FindStatusCondition(st.Status.Conditions, rollout.ConditionRolledOut); !strings.Contains(cond.Message, "edge-edge-00-app (ReadinessGatesNotMet for more than spec.rollout.progressDeadlineSeconds (3600))") {
+		t.Errorf("RolledOut message %q does not say the blocked variant failed", cond.Message)
+	}
+	if rev := h.pins()["edge-edge-01-app"]; rev != 1 {
+		t.Errorf("a halted rollout opened edge-edge-01-app (revision %d)", rev)
+	}
+
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.MaxFailures = ptr.To(int32(1)) })
+	h.waitOpen("edge-edge-00-app", "edge-edge-01-app")
+}
+
+// TestRolloutSkipAndResume: a refused variant halts a rollout that
+// tolerates no failure; skipping it (for this rollout) lets the wave go
+// on without it; in the next rollout it counts again, and resuming the
+// halted wave lets the wave finish beside its failure.
+func TestRolloutSkipAndResume(t *testing.T) {
+	h := newHarness(t, fleet(3, "prod"))
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(2))}}}
+	h.CreateSet(pvs)
+	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
+	h.waitVariants(all...)
+	refuse := func(name string) {
+		h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: name,
+			Err: apierrors.NewForbidden(porchv1alpha1.Resource("packagerevisions"), name, errors.New("the repository is read-only"))})
+	}
+	refuse("edge-00.app.packagevariant-2")
+	h.bumpAfterFirstRollout(nil, all...)
+	h.waitRollout(rollout.ReasonHalted, "all:Halted")
+	h.waitOpen("edge-edge-01-app")
+	annotate := func(key, value string) {
+		h.UpdateSet("edge", func(pvs *configv1alpha2.PackageVariantSet) { kit.Annotate(pvs, key, value) })
+	}
+	id := h.Set("edge").Status.Rollout.ID
+	annotate(configv1alpha2.SkipVariantsAnnotation, "edge-edge-00-app@"+id)
+	h.waitOpen("edge-edge-01-app", "edge-edge-02-app")
+	h.WaitVariantCondition("edge-edge-02-app", "Ready", metav1.ConditionTrue, "NoErrors")
+	h.Settle()
+	h.publishOpen("edge-edge-01-app", "edge-edge-02-app")
+	st := h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
+	if w := st.Status.Rollout.Waves[0]; w.Skipped != 1 || w.Finished != 2 || w.Failed != 0 {
+		t.Errorf("wave all: %d skipped, %d finished, %d failed; want 1, 2, 0", w.Skipped, w.Finished, w.Failed)
+	}
+
+	// Revision 3 is a new rollout: the skip of the last one skips nothing.
+	h.Settle()
+	refuse("edge-00.app.packagevariant-3")
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 3, blueprint("v3\n")); err != nil {
+		t.Fatal(err)
+	}
+	st = h.waitRollout(rollout.ReasonHalted, "all:Halted")
+	if cond := meta.FindStatusCondition(st.Status.Conditions, rollout.ConditionRolledOut); !strings.Contains(cond.Message, "skips nothing: it names rollout "+id) {
+		t.Errorf("RolledOut message %q does not say the old skip skips nothing", cond.Message)
+	}
+	annotate(configv1alpha2.ResumeWaveAnnotation, "all@"+st.Status.Rollout.ID)
+	h.waitOpen("edge-edge-01-app", "edge-edge-02-app")
+	h.WaitVariantCondition("edge-edge-02-app", "Ready", metav1.ConditionTrue, "NoErrors")
+	h.Settle()
+	h.publishOpen("edge-edge-01-app", "edge-edge-02-app")
+	st = h.waitRollout(rollout.ReasonRolledOut, "all:Finished")
+	if w := st.Status.Rollout.Waves[0]; !w.Resumed || w.Failed != 1 || w.Finished != 2 {
+		t.Errorf("wave all: resumed %v, %d failed, %d finished; want true, 1, 2", w.Resumed, w.Failed, w.Finished)
+	}
+	if len(h.EventsMatching(rollout.EventWaveResumed)) == 0 {
+		t.Errorf("no %s event", rollout.EventWaveResumed)
+	}
 }
 
 // clock is a test's time, moved by hand.

@@ -45,6 +45,8 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 		ID:               rollout.ID(upstream.Spec.Revision, templatesOf(pvs)),
 		UpstreamRevision: upstream.Spec.Revision,
 		Approval:         pvs.Annotations[configv1alpha2.ApproveWaveAnnotation],
+		Skip:             pvs.Annotations[configv1alpha2.SkipVariantsAnnotation],
+		Resume:           pvs.Annotations[configv1alpha2.ResumeWaveAnnotation],
 		Now:              c.now(),
 		Namespace:        pvs.Namespace,
 		Set:              pvs.Name,
@@ -77,7 +79,7 @@ func (f *fleet) factOf(v *rendered, m *rollout.Matcher) rollout.Variant {
 		rv.Name = cur.Name
 		rv.Updated = v.specOf(cur)
 		p := v.progressOf(cur)
-		rv.Finished, rv.Failed, rv.WaitingFor = p.finished, p.failed, p.waitingFor
+		rv.Finished, rv.Failed, rv.WaitingFor, rv.Blocked, rv.BlockedSince = p.finished, p.failed, p.waitingFor, p.blocked, p.blockedSince
 	}
 	return rv
 }
@@ -85,10 +87,13 @@ func (f *fleet) factOf(v *rendered, m *rollout.Matcher) rollout.Variant {
 // progress is where a variant stands with its current spec: it has
 // published it (Published=True for its generation), it failed (the reason:
 // Stalled, or Ready=False for something a person must fix, for its
-// generation), and the draft or proposal waiting for approval.
+// generation), the draft or proposal waiting for approval, and what blocks
+// its publication by the rules (Published=False, ReadinessGatesNotMet)
+// since when (the condition's last transition: when its change started).
 type progress struct {
-	finished           bool
-	failed, waitingFor string
+	finished                    bool
+	failed, waitingFor, blocked string
+	blockedSince                time.Time
 }
 
 // variantProgress is where pv stands with its current spec.
@@ -113,6 +118,9 @@ func variantProgress(pv *configv1alpha1.PackageVariant) (p progress) {
 	p.finished = pub != nil && pub.Status == metav1.ConditionTrue
 	if pub != nil && pub.Reason == configv1alpha1.ReasonWaitingForApproval && len(pv.Status.DownstreamTargets) > 0 {
 		p.waitingFor = pv.Status.DownstreamTargets[0].Name
+	}
+	if pub != nil && pub.Reason == configv1alpha1.ReasonReadinessGatesNotMet {
+		p.blocked, p.blockedSince = pub.Reason, pub.LastTransitionTime.Time
 	}
 	return p
 }
@@ -156,7 +164,7 @@ func (c *Controller) reportRollout(pvs *configv1alpha2.PackageVariantSet, plan *
 	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
 	for i, ws := range plan.Status.Waves {
 		s := plan.States[i]
-		waves = append(waves, metrics.WaveVariants{Wave: ws.Name, Pending: s.Pending, Open: s.Open, Finished: s.Finished, Failed: s.Failed})
+		waves = append(waves, metrics.WaveVariants{Wave: ws.Name, Pending: s.Pending, Open: s.Open, Finished: s.Finished, Failed: s.Failed, Skipped: s.Skipped})
 	}
 	c.metrics.SetRollout(pvs.Namespace, pvs.Name, waves)
 }

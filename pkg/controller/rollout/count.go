@@ -30,6 +30,13 @@ type tally struct {
 func tallyOf(vs []Variant, open map[string]bool) tally {
 	t := tally{done: true}
 	for _, v := range vs {
+		if v.Skipped {
+			t.Skipped++
+			if v.Updated {
+				t.updated++
+			}
+			continue
+		}
 		opened := len(open) > 0 && open[v.Name]
 		switch {
 		case v.Failed != "":
@@ -59,13 +66,13 @@ func tallyOf(vs []Variant, open map[string]bool) tally {
 // fill sets a wave's counts: its variants, those carrying the change once
 // the open ones get it, those that finished it, and those that failed.
 func (t tally) fill(ws *configv1alpha2.WaveStatus, variants int) {
-	ws.Variants, ws.Finished, ws.Failed, ws.Updated = int32(variants), int32(t.Finished), int32(t.Failed), int32(t.updated)
+	ws.Variants, ws.Finished, ws.Failed, ws.Updated, ws.Skipped = int32(variants), int32(t.Finished), int32(t.Failed), int32(t.updated), int32(t.Skipped)
 }
 
 func failedList(vs []Variant) string {
 	var items []string
 	for _, v := range vs {
-		if v.Failed != "" {
+		if v.Failed != "" && !v.Skipped {
 			items = append(items, fmt.Sprintf("%s (%s)", v.Name, v.Failed))
 		}
 	}
@@ -75,16 +82,20 @@ func failedList(vs []Variant) string {
 // progress says where a progressing wave stands: "2 of 5 finished, 1
 // waiting for approval (a.b.packagevariant-2), 2 not started yet".
 func progress(vs []Variant, open map[string]bool) string {
-	var finished int
-	var waiting, failed, pending []string
+	var finished, skipped int
+	var waiting, blocked, failed, pending []string
 	for _, v := range vs {
 		switch {
+		case v.Skipped:
+			skipped++
 		case v.Failed != "":
 			failed = append(failed, fmt.Sprintf("%s (%s)", v.Name, v.Failed))
 		case !v.Updated && !open[v.Name]:
 			pending = append(pending, v.Name)
 		case v.Finished && v.Updated:
 			finished++
+		case v.Blocked != "":
+			blocked = append(blocked, fmt.Sprintf("%s (%s)", v.Name, v.Blocked))
 		case v.WaitingFor != "":
 			waiting = append(waiting, v.WaitingFor)
 		}
@@ -93,11 +104,17 @@ func progress(vs []Variant, open map[string]bool) string {
 	if len(waiting) > 0 {
 		parts = append(parts, fmt.Sprintf("%d waiting for approval (%s)", len(waiting), conditions.List(waiting, listed)))
 	}
+	if len(blocked) > 0 {
+		parts = append(parts, fmt.Sprintf("%d blocked (%s)", len(blocked), conditions.List(blocked, listed)))
+	}
 	if len(failed) > 0 {
 		parts = append(parts, fmt.Sprintf("%d failed (%s)", len(failed), conditions.List(failed, listed)))
 	}
 	if len(pending) > 0 {
 		parts = append(parts, fmt.Sprintf("%d not started yet", len(pending)))
+	}
+	if skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", skipped))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,10 @@ type decision struct {
 	// stop is set by the wave that holds the ones after it back; the
 	// condition reports it.
 	stop *stopped
+	// skip are the variants SkipVariantsAnnotation passes over, resumed
+	// the wave ResumeWaveAnnotation resumed, in this rollout.
+	skip    map[string]bool
+	resumed string
 }
 
 // stopped is why the rollout goes no further than a wave for now.
@@ -47,6 +53,15 @@ func Decide(in Input, waves [][]Variant) Plan {
 			d.previous[w.Name] = w
 		}
 	}
+	if sk, ok := helper.ParseSkip(in.Skip); ok && sk.ID == in.ID {
+		d.skip = make(map[string]bool, len(sk.Variants))
+		for _, name := range sk.Variants {
+			d.skip[name] = true
+		}
+	}
+	if r, ok := helper.ParseApproval(in.Resume); ok && r.ID == in.ID {
+		d.resumed = r.Wave
+	}
 	d.plan.Status = &configv1alpha2.RolloutStatus{ID: in.ID, UpstreamRevision: in.UpstreamRevision}
 	for i, w := range in.Spec.Waves {
 		ws, t := d.wave(i, w, waves[i])
@@ -64,22 +79,32 @@ func Decide(in Input, waves [][]Variant) Plan {
 // variants it opens carry the change.
 func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (configv1alpha2.WaveStatus, tally) {
 	ws := configv1alpha2.WaveStatus{Name: w.Name, Phase: configv1alpha2.WavePending}
+	prev := d.previous[w.Name]
+	started := prev.StartedAt
+	if d.stop != nil {
+		started = nil
+	}
+	vs = d.mark(vs, started)
 	t := tallyOf(vs, nil)
 	t.fill(&ws, len(vs))
 	if d.stop != nil {
 		return ws, t
 	}
-	prev := d.previous[w.Name]
 	ws.StartedAt, ws.FinishedAt = prev.StartedAt, prev.FinishedAt
 	if ws.StartedAt == nil && !d.start(i, w, &ws, len(vs)) {
 		return ws, t
 	}
 	maxFailures := int32(intOr(d.in.Spec.MaxFailures, 0))
-	if ws.FinishedAt == nil && ws.Failed > maxFailures {
+	ws.Resumed = d.resumed == w.Name
+	if ws.Resumed && !prev.Resumed {
+		d.event(false, EventWaveResumed, "wave %q of rollout %s resumed (%s=%s): its %d failed variants halt nothing", w.Name, d.in.ID, configv1alpha2.ResumeWaveAnnotation, d.in.Resume, ws.Failed)
+	}
+	tolerated := ws.Failed <= maxFailures || ws.Resumed
+	if ws.FinishedAt == nil && !tolerated {
 		ws.Phase = configv1alpha2.WaveHalted
 		d.stop = &stopped{wave: ws, reason: ReasonHalted, detail: fmt.Sprintf(
-			"more variants failed than spec.rollout.maxFailures (%d) allows: %s; fix them or raise maxFailures",
-			maxFailures, failedList(vs))}
+			"more variants failed than spec.rollout.maxFailures (%d) allows: %s; fix them, raise maxFailures, skip them (variantctl rollout skip %s VARIANT... -n %s) or resume the wave (variantctl rollout resume %s -n %s)",
+			maxFailures, failedList(vs), d.in.Set, d.in.Namespace, d.in.Set, d.in.Namespace)}
 		return ws, t
 	}
 	var open map[string]bool
@@ -90,7 +115,7 @@ func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (configv1alp
 		t = tallyOf(vs, open)
 		t.fill(&ws, len(vs))
 	}
-	if ws.FinishedAt == nil && ws.Failed <= maxFailures && t.done {
+	if ws.FinishedAt == nil && tolerated && t.done {
 		ws.FinishedAt = d.now()
 		if len(vs) > 0 { // an empty wave is passed over: EventWaveEmpty said so
 			d.event(false, EventWaveFinished, "wave %q of rollout %s finished: %d of %d variants published the change", w.Name, d.in.ID, ws.Finished, ws.Variants)
@@ -151,13 +176,52 @@ func (d *decision) open(w configv1alpha2.Wave, vs []Variant, t tally) map[string
 		if room <= 0 {
 			break
 		}
-		if !v.Updated {
+		if !v.Updated && !v.Skipped {
 			open[v.Name] = true
 			d.plan.Open = append(d.plan.Open, v.Name)
 			room--
 		}
 	}
 	return open
+}
+
+// mark marks the variants of a wave that the rollout skips, and, once the
+// wave has started (started is not nil), fails those that stay blocked
+// (Variant.Blocked) past the progress deadline, counted from when they
+// were blocked or from the wave's start, whichever is later. vs is copied
+// before it is changed.
+func (d *decision) mark(vs []Variant, started *metav1.Time) []Variant {
+	secs := d.in.Spec.ProgressDeadlineSeconds
+	if len(d.skip) == 0 && (secs == nil || started == nil) {
+		return vs
+	}
+	copied := false
+	change := func(i int) *Variant {
+		if !copied {
+			vs, copied = slices.Clone(vs), true
+		}
+		return &vs[i]
+	}
+	for i, v := range vs {
+		if d.skip[v.Name] {
+			change(i).Skipped = true
+			continue
+		}
+		if secs == nil || started == nil || v.Blocked == "" || v.Failed != "" || (v.Updated && v.Finished) {
+			continue
+		}
+		at := started.Time
+		if v.BlockedSince.After(at) {
+			at = v.BlockedSince
+		}
+		at = at.Add(time.Duration(*secs) * time.Second)
+		if d.in.Now.Before(at) {
+			d.requeue(at)
+			continue
+		}
+		change(i).Failed = fmt.Sprintf("%s for more than spec.rollout.progressDeadlineSeconds (%d)", v.Blocked, *secs)
+	}
+	return vs
 }
 
 // deadline reports a progressing wave past its progress deadline.
@@ -230,7 +294,7 @@ func (d *decision) summarise() {
 	if d.in.Spec.Paused {
 		reason = ReasonPaused
 	}
-	message := fmt.Sprintf("rollout %s (upstream revision %d), wave %q: %s", d.in.ID, d.in.UpstreamRevision, d.stop.wave.Name, d.stop.detail)
+	message := fmt.Sprintf("rollout %s (upstream revision %d), wave %q: %s", d.in.ID, d.in.UpstreamRevision, d.stop.wave.Name, d.stop.detail) + d.staleAnnotations()
 	if d.in.Spec.Paused && d.stop.reason != ReasonPaused {
 		message += "; spec.rollout.paused is true: nothing new starts until it is false"
 	}
@@ -251,4 +315,31 @@ func intOr(p *int32, def int) int {
 		return def
 	}
 	return int(*p)
+}
+
+// staleAnnotations says which of the set's skip and resume annotations
+// do nothing in this rollout, and why ("" when none).
+func (d *decision) staleAnnotations() string {
+	var out []string
+	if v := d.in.Skip; v != "" && d.skip == nil {
+		if sk, ok := helper.ParseSkip(v); !ok {
+			out = append(out, fmt.Sprintf("%s=%q skips nothing: it is not <variant>[,<variant>...]@<rollout id>", configv1alpha2.SkipVariantsAnnotation, v))
+		} else {
+			out = append(out, fmt.Sprintf("%s=%s skips nothing: it names rollout %s, not the current %s", configv1alpha2.SkipVariantsAnnotation, v, sk.ID, d.in.ID))
+		}
+	}
+	if d.resumed != "" && !slices.ContainsFunc(d.in.Spec.Waves, func(w configv1alpha2.Wave) bool { return w.Name == d.resumed }) {
+		out = append(out, fmt.Sprintf("%s=%s resumes nothing: the rollout has no wave %q", configv1alpha2.ResumeWaveAnnotation, d.in.Resume, d.resumed))
+	}
+	if v := d.in.Resume; v != "" && d.resumed == "" {
+		if r, ok := helper.ParseApproval(v); !ok {
+			out = append(out, fmt.Sprintf("%s=%q resumes nothing: it is not <wave>@<rollout id>", configv1alpha2.ResumeWaveAnnotation, v))
+		} else {
+			out = append(out, fmt.Sprintf("%s=%s resumes nothing: it names rollout %s, not the current %s", configv1alpha2.ResumeWaveAnnotation, v, r.ID, d.in.ID))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }

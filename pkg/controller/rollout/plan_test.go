@@ -51,6 +51,8 @@ func fleet(state map[string]string) []Variant {
 			v.Updated, v.Finished = true, true
 		case "failed":
 			v.Updated, v.Failed = true, "RenderFailed"
+		case "blocked": // since ten minutes after t0
+			v.Updated, v.Blocked, v.BlockedSince = true, "ReadinessGatesNotMet", t0.Add(10*time.Minute)
 		}
 		out = append(out, v)
 	}
@@ -110,6 +112,7 @@ func TestCompute(t *testing.T) {
 		previous       *configv1alpha2.RolloutStatus
 		previousReason string
 		approval       string
+		skip, resume   string
 		state          map[string]string
 		now            time.Duration
 		// drop are variants of fleet taken out of the set.
@@ -243,7 +246,7 @@ func TestCompute(t *testing.T) {
 			now:         time.Minute,
 			wantPhases:  "canary:Halted prod:Pending rest:Pending",
 			wantReason:  ReasonHalted,
-			wantMessage: []string{"more variants failed than spec.rollout.maxFailures (0) allows: c1 (RenderFailed); fix them or raise maxFailures"},
+			wantMessage: []string{"more variants failed than spec.rollout.maxFailures (0) allows: c1 (RenderFailed); fix them, raise maxFailures, skip them"},
 			wantEvents:  []string{EventRolloutHalted},
 			wantCurrent: "canary",
 		},
@@ -316,6 +319,96 @@ func TestCompute(t *testing.T) {
 			wantReason:  ReasonWaveProgressing,
 			wantRequeue: 40 * time.Minute,
 			wantCurrent: "canary",
+		},
+		"a variant blocked by its readiness gates is waited for until the deadline, counted from when it was blocked": {
+			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr.To(int32(3600)) },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "blocked"},
+			now:         20 * time.Minute,
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantMessage: []string{"0 of 2 finished, 1 blocked (c1 (ReadinessGatesNotMet)), 1 not started yet"},
+			wantRequeue: 40 * time.Minute, // the wave's deadline comes first (60), then c1's (70)
+			wantCurrent: "canary",
+		},
+		"a variant still blocked past the deadline has failed: over maxFailures the rollout halts": {
+			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr.To(int32(3600)) },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "blocked"},
+			now:         70 * time.Minute,
+			wantPhases:  "canary:Halted prod:Pending rest:Pending",
+			wantReason:  ReasonHalted,
+			wantMessage: []string{"c1 (ReadinessGatesNotMet for more than spec.rollout.progressDeadlineSeconds (3600))"},
+			wantEvents:  []string{EventRolloutHalted},
+			wantCurrent: "canary",
+		},
+		"a variant still blocked past the deadline, within maxFailures, frees its slot": {
+			spec: func(r *configv1alpha2.Rollout) {
+				r.ProgressDeadlineSeconds, r.MaxFailures = ptr.To(int32(3600)), ptr.To(int32(1))
+			},
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonProgressDeadlineExceeded,
+			state:          map[string]string{"c1": "blocked"},
+			now:            70 * time.Minute,
+			wantOpen:       []string{"c2"},
+			wantPhases:     "canary:Progressing prod:Pending rest:Pending",
+			wantReason:     ReasonProgressDeadlineExceeded,
+			wantMessage:    []string{"1 failed (c1 (ReadinessGatesNotMet for more than"},
+			wantCurrent:    "canary",
+		},
+		"a skipped failure halts nothing and frees its slot": {
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "failed"},
+			skip:        "c1@id1",
+			now:         time.Minute,
+			wantOpen:    []string{"c2"},
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonWaveProgressing,
+			wantMessage: []string{"0 of 2 finished, 1 skipped"},
+			wantCurrent: "canary",
+		},
+		"a skipped variant is not opened, and its wave finishes without it": {
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "done"},
+			skip:        "c2,p9@id1",
+			now:         time.Minute,
+			wantPhases:  "canary:Finished prod:WaitingForApproval rest:Pending",
+			wantReason:  ReasonWaitingForApproval,
+			wantEvents:  []string{EventWaveFinished},
+			wantCurrent: "canary",
+		},
+		"a skip of another rollout skips nothing, and says so": {
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonHalted,
+			state:          map[string]string{"c1": "failed"},
+			skip:           "c1@id0",
+			now:            time.Minute,
+			wantPhases:     "canary:Halted prod:Pending rest:Pending",
+			wantReason:     ReasonHalted,
+			wantMessage:    []string{"skip them (variantctl rollout skip s VARIANT... -n ns)", "config.porch.kpt.dev/skip-variants=c1@id0 skips nothing: it names rollout id0, not the current id1"},
+			wantCurrent:    "canary",
+		},
+		"a resumed wave goes on beside its failures and finishes without them": {
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonHalted,
+			state:          map[string]string{"c1": "failed", "c2": "done"},
+			resume:         "canary@id1",
+			now:            time.Minute,
+			wantPhases:     "canary:Finished prod:WaitingForApproval rest:Pending",
+			wantReason:     ReasonWaitingForApproval,
+			wantEvents:     []string{EventWaveResumed, EventWaveFinished},
+			wantCurrent:    "canary",
+		},
+		"a resume of a wave the rollout lacks resumes nothing, and says so": {
+			previous:       started([2]int{0, -1}),
+			previousReason: ReasonHalted,
+			state:          map[string]string{"c1": "failed"},
+			resume:         "canray@id1",
+			now:            time.Minute,
+			wantPhases:     "canary:Halted prod:Pending rest:Pending",
+			wantReason:     ReasonHalted,
+			wantMessage:    []string{`config.porch.kpt.dev/resume-wave=canray@id1 resumes nothing: the rollout has no wave "canray"`},
+			wantCurrent:    "canary",
 		},
 		"a paused rollout starts no wave": {
 			spec:        func(r *configv1alpha2.Rollout) { r.Paused = true },
@@ -397,7 +490,7 @@ func TestCompute(t *testing.T) {
 			}
 			got, err := Compute(Input{
 				Spec: spec, Previous: tc.previous, PreviousReason: tc.previousReason, ID: "id1", UpstreamRevision: 3,
-				Approval: tc.approval, Variants: without(fleet(tc.state), tc.drop...), Now: t0.Add(tc.now), Namespace: "ns", Set: "s",
+				Approval: tc.approval, Skip: tc.skip, Resume: tc.resume, Variants: without(fleet(tc.state), tc.drop...), Now: t0.Add(tc.now), Namespace: "ns", Set: "s",
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -439,7 +532,7 @@ func TestCompute(t *testing.T) {
 			// wave's counts.
 			for i, ws := range got.Status.Waves {
 				s := got.States[i]
-				if n := s.Pending + s.Open + s.Finished + s.Failed; n != int(ws.Variants) || s.Finished != int(ws.Finished) || s.Failed != int(ws.Failed) {
+				if n := s.Pending + s.Open + s.Finished + s.Failed + s.Skipped; n != int(ws.Variants) || s.Finished != int(ws.Finished) || s.Failed != int(ws.Failed) || s.Skipped != int(ws.Skipped) {
 					t.Errorf("wave %s: states %+v do not add up to its counts %+v", ws.Name, s, ws)
 				}
 			}

@@ -60,6 +60,8 @@ const (
 	EventProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// EventWaveEmpty (Warning): a wave started with no variant in it.
 	EventWaveEmpty = "WaveEmpty"
+	// EventWaveResumed: ResumeWaveAnnotation resumed a halted wave.
+	EventWaveResumed = "WaveResumed"
 )
 
 // Variant is what a rollout knows of one variant the set wants.
@@ -84,6 +86,16 @@ type Variant struct {
 	// WaitingFor names the draft or proposal of the variant that waits for
 	// approval, for messages; empty when none does.
 	WaitingFor string
+	// Blocked says why the variant's change cannot be published by the
+	// rules (its draft's readiness gates are not met), since BlockedSince;
+	// empty when nothing blocks it. Past spec.rollout.progressDeadlineSeconds
+	// (counted from BlockedSince, or from its wave's start if later) a
+	// blocked variant is failed: nobody is going to approve it.
+	Blocked      string
+	BlockedSince time.Time
+	// Skipped: SkipVariantsAnnotation passes it over in this rollout (set
+	// by the decision, from Input.Skip).
+	Skipped bool
 }
 
 // Input is everything a rollout decision depends on.
@@ -102,8 +114,10 @@ type Input struct {
 	ID string
 	// UpstreamRevision is the upstream revision being rolled out.
 	UpstreamRevision int
-	// Approval is the value of the set's ApproveWaveAnnotation.
-	Approval string
+	// Approval, Skip and Resume are the values of the set's
+	// ApproveWaveAnnotation, SkipVariantsAnnotation and
+	// ResumeWaveAnnotation.
+	Approval, Skip, Resume string
 	// Variants are every variant the set wants, in any order (Compute;
 	// Decide takes them grouped instead).
 	Variants []Variant
@@ -112,9 +126,9 @@ type Input struct {
 }
 
 // States counts the variants of a wave by state: pending (without the
-// change), open (with it, not published), finished, failed.
+// change), open (with it, not published), finished, failed, skipped.
 type States struct {
-	Pending, Open, Finished, Failed int
+	Pending, Open, Finished, Failed, Skipped int
 }
 
 // Condition is the RolledOut condition's status, reason and message.

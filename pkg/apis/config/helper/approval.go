@@ -37,3 +37,33 @@ func (a Approval) Approves(spec *configv1alpha2.Rollout, id string, i int) bool 
 	j := slices.IndexFunc(spec.Waves, func(w configv1alpha2.Wave) bool { return w.Name == a.Wave })
 	return j >= i
 }
+
+// Skip is the value of a set's SkipVariantsAnnotation: variants the
+// rollout ID passes over.
+type Skip struct {
+	Variants []string
+	ID       string
+}
+
+// String is the annotation's value, "<variant>,<variant>@<id>".
+func (s Skip) String() string { return strings.Join(s.Variants, ",") + "@" + s.ID }
+
+// ParseSkip reads an annotation value; ok is false when it is not
+// "<variant>[,<variant>...]@<id>" with a variant and an id (empty names
+// between commas are dropped).
+func ParseSkip(v string) (s Skip, ok bool) {
+	names, id, found := strings.Cut(v, "@")
+	if !found || id == "" {
+		return Skip{}, false
+	}
+	for n := range strings.SplitSeq(names, ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(s.Variants, n) {
+			s.Variants = append(s.Variants, n)
+		}
+	}
+	if len(s.Variants) == 0 {
+		return Skip{}, false
+	}
+	s.ID = id
+	return s, true
+}

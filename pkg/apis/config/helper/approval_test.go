@@ -35,3 +35,26 @@ func TestApproval(t *testing.T) {
 		})
 	}
 }
+
+func TestSkip(t *testing.T) {
+	cases := map[string]struct {
+		value string
+		want  Skip
+		ok    bool
+	}{
+		"one":                    {"a@id1", Skip{Variants: []string{"a"}, ID: "id1"}, true},
+		"several, spaces, twice": {"a, b,,a@id1", Skip{Variants: []string{"a", "b"}, ID: "id1"}, true},
+		"no id":                  {"a,b", Skip{}, false},
+		"empty id":               {"a@", Skip{}, false},
+		"no variant":             {" , @id1", Skip{}, false},
+		"empty":                  {"", Skip{}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := ParseSkip(tc.value)
+			if ok != tc.ok || got.String() != tc.want.String() {
+				t.Errorf("ParseSkip(%q) = %v, %v; want %v, %v", tc.value, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

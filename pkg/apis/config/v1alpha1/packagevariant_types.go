@@ -47,6 +47,12 @@ const (
 	// ReasonWaitingForApproval: a draft or proposal of the variant waits
 	// for a person (or a bot) to publish it.
 	ReasonWaitingForApproval = "WaitingForApproval"
+	// ReasonReadinessGatesNotMet: a draft or proposal of the variant has a
+	// readiness gate whose condition is not True (a required injection
+	// found no object), so it cannot be published by the rules; a
+	// PackageVariantSet's rollout counts it as failed once it stays so past
+	// spec.rollout.progressDeadlineSeconds.
+	ReasonReadinessGatesNotMet = "ReadinessGatesNotMet"
 	// ReasonNotPublished: the variant's change has no revision yet, or its
 	// latest Published revision does not carry it.
 	ReasonNotPublished = "NotPublished"

@@ -84,6 +84,19 @@ type PackageVariantSetSpec struct {
 // another rollout approves nothing.
 const ApproveWaveAnnotation = "config.porch.kpt.dev/approve-wave"
 
+// SkipVariantsAnnotation passes variants over in a set's rollout: its
+// value is "<variant>[,<variant>...]@<rollout id>". A skipped variant is
+// neither opened nor waited for, and its failure counts against nothing;
+// it keeps what it carries. A skip naming another rollout skips nothing.
+const SkipVariantsAnnotation = "config.porch.kpt.dev/skip-variants"
+
+// ResumeWaveAnnotation resumes a wave of a set's rollout that halted
+// (more failed variants than spec.rollout.maxFailures): its value is
+// "<wave>@<rollout id>". The wave's failures then halt nothing for the
+// rest of that rollout: it goes on and finishes when every other variant
+// of it has.
+const ResumeWaveAnnotation = "config.porch.kpt.dev/resume-wave"
+
 // Rollout says how a change (a new template, or a new latest upstream
 // revision) reaches the set's variants: wave by wave, at most so many
 // variants of a wave at once, the next wave starting only when every
@@ -107,16 +120,20 @@ type Rollout struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	SoakSeconds *int32 `json:"soakSeconds,omitempty"`
-	// MaxFailures is how many failed variants a wave tolerates (Stalled, or
+	// MaxFailures is how many failed variants a wave tolerates (Stalled,
 	// Ready=False because rendering failed, Porch refused a write or
-	// another variant owns the package); with more, the rollout halts until
-	// they recover or the limit is raised. Default 0.
+	// another variant owns the package, or blocked past
+	// progressDeadlineSeconds); with more, the rollout halts until they
+	// recover or the limit is raised. Default 0.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxFailures *int32 `json:"maxFailures,omitempty"`
 	// ProgressDeadlineSeconds reports a wave not finished this long after it
 	// started (condition RolledOut reason ProgressDeadlineExceeded, and a
-	// Warning event); the wave keeps going.
+	// Warning event); the wave keeps going. A variant whose draft cannot be
+	// published by the rules (Published=False, ReadinessGatesNotMet) this
+	// long after its change or its wave started, whichever is later, has
+	// failed.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
@@ -440,6 +457,14 @@ type WaveStatus struct {
 	Finished int32 `json:"finished"`
 	// Failed is how many of them failed (see spec.rollout.maxFailures).
 	Failed int32 `json:"failed"`
+	// Skipped is how many of them the rollout passes over
+	// (SkipVariantsAnnotation).
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
+	// Resumed is true when ResumeWaveAnnotation resumed the wave: its
+	// failures halt nothing.
+	// +optional
+	Resumed bool `json:"resumed,omitempty"`
 	// Phase of the wave.
 	Phase WavePhase `json:"phase"`
 	// StartedAt is when the wave started.

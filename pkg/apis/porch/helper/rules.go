@@ -1,6 +1,7 @@
 package helper
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -50,6 +51,28 @@ func IsOpen(pr *porchv1alpha1.PackageRevision) bool {
 		return true
 	}
 	return false
+}
+
+// UnmetReadinessGates lists the readiness gates of a revision whose
+// condition is not True, each as "<type> is <status> (<reason>: <message>)"
+// (a gate with no condition is Unknown). Porch's API does not enforce the
+// gates (porchctl does): a revision with unmet gates can still be approved,
+// but whoever approves by the rules will not.
+func UnmetReadinessGates(pr *porchv1alpha1.PackageRevision) []string {
+	var out []string
+	for _, g := range pr.Spec.ReadinessGates {
+		status, detail := porchv1alpha1.ConditionUnknown, "no such condition"
+		for _, c := range pr.Status.Conditions {
+			if c.Type == g.ConditionType {
+				status, detail = c.Status, strings.TrimSuffix(c.Reason+": "+c.Message, ": ")
+				break
+			}
+		}
+		if status != porchv1alpha1.ConditionTrue {
+			out = append(out, fmt.Sprintf("%s is %s (%s)", g.ConditionType, status, detail))
+		}
+	}
+	return out
 }
 
 // Latest is the revision of one package Porch labels kpt.dev/latest-revision:

@@ -422,3 +422,27 @@ func TestTaskUpstream(t *testing.T) {
 		})
 	}
 }
+
+func TestUnmetReadinessGates(t *testing.T) {
+	pr := revision("ns", "edge", "app", "v1")
+	if got := UnmetReadinessGates(pr); got != nil {
+		t.Errorf("no gates: got %q", got)
+	}
+	pr.Spec.ReadinessGates = []porchv1alpha1.ReadinessGate{
+		{ConditionType: "config.injection.ConfigMap.met"},
+		{ConditionType: "config.injection.ConfigMap.gone"},
+		{ConditionType: "never.reported"},
+	}
+	pr.Status.Conditions = []porchv1alpha1.Condition{
+		{Type: "config.injection.ConfigMap.met", Status: porchv1alpha1.ConditionTrue, Reason: "ConfigInjected"},
+		{Type: "config.injection.ConfigMap.gone", Status: porchv1alpha1.ConditionFalse, Reason: "NoResourceSelected", Message: "no ConfigMap gone"},
+		{Type: "not.a.gate", Status: porchv1alpha1.ConditionFalse},
+	}
+	want := []string{
+		"config.injection.ConfigMap.gone is False (NoResourceSelected: no ConfigMap gone)",
+		"never.reported is Unknown (no such condition)",
+	}
+	if diff := cmp.Diff(want, UnmetReadinessGates(pr)); diff != "" {
+		t.Errorf("UnmetReadinessGates (-want +got):\n%s", diff)
+	}
+}
