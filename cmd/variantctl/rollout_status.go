@@ -253,9 +253,26 @@ func (o *rolloutStatusOptions) print(w io.Writer, pvs *configv1alpha2.PackageVar
 		fmt.Fprintf(w, "paused: no new wave or variant change starts; resume with: variantctl rollout resume %s -n %s\n", pvs.Name, pvs.Namespace)
 	}
 	for _, ws := range st.Waves {
-		if ws.Phase == configv1alpha2.WaveWaitingForApproval {
-			fmt.Fprintf(w, "wave %s waits for approval: variantctl rollout approve %s %s -n %s\n", ws.Name, pvs.Name, ws.Name, pvs.Namespace)
-			break
+		if ws.Skipped > 0 {
+			fmt.Fprintf(w, "wave %s: %d variants skipped in this rollout (%s)\n", ws.Name, ws.Skipped, configv1alpha2.SkipVariantsAnnotation)
 		}
+		if ws.Resumed {
+			fmt.Fprintf(w, "wave %s is resumed: its failures halt nothing in this rollout (%s)\n", ws.Name, configv1alpha2.ResumeWaveAnnotation)
+		}
+	}
+	if st.Unassigned > 0 {
+		fmt.Fprintf(w, "%d variants are in no wave, held on what they carry: %s\n", st.Unassigned, strings.Join(st.UnassignedVariants, ", "))
+	}
+	for _, ws := range st.Waves {
+		switch ws.Phase {
+		case configv1alpha2.WaveWaitingForApproval:
+			fmt.Fprintf(w, "wave %s waits for approval: variantctl rollout approve %s %s -n %s\n", ws.Name, pvs.Name, ws.Name, pvs.Namespace)
+		case configv1alpha2.WaveHalted:
+			fmt.Fprintf(w, "wave %s halted on its failures: let it go on beside them with variantctl rollout resume %s -n %s, or skip them with variantctl rollout skip %s VARIANT... -n %s\n",
+				ws.Name, pvs.Name, pvs.Namespace, pvs.Name, pvs.Namespace)
+		default:
+			continue
+		}
+		break
 	}
 }

@@ -370,6 +370,35 @@ func TestRolloutSkip(t *testing.T) {
 	}
 }
 
+// TestRolloutStatusHalted: a halted wave says how to go on; skipped
+// variants, a resumed wave and variants in no wave are listed.
+func TestRolloutStatusHalted(t *testing.T) {
+	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) {
+		st := p.Status.Rollout
+		st.Waves[0].Skipped, st.Waves[0].Resumed = 1, true
+		st.Waves[1].Phase, st.Waves[1].Failed, st.Waves[1].StartedAt = configv1alpha2.WaveHalted, 2, &started
+		st.Unassigned, st.UnassignedVariants = 2, []string{"edge-x-app", "edge-y-app"}
+	}))
+	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
+	if err := f.run(t, o, "edge", "-n", "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	want := `packagevariantset fleet/edge: rollout abc123 of upstream revision 2, 1/6 finished
+RolledOut=False WaitingForApproval: wave prod waits for approval
+WAVE    PHASE     VARIANTS  UPDATED  FINISHED  FAILED  APPROVAL   STARTED
+canary  Finished  1         1        1         0       Automatic  5m ago
+prod    Halted    2         0        0         2       Manual     5m ago
+rest    Pending   3         0        0         0       Manual     -
+wave canary: 1 variants skipped in this rollout (config.porch.kpt.dev/skip-variants)
+wave canary is resumed: its failures halt nothing in this rollout (config.porch.kpt.dev/resume-wave)
+2 variants are in no wave, held on what they carry: edge-x-app, edge-y-app
+wave prod halted on its failures: let it go on beside them with variantctl rollout resume edge -n fleet, or skip them with variantctl rollout skip edge VARIANT... -n fleet
+`
+	if diff := cmp.Diff(want, f.out.String()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
 func TestRolloutStatus(t *testing.T) {
 	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) { p.Spec.Rollout.Paused = true }))
 	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}

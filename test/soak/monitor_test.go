@@ -377,21 +377,21 @@ func newRolloutMonitor(spec *configv1alpha2.Rollout, sites int) *rolloutMonitor 
 	}
 	r := &rolloutMonitor{spec: spec, variants: map[string]*rolloutVariant{}, done: map[int]map[int]bool{},
 		seen: map[int]map[string]bool{}, over: map[int]map[int]int{}, finished: map[string]bool{}, completed: map[string]bool{}}
-	for _, vs := range waves {
+	for _, vs := range waves.Waves {
 		r.size = append(r.size, len(vs))
 	}
 	return r
 }
 
-// waveOf is the wave of a variant with labels.
+// waveOf is the wave of a variant with labels (-1: none).
 func (r *rolloutMonitor) waveOf(labels map[string]string) int {
 	waves, _ := rollout.Waves(r.spec, []rollout.Variant{{Name: "v", Labels: labels}})
-	for i, vs := range waves {
+	for i, vs := range waves.Waves {
 		if len(vs) > 0 {
 			return i
 		}
 	}
-	return len(waves) - 1
+	return -1
 }
 
 // failedNow is variantProgress's failure: Stalled, or Ready=False for

@@ -3,6 +3,7 @@ package packagevariantset_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -443,6 +444,63 @@ func TestRolloutSkipAndResume(t *testing.T) {
 	if len(h.EventsMatching(rollout.EventWaveResumed)) == 0 {
 		t.Errorf("no %s event", rollout.EventWaveResumed)
 	}
+}
+
+// TestRolloutWavesOverRepositoryLabels: a wave can select variants by
+// their downstream Repository's labels; a variant no wave takes gets no
+// wave label, is held on its revision and listed, and the rollout is not
+// done while it is; a catch-all wave added later takes it.
+func TestRolloutWavesOverRepositoryLabels(t *testing.T) {
+	h := newHarness(t, fleet(4, "prod"))
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector()}) // no template: the variants have no labels
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
+		{Name: "eu", RepositorySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}},
+	}}
+	h.CreateSet(pvs)
+	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app"}
+	eu, us := []string{"edge-edge-00-app", "edge-edge-02-app"}, []string{"edge-edge-01-app", "edge-edge-03-app"}
+	h.waitVariants(all...)
+	h.waitOpen(all...) // creates are never held
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(all...)
+	h.Settle()
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, blueprint("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitOpen(eu...)
+	h.WaitVariantCondition("edge-edge-02-app", "Ready", metav1.ConditionTrue, "NoErrors")
+	h.Settle()
+	h.publishOpen(eu...)
+	st := h.waitRollout(rollout.ReasonVariantsWithoutWave, "eu:Finished")
+	if r := st.Status.Rollout; r.Unassigned != 2 || strings.Join(r.UnassignedVariants, " ") != strings.Join(us, " ") {
+		t.Errorf("unassigned %d %v, want 2 %v", r.Unassigned, r.UnassignedVariants, us)
+	}
+	pins := h.pins()
+	for _, name := range all {
+		wave, want := h.Variant(name).Labels[configv1alpha2.WaveLabel], "eu"
+		if slices.Contains(us, name) {
+			want = ""
+			if pins[name] != 1 {
+				t.Errorf("%s, in no wave, moved to revision %d", name, pins[name])
+			}
+		}
+		if wave != want {
+			t.Errorf("%s has wave label %q, want %q", name, wave, want)
+		}
+	}
+	if len(h.EventsMatching(rollout.EventVariantsWithoutWave)) == 0 {
+		t.Errorf("no %s event", rollout.EventVariantsWithoutWave)
+	}
+
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) {
+		s.Rollout.Waves = append(s.Rollout.Waves, configv1alpha2.Wave{Name: "rest"})
+	})
+	h.waitOpen(us...)
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(us...)
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished rest:Finished")
 }
 
 // clock is a test's time, moved by hand.

@@ -58,15 +58,17 @@ type rendered struct {
 	// the last comparison of spec with the variant's (equal), for the
 	// variant's UID and generation (a change of its spec changes its
 	// generation); where the variant stands with its change, for its UID
-	// and resourceVersion; and the index of its wave in spec.rollout.waves.
-	comparedUID types.UID
-	comparedGen int64
-	equal       bool
-	progressUID types.UID
-	progressRV  string
-	progress    progress
-	wave        int
-	waveKnown   bool
+	// and resourceVersion; and the index of its wave in spec.rollout.waves,
+	// for the resourceVersion of its downstream Repository.
+	comparedUID     types.UID
+	comparedGen     int64
+	equal           bool
+	progressUID     types.UID
+	progressRV      string
+	progress        progress
+	wave            int
+	waveKnown       bool
+	waveRepoVersion string
 }
 
 // specOf says whether pv's spec is the rendered one, comparing only when
@@ -86,10 +88,17 @@ func (e *rendered) progressOf(pv *configv1alpha1.PackageVariant) progress {
 	return e.progress
 }
 
-// waveIn is the index of the variant's wave, worked out by m once.
-func (e *rendered) waveIn(m *rollout.Matcher) *int {
-	if !e.waveKnown {
-		e.wave, e.waveKnown = m.Wave(e.spec.Labels), true
+// waveIn is the index of the variant's wave (-1: none), worked out by m
+// once for each version of its downstream Repository (nil: none, or m
+// does not read it).
+func (e *rendered) waveIn(m *rollout.Matcher, repo *configv1alpha1.Repository) *int {
+	var version string
+	var repoLabels map[string]string
+	if repo != nil {
+		version, repoLabels = repo.ResourceVersion, repo.Labels
+	}
+	if !e.waveKnown || e.waveRepoVersion != version {
+		e.wave, e.waveKnown, e.waveRepoVersion = m.Wave(e.spec.Labels, repoLabels), true, version
 	}
 	return &e.wave
 }

@@ -30,7 +30,17 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 	if err != nil {
 		return err
 	}
-	waves, err := f.rolloutWaves(pvs.Spec.Rollout, matcher)
+	repository := func(string) *configv1alpha1.Repository { return nil }
+	if matcher.ReadsRepositories() {
+		repository = func(name string) *configv1alpha1.Repository {
+			repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
+			if err != nil {
+				return nil
+			}
+			return repo
+		}
+	}
+	g, err := f.rolloutWaves(pvs.Spec.Rollout, matcher, repository)
 	if err != nil {
 		return err
 	}
@@ -50,11 +60,11 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 		Now:              c.now(),
 		Namespace:        pvs.Namespace,
 		Set:              pvs.Name,
-	}, waves)
+	}, g)
 	w.changes = f.rolloutChanges(plan.Open)
 	w.rollout = &plan
 	w.waveOf = make(map[string]string, len(f.variants))
-	for i, vs := range waves {
+	for i, vs := range g.Waves {
 		for _, v := range vs {
 			w.waveOf[v.Name] = pvs.Spec.Rollout.Waves[i].Name
 		}
@@ -63,18 +73,20 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 }
 
 // rolloutWaves are what a rollout knows of each rendered variant, in
-// their waves; m works out each variant's wave.
-func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, m *rollout.Matcher) ([][]rollout.Variant, error) {
+// their waves; m works out each variant's wave, with its downstream
+// Repository as repository finds it.
+func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, m *rollout.Matcher, repository func(string) *configv1alpha1.Repository) (rollout.Grouping, error) {
 	facts := make([]rollout.Variant, 0, len(f.variants))
 	for _, v := range f.variants {
-		facts = append(facts, f.factOf(v, m))
+		facts = append(facts, f.factOf(v, m, repository(v.spec.Downstream.Repo)))
 	}
 	return rollout.Waves(spec, facts)
 }
 
-// factOf is what a rollout knows of the rendered variant v.
-func (f *fleet) factOf(v *rendered, m *rollout.Matcher) rollout.Variant {
-	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(m), Updated: true}
+// factOf is what a rollout knows of the rendered variant v, whose
+// downstream Repository is repo.
+func (f *fleet) factOf(v *rendered, m *rollout.Matcher, repo *configv1alpha1.Repository) rollout.Variant {
+	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(m, repo), Updated: true}
 	if cur, ok := f.existing[v.id]; ok {
 		rv.Name = cur.Name
 		rv.Updated = v.specOf(cur)

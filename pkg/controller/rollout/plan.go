@@ -43,10 +43,9 @@ func Compute(in Input) (Plan, error) {
 }
 
 // Decide is Compute for variants already put in their waves, as Waves puts
-// them (in.Variants is not read): a caller that keeps the waves from one
-// decision to the next, bringing only the variants that changed up to
-// date, does not pay for grouping and sorting the whole fleet each time.
-func Decide(in Input, waves [][]Variant) Plan {
+// them (in.Variants is not read): a caller that works out each variant's
+// wave once (Variant.Wave) reads the grouping from there.
+func Decide(in Input, g Grouping) Plan {
 	d := &decision{in: in, previous: map[string]configv1alpha2.WaveStatus{}}
 	if in.Previous != nil && in.Previous.ID == in.ID {
 		for _, w := range in.Previous.Waves {
@@ -64,16 +63,24 @@ func Decide(in Input, waves [][]Variant) Plan {
 	}
 	d.plan.Status = &configv1alpha2.RolloutStatus{ID: in.ID, UpstreamRevision: in.UpstreamRevision}
 	for i, w := range in.Spec.Waves {
-		ws, t := d.wave(i, w, waves[i])
+		ws, t := d.wave(i, w, g.Waves[i])
 		d.plan.Status.Waves = append(d.plan.Status.Waves, ws)
 		d.plan.States = append(d.plan.States, t.States)
 		if ws.StartedAt != nil {
 			d.plan.Status.CurrentWave = ws.Name
 		}
 	}
+	d.plan.Status.Unassigned = int32(len(g.None))
+	for _, v := range g.None[:min(len(g.None), MaxUnassignedListed)] {
+		d.plan.Status.UnassignedVariants = append(d.plan.Status.UnassignedVariants, v.Name)
+	}
 	d.summarise()
 	return d.plan
 }
+
+// MaxUnassignedListed is how many variants in no wave status.rollout
+// names (the CRD's maxItems).
+const MaxUnassignedListed = 20
 
 // wave decides wave i, whose variants are vs, and tallies them once the
 // variants it opens carry the change.
@@ -273,7 +280,11 @@ func (d *decision) summarise() {
 		finished += w.Finished
 		total += w.Variants
 	}
+	total += st.Unassigned
 	st.Progress = fmt.Sprintf("%d/%d", finished, total)
+	if st.Unassigned > 0 && d.stop == nil {
+		d.stop = &stopped{wave: st.Waves[len(st.Waves)-1], reason: ReasonVariantsWithoutWave}
+	}
 	if total == 0 && d.stop == nil {
 		// Nothing to roll out is not rolled out: kubectl wait
 		// --for=condition=RolledOut must not pass on a selector that
@@ -294,7 +305,11 @@ func (d *decision) summarise() {
 	if d.in.Spec.Paused {
 		reason = ReasonPaused
 	}
-	message := fmt.Sprintf("rollout %s (upstream revision %d), wave %q: %s", d.in.ID, d.in.UpstreamRevision, d.stop.wave.Name, d.stop.detail) + d.staleAnnotations()
+	message := fmt.Sprintf("rollout %s (upstream revision %d), wave %q: %s", d.in.ID, d.in.UpstreamRevision, d.stop.wave.Name, d.stop.detail)
+	if d.stop.reason == ReasonVariantsWithoutWave {
+		message = fmt.Sprintf("rollout %s (upstream revision %d): every wave finished", d.in.ID, d.in.UpstreamRevision)
+	}
+	message += d.unassigned() + d.staleAnnotations()
 	if d.in.Spec.Paused && d.stop.reason != ReasonPaused {
 		message += "; spec.rollout.paused is true: nothing new starts until it is false"
 	}
@@ -307,6 +322,8 @@ func (d *decision) summarise() {
 		d.event(true, EventRolloutHalted, "%s", message)
 	case ReasonProgressDeadlineExceeded:
 		d.event(true, EventProgressDeadlineExceeded, "%s", message)
+	case ReasonVariantsWithoutWave:
+		d.event(true, EventVariantsWithoutWave, "%s", message)
 	}
 }
 
@@ -315,6 +332,21 @@ func intOr(p *int32, def int) int {
 		return def
 	}
 	return int(*p)
+}
+
+// unassigned says which variants no wave takes ("" when none).
+func (d *decision) unassigned() string {
+	st := d.plan.Status
+	if st.Unassigned == 0 {
+		return ""
+	}
+	shown := st.UnassignedVariants[:min(len(st.UnassignedVariants), listed)]
+	names := strings.Join(shown, ", ")
+	if more := int(st.Unassigned) - len(shown); more > 0 {
+		names += fmt.Sprintf(" and %d more (status.rollout.unassignedVariants)", more)
+	}
+	return fmt.Sprintf("; %d variants are in no wave, held on what they carry: %s; give them a wave (a selector over their labels, or a repositorySelector over their Repository's; a wave with neither takes every variant left)",
+		st.Unassigned, names)
 }
 
 // staleAnnotations says which of the set's skip and resume annotations

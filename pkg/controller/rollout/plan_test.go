@@ -410,6 +410,21 @@ func TestCompute(t *testing.T) {
 			wantMessage:    []string{`config.porch.kpt.dev/resume-wave=canray@id1 resumes nothing: the rollout has no wave "canray"`},
 			wantCurrent:    "canary",
 		},
+		"variants no wave takes are held, and the rollout is not done while they are": {
+			spec: func(r *configv1alpha2.Rollout) {
+				r.Waves[2].Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "other"}}
+			},
+			previous:     started([2]int{0, 1}, [2]int{1, 2}, [2]int{2, 2}),
+			approval:     "prod@id1",
+			state:        map[string]string{"c1": "done", "c2": "done", "p1": "done", "p2": "done", "p3": "done", "p4": "done"},
+			now:          3 * time.Minute,
+			wantPhases:   "canary:Finished prod:Finished rest:Finished",
+			wantReason:   ReasonVariantsWithoutWave,
+			wantMessage:  []string{"every wave finished; 1 variants are in no wave, held on what they carry: r1; give them a wave"},
+			wantEvents:   []string{EventVariantsWithoutWave},
+			wantCurrent:  "rest",
+			wantProgress: "6/7",
+		},
 		"a paused rollout starts no wave": {
 			spec:        func(r *configv1alpha2.Rollout) { r.Paused = true },
 			wantPhases:  "canary:Pending prod:Pending rest:Pending",

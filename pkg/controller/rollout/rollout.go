@@ -49,6 +49,9 @@ const (
 	// ReasonNoVariants: the set has no variant to roll out (its targets
 	// select nothing), which is never "rolled out".
 	ReasonNoVariants = "NoVariants"
+	// ReasonVariantsWithoutWave: every wave finished, but some variants
+	// are in no wave (held on what they carry).
+	ReasonVariantsWithoutWave = "VariantsWithoutWave"
 )
 
 // Event reasons.
@@ -62,18 +65,22 @@ const (
 	EventWaveEmpty = "WaveEmpty"
 	// EventWaveResumed: ResumeWaveAnnotation resumed a halted wave.
 	EventWaveResumed = "WaveResumed"
+	// EventVariantsWithoutWave (Warning): the waves finished and left
+	// variants no wave takes.
+	EventVariantsWithoutWave = "VariantsWithoutWave"
 )
 
 // Variant is what a rollout knows of one variant the set wants.
 type Variant struct {
 	// Name of the PackageVariant.
 	Name string
-	// Labels the set gives it (spec.labels): they decide its wave.
-	Labels map[string]string
+	// Labels the set gives it (spec.labels) and the labels of its
+	// downstream Repository: they decide its wave.
+	Labels, RepositoryLabels map[string]string
 	// Wave, when not nil, is the index of the variant's wave in
-	// spec.rollout.waves as its Labels decide it, worked out by the caller
-	// (with a Matcher, once for as long as the labels and the spec stay
-	// the same); nil: Compute works it out.
+	// spec.rollout.waves as its labels decide it (-1: none), worked out by
+	// the caller (with a Matcher, once for as long as the labels and the
+	// spec stay the same); nil: Compute works it out.
 	Wave *int
 	// Updated: it carries the change, or will when it is created (a
 	// variant for a new target is never held back).
@@ -177,61 +184,93 @@ func ID(upstreamRevision int, templates []*configv1alpha2.PackageVariantTemplate
 	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
-// Waves puts each variant in its wave: the first whose selector matches its
-// labels, a wave without a selector taking every variant no earlier wave
-// took, and the last wave those no wave took. Each wave's variants are in
-// name order.
-func Waves(spec *configv1alpha2.Rollout, variants []Variant) ([][]Variant, error) {
+// Grouping is the variants of a rollout by wave.
+type Grouping struct {
+	// Waves are the variants of each wave of spec.rollout.waves, in name
+	// order.
+	Waves [][]Variant
+	// None are the variants no wave takes, in name order: they are held on
+	// what they carry, and listed in the status.
+	None []Variant
+}
+
+// Waves puts each variant in its wave: the first whose selectors match
+// it (Matcher.Wave), or in none.
+func Waves(spec *configv1alpha2.Rollout, variants []Variant) (Grouping, error) {
 	m, err := NewMatcher(spec)
 	if err != nil {
-		return nil, err
+		return Grouping{}, err
 	}
-	out := make([][]Variant, len(spec.Waves))
+	g := Grouping{Waves: make([][]Variant, len(spec.Waves))}
 	for _, v := range variants {
 		i := 0
 		if v.Wave != nil {
 			i = *v.Wave
 		} else {
-			i = m.Wave(v.Labels)
+			i = m.Wave(v.Labels, v.RepositoryLabels)
 		}
-		out[i] = append(out[i], v)
-	}
-	for _, w := range out {
-		slices.SortFunc(w, func(a, b Variant) int { return strings.Compare(a.Name, b.Name) })
-	}
-	return out, nil
-}
-
-// Matcher tells a variant's wave from its labels.
-type Matcher struct {
-	selectors []labels.Selector
-}
-
-// NewMatcher compiles the waves' selectors of a rollout.
-func NewMatcher(spec *configv1alpha2.Rollout) (*Matcher, error) {
-	m := &Matcher{selectors: make([]labels.Selector, len(spec.Waves))}
-	for i, w := range spec.Waves {
-		if w.Selector == nil {
-			m.selectors[i] = labels.Everything()
+		if i < 0 {
+			g.None = append(g.None, v)
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(w.Selector)
-		if err != nil {
-			return nil, fmt.Errorf("spec.rollout.waves[%d].selector: %w", i, err)
+		g.Waves[i] = append(g.Waves[i], v)
+	}
+	byName := func(a, b Variant) int { return strings.Compare(a.Name, b.Name) }
+	for _, w := range g.Waves {
+		slices.SortFunc(w, byName)
+	}
+	slices.SortFunc(g.None, byName)
+	return g, nil
+}
+
+// Matcher tells a variant's wave from its labels and its Repository's.
+type Matcher struct {
+	selectors, repositories []labels.Selector
+}
+
+// NewMatcher compiles the waves' selectors of a rollout; a selector not
+// given matches everything.
+func NewMatcher(spec *configv1alpha2.Rollout) (*Matcher, error) {
+	m := &Matcher{selectors: make([]labels.Selector, len(spec.Waves)), repositories: make([]labels.Selector, len(spec.Waves))}
+	compile := func(sel *metav1.LabelSelector, path string) (labels.Selector, error) {
+		if sel == nil {
+			return labels.Everything(), nil
 		}
-		m.selectors[i] = sel
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return s, nil
+	}
+	for i, w := range spec.Waves {
+		var err error
+		if m.selectors[i], err = compile(w.Selector, fmt.Sprintf("spec.rollout.waves[%d].selector", i)); err != nil {
+			return nil, err
+		}
+		if m.repositories[i], err = compile(w.RepositorySelector, fmt.Sprintf("spec.rollout.waves[%d].repositorySelector", i)); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
 
-// Wave is the index of the wave of a variant with these labels: the first
-// whose selector matches them, else the last.
-func (m *Matcher) Wave(lbls map[string]string) int {
-	i := slices.IndexFunc(m.selectors, func(s labels.Selector) bool { return s.Matches(labels.Set(lbls)) })
-	if i < 0 {
-		return len(m.selectors) - 1
+// ReadsRepositories reports whether a wave has a repositorySelector: only
+// then does Wave need the Repositories' labels.
+func (m *Matcher) ReadsRepositories() bool {
+	return slices.ContainsFunc(m.repositories, func(s labels.Selector) bool { return !s.Empty() })
+}
+
+// Wave is the index of the wave of a variant with these labels, whose
+// downstream Repository has repositoryLabels: the first whose selector
+// matches the first and whose repositorySelector matches the second; -1
+// when no wave does.
+func (m *Matcher) Wave(variantLabels, repositoryLabels map[string]string) int {
+	for i := range m.selectors {
+		if m.selectors[i].Matches(labels.Set(variantLabels)) && m.repositories[i].Matches(labels.Set(repositoryLabels)) {
+			return i
+		}
 	}
-	return i
+	return -1
 }
 
 // MaxConcurrent is how many variants of a wave of n may have an unfinished

@@ -15,54 +15,73 @@ func TestWaves(t *testing.T) {
 	canary := configv1alpha2.Wave{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}}
 	eu := configv1alpha2.Wave{Name: "eu", Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 		{Key: "region", Operator: metav1.LabelSelectorOpIn, Values: []string{"eu-west", "eu-north"}}}}}
+	edgeRepos := &metav1.LabelSelector{MatchLabels: map[string]string{"kind": "edge"}}
 	vs := []Variant{
 		{Name: "z-eu-canary", Labels: map[string]string{"tier": "canary", "region": "eu-west"}},
-		{Name: "b-eu", Labels: map[string]string{"region": "eu-north"}},
-		{Name: "a-us", Labels: map[string]string{"region": "us-east"}},
+		{Name: "b-eu", Labels: map[string]string{"region": "eu-north"}, RepositoryLabels: map[string]string{"kind": "edge"}},
+		{Name: "a-us", Labels: map[string]string{"region": "us-east"}, RepositoryLabels: map[string]string{"kind": "edge"}},
 		{Name: "c-none"},
 	}
+	names := func(vs []Variant) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.Name)
+		}
+		return out
+	}
 	cases := map[string]struct {
-		waves []configv1alpha2.Wave
-		want  [][]string
+		waves    []configv1alpha2.Wave
+		want     [][]string
+		wantNone []string
 	}{
 		"the first matching wave takes a variant; a wave without a selector takes the rest": {
 			waves: []configv1alpha2.Wave{canary, eu, {Name: "rest"}},
 			want:  [][]string{{"z-eu-canary"}, {"b-eu"}, {"a-us", "c-none"}},
 		},
-		"variants no wave selects belong to the last wave": {
-			waves: []configv1alpha2.Wave{canary, eu},
-			want:  [][]string{{"z-eu-canary"}, {"a-us", "b-eu", "c-none"}},
+		"variants no wave selects are in none, not in the last wave": {
+			waves:    []configv1alpha2.Wave{canary, eu},
+			want:     [][]string{{"z-eu-canary"}, {"b-eu"}},
+			wantNone: []string{"a-us", "c-none"},
 		},
 		"a wave without a selector leaves nothing to the waves after it": {
 			waves: []configv1alpha2.Wave{{Name: "all"}, canary},
 			want:  [][]string{{"a-us", "b-eu", "c-none", "z-eu-canary"}, nil},
 		},
+		"a repositorySelector matches the Repository's labels": {
+			waves:    []configv1alpha2.Wave{{Name: "edge", RepositorySelector: edgeRepos}, canary},
+			want:     [][]string{{"a-us", "b-eu"}, {"z-eu-canary"}},
+			wantNone: []string{"c-none"},
+		},
+		"with both selectors, a wave takes a variant both match": {
+			waves:    []configv1alpha2.Wave{{Name: "edge-eu", Selector: eu.Selector, RepositorySelector: edgeRepos}, {Name: "rest"}},
+			want:     [][]string{{"b-eu"}, {"a-us", "c-none", "z-eu-canary"}},
+			wantNone: nil,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			waves, err := Waves(&configv1alpha2.Rollout{Waves: tc.waves}, vs)
+			g, err := Waves(&configv1alpha2.Rollout{Waves: tc.waves}, vs)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var got [][]string
-			for _, w := range waves {
-				var names []string
-				for _, v := range w {
-					names = append(names, v.Name)
-				}
-				got = append(got, names)
+			for _, w := range g.Waves {
+				got = append(got, names(w))
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("waves (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantNone, names(g.None)); diff != "" {
+				t.Errorf("in no wave (-want +got):\n%s", diff)
 			}
 		})
 	}
 	// A wave the caller worked out is taken as it is.
 	first := 0
 	known := []Variant{{Name: "a-us", Labels: map[string]string{"region": "us-east"}, Wave: &first}}
-	waves, err := Waves(&configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{canary, {Name: "rest"}}}, known)
-	if err != nil || len(waves[0]) != 1 || len(waves[1]) != 0 {
-		t.Errorf("a variant whose wave the caller gives as the first went to %v (%v)", waves, err)
+	g, err := Waves(&configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{canary, {Name: "rest"}}}, known)
+	if err != nil || len(g.Waves[0]) != 1 || len(g.Waves[1]) != 0 {
+		t.Errorf("a variant whose wave the caller gives as the first went to %v (%v)", g, err)
 	}
 	bad := &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "x", Selector: &metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}}}}

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
-	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
 
@@ -316,9 +316,8 @@ func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.P
 	pinned := pv.Spec.Upstream.Revision
 	if set := after.Sets[pv.Namespace+"/"+pv0.Set]; set != nil && set.Spec.Rollout != nil && set.Spec.Upstream.Revision == 0 && pinned != up.Spec.Revision {
 		pv0.Pinned = pinned
-		if m, err := rollout.NewMatcher(set.Spec.Rollout); err == nil {
-			pv0.Wave = set.Spec.Rollout.Waves[m.Wave(pv.Spec.Labels)].Name
-		}
+		// The set labels each variant with its wave ("": none takes it).
+		pv0.Wave = pv.Labels[configv1alpha2.WaveLabel]
 		return classified{outcomeLater, pv0}
 	}
 	if pinned != 0 && pinned != up.Spec.Revision {
@@ -407,6 +406,9 @@ func (p Preview) writeText(b *strings.Builder, files bool) {
 	})
 	section("later, held back by a rollout", p.Later, func(v PreviewVariant) string {
 		line := fmt.Sprintf("wave %q, stays on revision %d until its wave opens it", v.Wave, v.Pinned)
+		if v.Wave == "" {
+			line = fmt.Sprintf("in no wave, stays on revision %d until a wave takes it", v.Pinned)
+		}
 		switch {
 		case len(v.FailedFunctions) > 0:
 			line += "; when its wave opens, its draft fails to render: " + strings.Join(v.FailedFunctions, "; ")

@@ -106,10 +106,12 @@ const ResumeWaveAnnotation = "config.porch.kpt.dev/resume-wave"
 // validation, and variantctl validate, say the same and more).
 // +kubebuilder:validation:XValidation:rule="has(self.waves) && size(self.waves) > 0",message="a rollout needs at least one wave",fieldPath=".waves",reason=FieldValueRequired
 type Rollout struct {
-	// Waves, in order. A variant is in the first wave whose selector
-	// matches its labels (spec.labels of the PackageVariant the set makes);
-	// a wave without a selector takes every variant no earlier wave took.
-	// Variants no wave takes belong to the last wave.
+	// Waves, in order. A variant is in the first wave whose selectors match
+	// it: selector over its labels (spec.labels of the PackageVariant the
+	// set makes), repositorySelector over the labels of its downstream
+	// Repository, both when both are given. A wave with neither takes
+	// every variant no earlier wave took. A variant no wave takes is held
+	// on what it carries and listed in status.rollout.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -161,10 +163,15 @@ type Wave struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
-	// Selector over the labels of the variants; none: every variant no
-	// earlier wave took.
+	// Selector over the labels of the variants (spec.labels of each
+	// PackageVariant the set makes).
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// RepositorySelector over the labels of each variant's downstream
+	// Repository (spec.downstream.repo). Without it and Selector, the wave
+	// takes every variant no earlier wave took.
+	// +optional
+	RepositorySelector *metav1.LabelSelector `json:"repositorySelector,omitempty"`
 	// MaxConcurrent is how many variants of the wave may have an unfinished
 	// change at once: a number, or a percentage of the wave's variants
 	// ("25%", rounded up, at least 1). Default: all of them.
@@ -443,6 +450,16 @@ type RolloutStatus struct {
 	// Waves, in the order of spec.rollout.waves.
 	// +optional
 	Waves []WaveStatus `json:"waves,omitempty"`
+	// Unassigned is how many variants no wave takes: they are held on
+	// what they carry until a wave does.
+	// +optional
+	Unassigned int32 `json:"unassigned,omitempty"`
+	// UnassignedVariants names the first of them (at most 20), in name
+	// order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	UnassignedVariants []string `json:"unassignedVariants,omitempty"`
 }
 
 // WaveStatus is the progress of one wave.

@@ -561,6 +561,11 @@ func (in *RolloutStatus) DeepCopyInto(out *RolloutStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.UnassignedVariants != nil {
+		in, out := &in.UnassignedVariants, &out.UnassignedVariants
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 
@@ -617,6 +622,11 @@ func (in *Wave) DeepCopyInto(out *Wave) {
 	*out = *in
 	if in.Selector != nil {
 		in, out := &in.Selector, &out.Selector
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.RepositorySelector != nil {
+		in, out := &in.RepositorySelector, &out.RepositorySelector
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}

@@ -49,6 +49,9 @@ func validateRollout(r *configv1alpha2.Rollout, fldPath *field.Path) field.Error
 		if w.Selector != nil {
 			errs = append(errs, validateLabelSelector(w.Selector, path.Child("selector"))...)
 		}
+		if w.RepositorySelector != nil {
+			errs = append(errs, validateLabelSelector(w.RepositorySelector, path.Child("repositorySelector"))...)
+		}
 		if w.MaxConcurrent != nil {
 			if msg := maxConcurrentProblem(*w.MaxConcurrent); msg != "" {
 				errs = append(errs, standard(field.Invalid(path.Child("maxConcurrent"), w.MaxConcurrent.String(), msg)))

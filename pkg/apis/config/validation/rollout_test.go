@@ -67,11 +67,13 @@ func TestValidateRollout(t *testing.T) {
 		"an unknown approval, a bad selector, negative times": {
 			rollout: &configv1alpha2.Rollout{
 				Waves: []configv1alpha2.Wave{{Name: "a", Approval: "Sometimes", Selector: &metav1.LabelSelector{
-					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}}},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}},
+					RepositorySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Far"}}}}},
 				SoakSeconds: i32(-1), MaxFailures: i32(-2), ProgressDeadlineSeconds: i32(0),
 			},
 			want: []string{
 				`spec.rollout.waves[0].selector is not a valid label selector: "Near" is not a valid label selector operator`,
+				`spec.rollout.waves[0].repositorySelector is not a valid label selector: "Far" is not a valid label selector operator`,
 				`spec.rollout.waves[0].approval: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"`,
 				"spec.rollout.soakSeconds: Invalid value: -1: must be 0 or more",
 				"spec.rollout.maxFailures: Invalid value: -2: must be 0 or more",
