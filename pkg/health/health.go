@@ -170,12 +170,7 @@ func (j *Judge) Judge(obj *unstructured.Unstructured, rev Revision) Result {
 	if len(j.steps) == 0 {
 		return byKstatus(obj)
 	}
-	vars := map[string]any{
-		"object": obj.Object,
-		"revision": map[string]any{
-			"name": rev.Name, "revision": int64(rev.Revision), "published": rev.Published, "commit": rev.Commit,
-		},
-	}
+	vars := map[string]any{"object": obj.Object, "revision": revisionVar(rev)}
 	for _, s := range j.steps {
 		out, _, err := s.prg.Eval(vars)
 		if err == nil {

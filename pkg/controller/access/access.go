@@ -133,6 +133,12 @@ type key struct {
 // cannot be told now (the kind is not served, the review failed). No
 // account and no default, or a nil Checker, allows.
 func (c *Checker) MayGet(ctx context.Context, namespace, account string, gvk schema.GroupVersionKind, name string) error {
+	return c.MayGetIn(ctx, namespace, account, gvk, namespace, name)
+}
+
+// MayGetIn is MayGet for an object in another namespace than the
+// ServiceAccount's (accountNamespace).
+func (c *Checker) MayGetIn(ctx context.Context, accountNamespace, account string, gvk schema.GroupVersionKind, namespace, name string) error {
 	if c == nil {
 		return nil
 	}
@@ -141,9 +147,9 @@ func (c *Checker) MayGet(ctx context.Context, namespace, account string, gvk sch
 	}
 	mapping, err := c.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return fmt.Errorf("check whether ServiceAccount %s/%s may get %s %q: kind %s is not served by the cluster: %w", namespace, account, gvk.Kind, name, gvk, err)
+		return fmt.Errorf("check whether ServiceAccount %s/%s may get %s %q: kind %s is not served by the cluster: %w", accountNamespace, account, gvk.Kind, name, gvk, err)
 	}
-	k := key{account: namespace + "/" + account, resource: mapping.Resource.GroupResource(), namespace: namespace, name: name}
+	k := key{account: accountNamespace + "/" + account, resource: mapping.Resource.GroupResource(), namespace: namespace, name: name}
 	if v, ok := c.answers.Get(k); ok {
 		if denied, _ := v.(*DeniedError); denied != nil {
 			return denied
@@ -152,8 +158,8 @@ func (c *Checker) MayGet(ctx context.Context, namespace, account string, gvk sch
 	}
 	c.reviews.Add(1)
 	review, err := c.opts.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + namespace + ":" + account,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		User:   "system:serviceaccount:" + accountNamespace + ":" + account,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + accountNamespace, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: namespace,
 			Verb:      "get",
@@ -164,7 +170,7 @@ func (c *Checker) MayGet(ctx context.Context, namespace, account string, gvk sch
 		},
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("check whether ServiceAccount %s/%s may get %s %q (SubjectAccessReview): %w", namespace, account, k.resource, name, err)
+		return fmt.Errorf("check whether ServiceAccount %s/%s may get %s %q in namespace %s (SubjectAccessReview): %w", accountNamespace, account, k.resource, name, namespace, err)
 	}
 	if review.Status.Allowed && !review.Status.Denied {
 		c.answers.Add(k, (*DeniedError)(nil), c.opts.AllowedTTL)

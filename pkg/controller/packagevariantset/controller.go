@@ -58,7 +58,7 @@ const (
 const anyRepository = "*"
 
 // ByObjectKindIndex keys a set by "<namespace>/<group>/<kind>" of each
-// objectSelector it has.
+// objectSelector it has, and of its rollout's health objects.
 const ByObjectKindIndex = "byObjectKind"
 
 // BySetIndex, on the PackageVariant informer, keys a variant by
@@ -470,6 +470,16 @@ var objectKindIndexFunc = handlers.IndexFunc(func(pvs *configv1alpha2.PackageVar
 				continue
 			}
 			keys = append(keys, pvs.Namespace+"/"+gv.Group+"/"+s.Kind)
+		}
+	}
+	if r := pvs.Spec.Rollout; r != nil && r.Health != nil {
+		// Its health objects: a change of one may finish a variant.
+		ns := r.Health.Namespace
+		if ns == "" {
+			ns = pvs.Namespace
+		}
+		if gv, err := schema.ParseGroupVersion(r.Health.APIVersion); err == nil {
+			keys = append(keys, ns+"/"+gv.Group+"/"+r.Health.Kind)
 		}
 	}
 	return keys

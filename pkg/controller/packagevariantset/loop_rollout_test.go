@@ -214,11 +214,11 @@ func (h *harness) bumpAfterFirstRollout(files map[string]string, all ...string) 
 }
 
 // TestRolloutPauseAndNewTargets: spec.rollout.paused opens nothing more
-// (the open variant stays open); a repository added mid-rollout gets its
-// variant at once, on the new revision; the paused annotation on the set
-// makes the controller write nothing (a relabelled repository keeps its
-// variant) and says so; on a variant, it keeps the variant's downstream as
-// it is.
+// (the open variant stays open), creates no variant for a new repository
+// and deletes none of a relabelled one, and says so; the paused annotation
+// on the set makes the controller write nothing and says so; unpaused, the
+// new repository gets its variant at once, on the new revision; on a
+// variant, the annotation keeps the variant's downstream as it is.
 func TestRolloutPauseAndNewTargets(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
 	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
@@ -238,21 +238,30 @@ func TestRolloutPauseAndNewTargets(t *testing.T) {
 		t.Errorf("a paused rollout opened more variants: %v", got)
 	}
 
-	// A new target is not held back.
+	// A paused rollout writes nothing new: a new target gets no variant,
+	// a vanished one keeps its variant, and RolledOut says so.
 	h.Sim.AddRepository(testNS, "edge-07", true, repoLabels("prod", "us"))
-	h.waitVariants(append(all, "edge-edge-07-app")...)
-	h.Eventually("the new variant on revision 2", func() bool { return h.pins()["edge-edge-07-app"] == 2 })
+	h.Sim.AddRepository(testNS, "edge-02", true, repoLabels("dev", "eu"))
+	h.Eventually("RolledOut to name the held create and delete", func() bool {
+		cond := meta.FindStatusCondition(h.Set("edge").Status.Conditions, rollout.ConditionRolledOut)
+		return cond != nil && strings.Contains(cond.Message, "while paused, 1 variants of new targets are not created and 1 variants of vanished targets are not deleted")
+	})
+	h.Settle()
+	h.waitVariants(all...)
 
-	// Paused by annotation: nothing is written; the condition says so.
+	// Paused by annotation: nothing is written, even once spec.rollout is
+	// not paused; the condition says so.
 	h.UpdateSet("edge", func(pvs *configv1alpha2.PackageVariantSet) {
 		kit.Annotate(pvs, configv1alpha1.PausedAnnotation, "true")
 	})
 	h.WaitSetCondition("edge", "Paused", metav1.ConditionTrue, configv1alpha1.ReasonPaused)
-	h.Sim.AddRepository(testNS, "edge-02", true, repoLabels("dev", "eu"))
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.Paused = false })
 	h.Settle()
-	if h.Variant("edge-edge-02-app") == nil {
-		t.Error("a paused set deleted the variant of a repository that left its selector")
-	}
+	h.waitVariants(all...)
+
+	// Unpaused, the rollout goes on: the new target's variant is created
+	// at once on revision 2, the vanished one's deleted; the new variant's
+	// draft counts against maxConcurrent like any open change.
 	h.UpdateSet("edge", func(pvs *configv1alpha2.PackageVariantSet) {
 		kit.Annotate(pvs, configv1alpha1.PausedAnnotation, "")
 	})
@@ -260,10 +269,7 @@ func TestRolloutPauseAndNewTargets(t *testing.T) {
 	h.Eventually("Paused to go with the annotation", func() bool {
 		return meta.FindStatusCondition(h.Set("edge").Status.Conditions, "Paused") == nil
 	})
-
-	// Unpaused, the rollout goes on; the new variant's draft counts
-	// against maxConcurrent like any open change.
-	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.Paused = false })
+	h.Eventually("the new variant on revision 2", func() bool { return h.pins()["edge-edge-07-app"] == 2 })
 	h.waitOpen("edge-edge-07-app")
 	h.WaitAllVariantsReady()
 	h.Settle()
@@ -501,6 +507,37 @@ func TestRolloutWavesOverRepositoryLabels(t *testing.T) {
 	h.Settle()
 	h.publishOpen(us...)
 	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished rest:Finished")
+}
+
+// TestRolloutCreatesInWaves: with spec.rollout.creates: InWaves, a new
+// set whose first wave is Manual creates no variant until the wave is
+// approved, then creates them as its wave opens them, one at a time, and
+// the next wave's only once the first has published.
+func TestRolloutCreatesInWaves(t *testing.T) {
+	h := newHarness(t, fleet(4, "prod"))
+	pvs := rolloutSet()
+	pvs.Spec.Rollout.Waves[0].Approval = configv1alpha2.WaveApprovalManual
+	pvs.Spec.Rollout.Waves[1].Approval = ""
+	pvs.Spec.Rollout.Creates = configv1alpha2.RolloutCreatesInWaves
+	h.CreateSet(pvs)
+	st := h.waitRollout(rollout.ReasonWaitingForApproval, "eu:WaitingForApproval us:Pending")
+	if st.Status.Rollout.Progress != "0/4" {
+		t.Errorf("progress %q, want 0/4", st.Status.Rollout.Progress)
+	}
+	h.Settle()
+	h.waitVariants()
+
+	h.approve("eu")
+	for _, step := range [][]string{{"edge-edge-00-app"}, {"edge-edge-02-app"}, {"edge-edge-01-app"}, {"edge-edge-03-app"}} {
+		h.waitOpen(step...)
+		for _, name := range step {
+			h.WaitVariantCondition(name, "Ready", metav1.ConditionTrue, "NoErrors")
+		}
+		h.Settle()
+		h.publishOpen(step...)
+	}
+	h.waitVariants("edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app", "edge-edge-03-app")
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
 }
 
 // clock is a test's time, moved by hand.

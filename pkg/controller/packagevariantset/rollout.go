@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"context"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,22 +26,12 @@ import (
 
 // planRollout decides the rollout of the set's change and lists in
 // w.changes the writes of f it does not hold back.
-func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
-	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
+func (c *Controller) planRollout(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
+	src, err := c.factSource(ctx, pvs)
 	if err != nil {
 		return err
 	}
-	repository := func(string) *configv1alpha1.Repository { return nil }
-	if matcher.ReadsRepositories() {
-		repository = func(name string) *configv1alpha1.Repository {
-			repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
-			if err != nil {
-				return nil
-			}
-			return repo
-		}
-	}
-	g, err := f.rolloutWaves(pvs.Spec.Rollout, matcher, repository)
+	g, err := f.rolloutWaves(pvs.Spec.Rollout, src)
 	if err != nil {
 		return err
 	}
@@ -60,8 +51,12 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 		Now:              c.now(),
 		Namespace:        pvs.Namespace,
 		Set:              pvs.Name,
+		HeldDeletes:      heldDeletes(pvs.Spec.Rollout, w),
 	}, g)
-	w.changes = f.rolloutChanges(plan.Open)
+	w.changes = f.rolloutChanges(plan.Open, rollout.CreatesNow(pvs.Spec.Rollout))
+	if pvs.Spec.Rollout.Paused {
+		w.stale = nil
+	}
 	w.rollout = &plan
 	w.waveOf = make(map[string]string, len(f.variants))
 	for i, vs := range g.Waves {
@@ -72,26 +67,79 @@ func (c *Controller) planRollout(pvs *configv1alpha2.PackageVariantSet, f *fleet
 	return nil
 }
 
+// factSource is what the facts of a set's variants come from besides the
+// caches of the variants: how to tell each one's wave, whether new ones
+// are created now, their downstream Repositories, and the health gate.
+type factSource struct {
+	matcher    *rollout.Matcher
+	createsNow bool
+	// repository looks a downstream Repository up (nil when there is none).
+	repository func(name string) *configv1alpha1.Repository
+	// gate, when not nil, gates a variant's finish on its health.
+	gate func(pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant)
+}
+
+func (c *Controller) factSource(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) (*factSource, error) {
+	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := compileHealth(pvs.Spec.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	src := &factSource{matcher: matcher, createsNow: rollout.CreatesNow(pvs.Spec.Rollout), repository: func(name string) *configv1alpha1.Repository {
+		repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
+		if err != nil {
+			return nil
+		}
+		return repo
+	}}
+	if hc != nil {
+		src.gate = func(pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant) {
+			c.gateOnHealth(ctx, hc, pv, repo, rv)
+		}
+	}
+	return src, nil
+}
+
 // rolloutWaves are what a rollout knows of each rendered variant, in
-// their waves; m works out each variant's wave, with its downstream
-// Repository as repository finds it.
-func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, m *rollout.Matcher, repository func(string) *configv1alpha1.Repository) (rollout.Grouping, error) {
+// their waves.
+func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, src *factSource) (rollout.Grouping, error) {
 	facts := make([]rollout.Variant, 0, len(f.variants))
 	for _, v := range f.variants {
-		facts = append(facts, f.factOf(v, m, repository(v.spec.Downstream.Repo)))
+		facts = append(facts, f.factOf(v, src))
 	}
 	return rollout.Waves(spec, facts)
 }
 
-// factOf is what a rollout knows of the rendered variant v, whose
-// downstream Repository is repo.
-func (f *fleet) factOf(v *rendered, m *rollout.Matcher, repo *configv1alpha1.Repository) rollout.Variant {
-	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(m, repo), Updated: true}
+// heldDeletes is how many stale variants of w a paused rollout keeps.
+func heldDeletes(spec *configv1alpha2.Rollout, w *wanted) int {
+	if !spec.Paused {
+		return 0
+	}
+	return len(w.stale)
+}
+
+// factOf is what a rollout knows of the rendered variant v.
+func (f *fleet) factOf(v *rendered, src *factSource) rollout.Variant {
+	var repo *configv1alpha1.Repository
+	if src.matcher.ReadsRepositories() || src.gate != nil {
+		repo = src.repository(v.spec.Downstream.Repo)
+	}
+	var waveRepo *configv1alpha1.Repository
+	if src.matcher.ReadsRepositories() {
+		waveRepo = repo
+	}
+	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(src.matcher, waveRepo), New: true, Updated: src.createsNow}
 	if cur, ok := f.existing[v.id]; ok {
-		rv.Name = cur.Name
+		rv.Name, rv.New = cur.Name, false
 		rv.Updated = v.specOf(cur)
 		p := v.progressOf(cur)
 		rv.Finished, rv.Failed, rv.WaitingFor, rv.Blocked, rv.BlockedSince = p.finished, p.failed, p.waitingFor, p.blocked, p.blockedSince
+		if src.gate != nil {
+			src.gate(cur, repo, &rv)
+		}
 	}
 	return rv
 }

@@ -175,19 +175,29 @@ func (f *fleet) unplan(id string) {
 	delete(f.creates, id)
 }
 
-// rolloutChanges are the writes of a rollout that opens the updates of the
-// variants named open: those updates and every create, in target order.
-// It reads the open names and the creates, not every change: a rollout
-// holds most of them back.
-func (f *fleet) rolloutChanges(open []string) []change {
+// rolloutChanges are the writes of a rollout that opens the variants
+// named open: their updates and creates, and every other create when
+// createsNow, in target order. It reads the open names and the creates,
+// not every change: a rollout holds most of them back.
+func (f *fleet) rolloutChanges(open []string, createsNow bool) []change {
 	var out []change
 	for _, name := range open {
 		if ch, ok := f.changes[f.idOf[name]]; ok && ch.current != nil && ch.current.Name == name {
 			out = append(out, ch)
 		}
 	}
+	opened := func(string) bool { return true }
+	if !createsNow {
+		names := make(map[string]bool, len(open))
+		for _, name := range open {
+			names[name] = true
+		}
+		opened = func(name string) bool { return names[name] }
+	}
 	for id := range f.creates {
-		out = append(out, f.changes[id])
+		if ch := f.changes[id]; opened(ch.name) {
+			out = append(out, ch)
+		}
 	}
 	slices.SortFunc(out, func(a, b change) int { return f.pos[a.id] - f.pos[b.id] })
 	return out

@@ -120,7 +120,7 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	f.variants = w.variants
 	c.planChanges(pvs, f, w)
 	if pvs.Spec.Rollout != nil {
-		if err := c.planRollout(pvs, f, w, upstream); err != nil {
+		if err := c.planRollout(ctx, pvs, f, w, upstream); err != nil {
 			return &wanted{stalled: &setProblem{ReasonValidationError, err.Error()}}
 		}
 	}

@@ -24,6 +24,9 @@ type decision struct {
 	// the wave ResumeWaveAnnotation resumed, in this rollout.
 	skip    map[string]bool
 	resumed string
+	// heldCreates counts the new variants a paused rollout does not
+	// create.
+	heldCreates int
 }
 
 // stopped is why the rollout goes no further than a wave for now.
@@ -71,6 +74,15 @@ func Decide(in Input, g Grouping) Plan {
 		}
 	}
 	d.plan.Status.Unassigned = int32(len(g.None))
+	if in.Spec.Paused { // a paused rollout opens nothing
+		for _, vs := range append(slices.Clip(g.Waves), g.None) {
+			for _, v := range vs {
+				if v.New && !v.Updated {
+					d.heldCreates++
+				}
+			}
+		}
+	}
 	for _, v := range g.None[:min(len(g.None), MaxUnassignedListed)] {
 		d.plan.Status.UnassignedVariants = append(d.plan.Status.UnassignedVariants, v.Name)
 	}
@@ -313,6 +325,9 @@ func (d *decision) summarise() {
 	if d.in.Spec.Paused && d.stop.reason != ReasonPaused {
 		message += "; spec.rollout.paused is true: nothing new starts until it is false"
 	}
+	if d.in.Spec.Paused {
+		message += d.heldWhilePaused()
+	}
 	d.plan.Condition = Condition{Status: metav1.ConditionFalse, Reason: reason, Message: message}
 	if reason == d.in.PreviousReason {
 		return
@@ -332,6 +347,22 @@ func intOr(p *int32, def int) int {
 		return def
 	}
 	return int(*p)
+}
+
+// heldWhilePaused says what a paused rollout keeps from happening
+// besides its waves: creates and deletes ("" when nothing).
+func (d *decision) heldWhilePaused() string {
+	var parts []string
+	if d.heldCreates > 0 {
+		parts = append(parts, fmt.Sprintf("%d variants of new targets are not created", d.heldCreates))
+	}
+	if d.in.HeldDeletes > 0 {
+		parts = append(parts, fmt.Sprintf("%d variants of vanished targets are not deleted", d.in.HeldDeletes))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; while paused, " + strings.Join(parts, " and ")
 }
 
 // unassigned says which variants no wave takes ("" when none).

@@ -51,6 +51,8 @@ func fleet(state map[string]string) []Variant {
 			v.Updated, v.Finished = true, true
 		case "failed":
 			v.Updated, v.Failed = true, "RenderFailed"
+		case "new": // no PackageVariant yet, held back (CreatesNow is false)
+			v.New = true
 		case "blocked": // since ten minutes after t0
 			v.Updated, v.Blocked, v.BlockedSince = true, "ReadinessGatesNotMet", t0.Add(10*time.Minute)
 		}
@@ -424,6 +426,26 @@ func TestCompute(t *testing.T) {
 			wantEvents:   []string{EventVariantsWithoutWave},
 			wantCurrent:  "rest",
 			wantProgress: "6/7",
+		},
+		"creates in waves: a wave opens new variants like any change, the others wait": {
+			spec:         func(r *configv1alpha2.Rollout) { r.Creates = configv1alpha2.RolloutCreatesInWaves },
+			state:        map[string]string{"c1": "new", "c2": "new", "p1": "new", "r1": "new"},
+			wantOpen:     []string{"c1"},
+			wantPhases:   "canary:Progressing prod:Pending rest:Pending",
+			wantReason:   ReasonWaveProgressing,
+			wantEvents:   []string{EventWaveStarted},
+			wantCurrent:  "canary",
+			wantProgress: "0/7",
+		},
+		"a paused rollout says which creates it holds": {
+			spec:        func(r *configv1alpha2.Rollout) { r.Paused = true },
+			previous:    started([2]int{0, -1}),
+			state:       map[string]string{"c1": "done", "c2": "new", "r1": "new"},
+			now:         time.Minute,
+			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
+			wantReason:  ReasonPaused,
+			wantMessage: []string{"spec.rollout.paused is true: nothing new starts until it is false; while paused, 2 variants of new targets are not created"},
+			wantCurrent: "canary",
 		},
 		"a paused rollout starts no wave": {
 			spec:        func(r *configv1alpha2.Rollout) { r.Paused = true },

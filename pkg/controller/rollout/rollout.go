@@ -82,8 +82,11 @@ type Variant struct {
 	// the caller (with a Matcher, once for as long as the labels and the
 	// spec stay the same); nil: Compute works it out.
 	Wave *int
-	// Updated: it carries the change, or will when it is created (a
-	// variant for a new target is never held back).
+	// New: it has no PackageVariant yet (its target is new).
+	New bool
+	// Updated: it carries the change, or will when it is created now (a
+	// new variant is, unless creates go in waves or the rollout is paused:
+	// CreatesNow).
 	Updated bool
 	// Finished: it carries the change and has published it.
 	Finished bool
@@ -128,6 +131,9 @@ type Input struct {
 	// Variants are every variant the set wants, in any order (Compute;
 	// Decide takes them grouped instead).
 	Variants []Variant
+	// HeldDeletes is how many variants of vanished targets the set keeps
+	// because the rollout is paused, for the message.
+	HeldDeletes int
 	// Now is the time of the decision.
 	Now time.Time
 }
@@ -169,6 +175,13 @@ type Plan struct {
 	// RequeueAfter is when the decision changes with time alone (a soak
 	// ends, a deadline passes); 0 when it does not.
 	RequeueAfter time.Duration
+}
+
+// CreatesNow reports whether a rollout creates the variants of new targets
+// at once (Variant.Updated), rather than when their wave opens them: not
+// when creates go in waves, not while paused.
+func CreatesNow(spec *configv1alpha2.Rollout) bool {
+	return spec.Creates != configv1alpha2.RolloutCreatesInWaves && !spec.Paused
 }
 
 // ID names a change: a short hash of the upstream revision and what the set

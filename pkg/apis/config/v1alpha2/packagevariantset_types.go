@@ -139,11 +139,75 @@ type Rollout struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
-	// Paused starts nothing new: no wave and no variant's change. What is
-	// open stays open.
+	// Paused starts nothing new: no wave, no variant's change, no variant
+	// of a new target, and no deletion of a vanished target's variant.
+	// What is open stays open.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// Creates says when the variants of targets that have none yet (the
+	// set's first deployment, and new targets) are created: Immediate
+	// (default) at once, never held back; InWaves only when their wave
+	// opens them, within its maxConcurrent, like any change.
+	// +optional
+	// +kubebuilder:validation:Enum=Immediate;InWaves
+	Creates RolloutCreates `json:"creates,omitempty"`
+	// Health makes a variant's change finished only once the in-cluster
+	// object that says what its cluster runs reports its published
+	// revision healthy; soakSeconds then counts from there.
+	// +optional
+	Health *RolloutHealth `json:"health,omitempty"`
 }
+
+// RolloutHealth names, for each variant, the in-cluster object that says
+// what its cluster runs (a Flux Kustomization, an Argo CD
+// Application, Config Sync's RootSync ...) and how to judge it.
+type RolloutHealth struct {
+	// APIVersion and Kind of the objects. Required.
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// NameExpr is a CEL expression that names the variant's object, over
+	// variant (name, namespace, labels, annotations, downstream.repo,
+	// downstream.package), repository (its downstream Repository: name,
+	// namespace, labels, annotations) and revision (its published
+	// revision: name, revision, published, commit). Required.
+	// +kubebuilder:validation:MinLength=1
+	NameExpr string `json:"nameExpr"`
+	// Namespace of the objects; default: the set's. (Argo CD Applications
+	// usually live in argocd, RootSyncs in config-management-system.) A
+	// controller that watches one namespace only (--namespace) sees that
+	// one only.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Current, InProgress and Failed are CEL bools over object (the whole
+	// object) and revision, as Flux's healthCheckExprs: tried inProgress,
+	// failed, current; the first true decides; none: in progress. Without
+	// any, kstatus judges the object (reconciled, whatever its revision).
+	// Current is required when any is given.
+	// +optional
+	Current string `json:"current,omitempty"`
+	// +optional
+	InProgress string `json:"inProgress,omitempty"`
+	// +optional
+	Failed string `json:"failed,omitempty"`
+	// ServiceAccountName bounds the reads of the objects: the controller
+	// reads one only if this ServiceAccount of the set's namespace may get
+	// it, in its namespace (empty: the controller's default account, if it
+	// has one).
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// RolloutCreates says when a rollout creates the variants of new targets.
+type RolloutCreates string
+
+const (
+	// RolloutCreatesImmediate creates them at once.
+	RolloutCreatesImmediate RolloutCreates = "Immediate"
+	// RolloutCreatesInWaves creates them when their wave opens them.
+	RolloutCreatesInWaves RolloutCreates = "InWaves"
+)
 
 // WaveApproval says whether a wave starts by itself.
 type WaveApproval string

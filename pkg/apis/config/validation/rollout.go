@@ -6,11 +6,13 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/health"
 )
 
 // MaxWaves is the most waves a rollout may have; the CRD says the same
@@ -64,6 +66,13 @@ func validateRollout(r *configv1alpha2.Rollout, fldPath *field.Path) field.Error
 				[]string{string(configv1alpha2.WaveApprovalAutomatic), string(configv1alpha2.WaveApprovalManual)})))
 		}
 	}
+	errs = append(errs, validateHealth(r.Health, fldPath.Child("health"))...)
+	switch r.Creates {
+	case "", configv1alpha2.RolloutCreatesImmediate, configv1alpha2.RolloutCreatesInWaves:
+	default:
+		errs = append(errs, standard(field.NotSupported(fldPath.Child("creates"), r.Creates,
+			[]string{string(configv1alpha2.RolloutCreatesImmediate), string(configv1alpha2.RolloutCreatesInWaves)})))
+	}
 	for _, f := range []struct {
 		name  string
 		value *int32
@@ -100,4 +109,32 @@ func maxConcurrentProblem(v intstr.IntOrString) string {
 		return fmt.Sprintf("a number of variants is written without quotes (maxConcurrent: %s), a percentage with %% (\"25%%\"), not %q", v.StrVal, v.StrVal)
 	}
 	return fmt.Sprintf("must be a number of variants (1 or more) or a percentage of the wave such as \"25%%\", not %q", v.StrVal)
+}
+
+// validateHealth checks a rollout's health check: a kind, and expressions
+// that compile.
+func validateHealth(h *configv1alpha2.RolloutHealth, fldPath *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if h.APIVersion == "" {
+		errs = append(errs, standard(field.Required(fldPath.Child("apiVersion"), "the apiVersion of the objects that say what each variant's cluster runs")))
+	} else if _, err := schema.ParseGroupVersion(h.APIVersion); err != nil {
+		errs = append(errs, standard(field.Invalid(fldPath.Child("apiVersion"), h.APIVersion, err.Error())))
+	}
+	if h.Namespace != "" {
+		for _, msg := range utilvalidation.IsDNS1123Label(h.Namespace) {
+			errs = append(errs, standard(field.Invalid(fldPath.Child("namespace"), h.Namespace, msg)))
+		}
+	}
+	if h.Kind == "" {
+		errs = append(errs, standard(field.Required(fldPath.Child("kind"), "the kind of the objects that say what each variant's cluster runs")))
+	}
+	_, nameErrs := health.CompileName(h.NameExpr, fldPath.Child("nameExpr"))
+	_, exprErrs := health.Compile(health.Exprs{Current: h.Current, InProgress: h.InProgress, Failed: h.Failed}, fldPath)
+	for _, e := range append(nameErrs, exprErrs...) {
+		errs = append(errs, standard(e))
+	}
+	return errs
 }

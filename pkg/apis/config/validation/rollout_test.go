@@ -69,16 +69,32 @@ func TestValidateRollout(t *testing.T) {
 				Waves: []configv1alpha2.Wave{{Name: "a", Approval: "Sometimes", Selector: &metav1.LabelSelector{
 					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}},
 					RepositorySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Far"}}}}},
-				SoakSeconds: i32(-1), MaxFailures: i32(-2), ProgressDeadlineSeconds: i32(0),
+				SoakSeconds: i32(-1), MaxFailures: i32(-2), ProgressDeadlineSeconds: i32(0), Creates: "Later",
 			},
 			want: []string{
 				`spec.rollout.waves[0].selector is not a valid label selector: "Near" is not a valid label selector operator`,
 				`spec.rollout.waves[0].repositorySelector is not a valid label selector: "Far" is not a valid label selector operator`,
 				`spec.rollout.waves[0].approval: Unsupported value: "Sometimes": supported values: "Automatic", "Manual"`,
+				`spec.rollout.creates: Unsupported value: "Later": supported values: "Immediate", "InWaves"`,
 				"spec.rollout.soakSeconds: Invalid value: -1: must be 0 or more",
 				"spec.rollout.maxFailures: Invalid value: -2: must be 0 or more",
 				"spec.rollout.progressDeadlineSeconds: Invalid value: 0: must be 1 or more (leave it out for no deadline)",
 			},
+		},
+	}
+	cases["a health check without a kind, with a bad namespace and expressions that do not compile"] = struct {
+		rollout *configv1alpha2.Rollout
+		want    []string
+	}{
+		rollout: &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "a"}}, Health: &configv1alpha2.RolloutHealth{
+			APIVersion: "a/b/c", Namespace: "Flux", NameExpr: "1", Failed: "object.status.failed",
+		}},
+		want: []string{
+			`spec.rollout.health.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c`,
+			`spec.rollout.health.namespace: Invalid value: "Flux": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+			"spec.rollout.health.kind: Required value: the kind of the objects that say what each variant's cluster runs",
+			`spec.rollout.health.nameExpr: Invalid value: "1": must evaluate to a string, got int`,
+			"spec.rollout.health.current: Required value: a check with expressions needs current: the one that says the revision runs healthy",
 		},
 	}
 	for name, tc := range cases {
