@@ -48,6 +48,8 @@ spec:
 		"a progress deadline of zero":   {"    waves: [{name: canary}]\n    progressDeadlineSeconds: 0\n", "spec.rollout.progressDeadlineSeconds"},
 		"a soak of minus one second":    {"    waves: [{name: canary}]\n    soakSeconds: -1\n", "spec.rollout.soakSeconds"},
 		"maxConcurrent: a quoted count": {"    waves: [{name: canary, maxConcurrent: '5'}]\n", "spec.rollout.waves[0].maxConcurrent"},
+		"creates: unknown":              {"    waves: [{name: canary}]\n    creates: Later\n", "spec.rollout.creates"},
+		"a health check without a kind": {"    waves: [{name: canary}]\n    health: {apiVersion: v1, nameExpr: variant.name}\n", "spec.rollout.health.kind"},
 	}
 	ctx := context.Background()
 	for name, tc := range cases {
