@@ -238,3 +238,70 @@ func (r *rolloutRun) waitRolledOut() {
 		r.t.Fatalf("kubectl wait RolledOut: %v\n%s\n%s", err, out, r.ctrl.Tail())
 	}
 }
+
+// TestRolloutAdoptedByALiveSet: a live set whose variants follow the
+// latest blueprint revision gets spec.rollout (the canary, then a Manual
+// wave). A new blueprint revision then reaches the canary only: the Manual
+// wave's variants get no draft, and say that the set's rollout holds their
+// upgrade, until variantctl rollout approve opens their wave.
+func TestRolloutAdoptedByALiveSet(t *testing.T) {
+	forEachBackend(t, testRolloutAdopted)
+}
+
+func testRolloutAdopted(t *testing.T, b *backend) {
+	ns := createNamespace(t, b.ns("e2e-adopt"))
+	ctx := context.Background()
+	repository(t, ns, "blueprints", false, nil)
+	v1 := publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
+	}, false)
+	for repo, tier := range map[string]string{"edge-1": "canary", "edge-2": "rest", "edge-3": "rest"} {
+		repository(t, ns, repo, true, map[string]string{"env": "prod", "tier": tier})
+	}
+	ctrl := startController(t, "controller", ns)
+	createSet(t, ctx, prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")}},
+	}))
+	eventually(t, ctrl, "3 Ready variants with one draft each", func() (bool, string) { return fleetReady(ctx, ns, 3) })
+	r := &rolloutRun{t: t, ctx: ctx, ns: ns, ctrl: ctrl}
+	r.publishDrafts(r.open())
+	eventually(t, ctrl, "no draft left", func() (bool, string) { open := r.open(); return len(open) == 0, fmt.Sprint(open) })
+
+	// The live set adopts a rollout.
+	patch := `{"spec":{"rollout":{"waves":[{"name":"canary","selector":{"matchLabels":{"tier":"canary"}}},{"name":"rest","approval":"Manual"}]}}}`
+	if out, err := env.kubectl.Run("patch", "-n", ns, "packagevariantset", "edge", "--type=merge", "-p", patch); err != nil {
+		t.Fatalf("kubectl patch: %v\n%s", err, out)
+	}
+	r.waitPhases("canary:Finished rest:WaitingForApproval")
+
+	// A new blueprint revision: only the canary gets its draft.
+	publishRevision(t, ns, "blueprints", "app", "v2", editTask(v1), map[string]string{
+		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
+	}, false)
+	eventually(t, ctrl, "the canary's upgrade draft, and the rest wave's upgrades held by the set", func() (bool, string) {
+		open := r.open()
+		if fmt.Sprint(open) != "[edge-edge-1-app]" {
+			return false, fmt.Sprintf("drafts of %v", open)
+		}
+		for _, name := range []string{"edge-edge-2-app", "edge-edge-3-app"} {
+			pv, err := env.admin.ConfigV1alpha1().PackageVariants(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			c := meta.FindStatusCondition(pv.Status.Conditions, "UpgradeAvailable")
+			if c == nil || !strings.Contains(c.Message, "PackageVariantSet edge rolls upstream changes out in waves") {
+				return false, fmt.Sprintf("%s: UpgradeAvailable %+v", name, c)
+			}
+		}
+		return true, ""
+	})
+	r.publishDrafts([]string{"edge-edge-1-app"})
+	r.waitPhases("canary:Finished rest:WaitingForApproval")
+	if open := r.open(); len(open) != 0 {
+		t.Errorf("drafts of %v before the rest wave is approved", open)
+	}
+	r.approve("rest")
+	r.opened = []string{"edge-edge-1-app"}
+	r.step("edge-edge-2-app", "edge-edge-3-app")
+	r.waitRolledOut()
+}
