@@ -33,22 +33,24 @@ func BenchmarkFleet(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("variants=%d", n), func(b *testing.B) {
 			for _, name := range []string{"converge", "resync", "publish", "bump"} {
-				b.Run(name, func(b *testing.B) { benchmarkStep(b, n, false, name) })
+				b.Run(name, func(b *testing.B) { benchmarkStep(b, n, plainFleet, name) })
 			}
 			// The rollout scenario (rollout_fleet_test.go): its own fleet,
-			// whose set rolls the bump out in waves.
-			b.Run("rollout", func(b *testing.B) { benchmarkStep(b, n, true, "rollout") })
+			// whose set rolls the bump out in waves; then the same, each
+			// variant finishing on its cluster's health.
+			b.Run("rollout", func(b *testing.B) { benchmarkStep(b, n, rolloutFleet, "rollout") })
+			b.Run("rollout-health", func(b *testing.B) { benchmarkStep(b, n, healthFleet, "rollout") })
 		})
 	}
 }
 
-// benchmarkStep measures the named step of the scenario (with rollout, the
-// rollout scenario) on a fleet of n.
-func benchmarkStep(b *testing.B, n int, rollout bool, name string) {
+// benchmarkStep measures the named step of the scenario of kind on a
+// fleet of n.
+func benchmarkStep(b *testing.B, n int, kind fleetKind, name string) {
 	var sum phase
 	for range b.N {
 		b.StopTimer()
-		f := newFleet(b, n, rollout)
+		f := newFleet(b, n, kind)
 		steps := f.steps()
 		i := slices.IndexFunc(steps, func(s fleetStep) bool { return s.name == name })
 		for _, s := range steps[:i] {

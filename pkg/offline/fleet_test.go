@@ -108,11 +108,12 @@ func fleetSetObject() *configv1alpha2.PackageVariantSet {
 // repositories and a few others, and both controllers running on it.
 type fleet struct {
 	n int
-	// rollout says the set rolls changes out in waves (rollout_fleet_test.go).
-	rollout bool
-	ctx     context.Context
-	sim     *porchsim.Sim
-	runner  *Runner
+	// rollout says the set rolls changes out in waves, health that they
+	// finish on each cluster's health object (rollout_fleet_test.go).
+	rollout, health bool
+	ctx             context.Context
+	sim             *porchsim.Sim
+	runner          *Runner
 	// timeout bounds each wait for the controllers to settle.
 	timeout time.Duration
 }
@@ -120,7 +121,8 @@ type fleet struct {
 // newFleet builds the Sim and starts the controllers, and waits until they
 // have settled on it (nothing to do: there is no set yet). With rollout,
 // the set rolls changes out in waves.
-func newFleet(tb testing.TB, n int, rollout bool) *fleet {
+func newFleet(tb testing.TB, n int, kind fleetKind) *fleet {
+	rollout := kind != plainFleet
 	tb.Helper()
 	// The controllers log every draft they make; at fleet scale that is
 	// tens of thousands of lines of no interest here.
@@ -143,12 +145,16 @@ func newFleet(tb testing.TB, n int, rollout bool) *fleet {
 	}
 	// The set is woken by its variants' readiness changes as in the
 	// cluster: batched, after the default delay.
-	r, err := Start(ctx, sim, Options{ReadinessDelay: packagevariantset.DefaultReadinessDelay})
+	opts := Options{ReadinessDelay: packagevariantset.DefaultReadinessDelay}
+	if kind == healthFleet {
+		opts.Objects = healthObjects(n)
+	}
+	r, err := Start(ctx, sim, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(r.Stop)
-	f := &fleet{n: n, rollout: rollout, ctx: ctx, sim: sim, runner: r, timeout: 2*time.Minute + time.Duration(n)*20*time.Millisecond}
+	f := &fleet{n: n, rollout: rollout, health: kind == healthFleet, ctx: ctx, sim: sim, runner: r, timeout: 2*time.Minute + time.Duration(n)*20*time.Millisecond}
 	if err := r.WaitIdle(ctx, f.timeout); err != nil {
 		tb.Fatal(err)
 	}
@@ -344,7 +350,7 @@ func (f *fleet) converge(tb testing.TB) phase {
 	return f.measure(tb, "converge", func() error {
 		pvs := fleetSetObject()
 		if f.rollout {
-			withRollout(pvs)
+			withRollout(pvs, f.health)
 		}
 		_, err := f.sim.Clientset().ConfigV1alpha2().PackageVariantSets(fleetNS).Create(f.ctx, pvs, metav1.CreateOptions{})
 		return err
@@ -559,7 +565,7 @@ func firstProblems(problems []string, n int) string {
 // Published; an upstream bump costs a variant no more than converging did. BenchmarkFleet measures the same at
 // fleet scale.
 func TestFleetPerVariantTargets(t *testing.T) {
-	f := newFleet(t, 20, false)
+	f := newFleet(t, 20, plainFleet)
 	var res struct{ converge, resync, publish, bump phase }
 	for i, into := range []*phase{&res.converge, &res.resync, &res.publish, &res.bump} {
 		*into = f.runStep(t, f.steps()[i])

@@ -3,12 +3,14 @@ package offline
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -30,8 +32,46 @@ const fleetWaves = 10
 // waveOf is the wave of the i-th prod repository.
 func waveOf(i int) string { return strconv.Itoa(i % fleetWaves) }
 
-// withRollout adds the waves to the fleet's set.
-func withRollout(pvs *configv1alpha2.PackageVariantSet) {
+// fleetKind is which scenario a fleet plays.
+type fleetKind int
+
+const (
+	// plainFleet: every change reaches every variant at once.
+	plainFleet fleetKind = iota
+	// rolloutFleet: the set rolls changes out in waves.
+	rolloutFleet
+	// healthFleet: in waves, each variant finishing once its cluster's
+	// health object reports the revision it published.
+	healthFleet
+)
+
+// The health scenario: each prod repository's cluster has a Flux
+// Kustomization of its name, whose status says which revision of the
+// downstream package it applied (1 at the start); people's Flux applies
+// each revision as soon as it is published (the publisher writes it).
+
+// healthObject is the Kustomization of repository repo, having applied
+// downstream revision applied.
+func healthObject(repo string, applied int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": repo, "namespace": fleetNS},
+		"status": map[string]any{"lastAppliedRevision": strconv.Itoa(applied),
+			"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}},
+	}}
+}
+
+func healthObjects(n int) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, n)
+	for i := range n {
+		out = append(out, healthObject(prodRepo(i), 1))
+	}
+	return out
+}
+
+// withRollout adds the waves to the fleet's set, and with health the
+// health check.
+func withRollout(pvs *configv1alpha2.PackageVariantSet, health bool) {
 	tpl := pvs.Spec.Targets[0].Template
 	key, expr := "wave", "repository.labels['wave']"
 	tpl.LabelExprs = append(tpl.LabelExprs, configv1alpha2.MapExpr{Key: &key, ValueExpr: &expr})
@@ -43,6 +83,12 @@ func withRollout(pvs *configv1alpha2.PackageVariantSet) {
 			Selector:      &metav1.LabelSelector{MatchLabels: map[string]string{"wave": strconv.Itoa(w)}},
 			MaxConcurrent: &half,
 		})
+	}
+	if health {
+		r.Health = &configv1alpha2.RolloutHealth{
+			APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", NameExpr: "repository.name",
+			Current: "object.?status.?lastAppliedRevision.orValue('') == string(revision.revision) && object.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+		}
 	}
 	pvs.Spec.Rollout = r
 }
@@ -88,7 +134,13 @@ func (f *fleet) startPublisher(revision int, stop <-chan struct{}) *publisher {
 			for _, name := range p.take() {
 				// A draft replaced or published meanwhile is no longer
 				// there to publish.
-				_ = f.sim.Publish(fleetNS, name)
+				if f.sim.Publish(fleetNS, name) == nil && f.health {
+					// The cluster applies it at once. Each downstream
+					// has one revision per upstream revision, so the
+					// downstream revision is the upstream's number.
+					repo, _, _ := strings.Cut(name, ".")
+					_ = f.runner.UpdateObject(f.ctx, healthObject(repo, revision))
+				}
 			}
 		}
 	}()
@@ -169,4 +221,53 @@ func (f *fleet) checkRolledOut() []string {
 		problems = append(problems, fmt.Sprintf("set rollout status %+v, want %d/%d over %d waves", st, f.n, f.n, fleetWaves))
 	}
 	return append(problems, f.checkSet()...)
+}
+
+// TestFleetRolloutWithHealth runs the rollout scenario small, with and
+// without a health check: both roll revision 2 out to every variant (the
+// checks of each step); the rollout with the check costs at most one API
+// request per variant more, its reads of the health objects counted in,
+// and over the whole scenario the health objects cost one GET each, a
+// list and a watch (their writes are the clusters', not the
+// controllers').
+func TestFleetRolloutWithHealth(t *testing.T) {
+	requests := map[fleetKind]float64{}
+	for _, kind := range []fleetKind{rolloutFleet, healthFleet} {
+		f := newFleet(t, 20, kind)
+		steps := f.steps()
+		for _, s := range steps[:len(steps)-1] {
+			f.runStep(t, s)
+		}
+		before := f.objectReads()
+		last := f.runStep(t, steps[len(steps)-1])
+		requests[kind] = f.perVariant(last.totalRequests() + f.objectReads()["all"] - before["all"])
+		if kind == healthFleet {
+			// Over the whole scenario: the informer's list and watch, and
+			// one GET per object the first time it is judged (the
+			// cache keeps it whole from its next change on).
+			if reads := f.objectReads(); reads["get kustomizations"] > f.n || reads["all"] > f.n+2 {
+				t.Errorf("reads of the health objects over the whole scenario: %v, want at most one GET per object, a list and a watch", reads)
+			}
+		}
+		f.runner.Stop()
+	}
+	if extra := requests[healthFleet] - requests[rolloutFleet]; extra > 1 {
+		t.Errorf("the rollout with health checks took %.2f API requests per variant, %.2f more than without (%.2f); want at most 1 more",
+			requests[healthFleet], extra, requests[rolloutFleet])
+	}
+	t.Logf("rollout: %.2f API requests per variant without health checks, %.2f with", requests[rolloutFleet], requests[healthFleet])
+}
+
+// objectReads are the controllers' requests for in-cluster objects, by
+// "<verb> <resource>", and in all under "all" (the writes to them are the
+// scenario's, not the controllers').
+func (f *fleet) objectReads() map[string]int {
+	out := map[string]int{}
+	for req, n := range f.runner.ObjectRequests() {
+		if !strings.HasPrefix(req, "update ") && !strings.HasPrefix(req, "create ") {
+			out[req] += n
+			out["all"] += n
+		}
+	}
+	return out
 }

@@ -193,7 +193,11 @@ func New(ctx context.Context, client versioned.Interface,
 	}
 	c.objects = objects
 	objects.AddHandler(func(gk schema.GroupKind, namespace, _ string) {
-		c.enqueueByIndex(logger, ByObjectKindIndex, namespace+"/"+gk.Group+"/"+gk.Kind)
+		// Batched as readiness changes are: a rollout's health objects
+		// change once per variant, and every sync reads the whole fleet.
+		for _, key := range handlers.ByIndex(logger, c.pvsIndexer, ByObjectKindIndex, namespace+"/"+gk.Group+"/"+gk.Kind) {
+			c.wakeBatched(key, c.readinessDelay)
+		}
 	})
 
 	if err := addIndexers(pvsInformer.Informer(), pvInformer.Informer(), prInformer.Informer()); err != nil {
@@ -331,14 +335,21 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 		return
 	}
 	logger.V(4).Info("PackageVariant event", "packageVariant", klog.KObj(handlers.Meta(obj)), "packageVariantSet", key)
-	if delay > 0 {
-		if took, ok := c.syncTook.Load(key); ok {
-			delay = max(delay, syncShare*took.(time.Duration))
-		}
-		c.delayed.AddAfter(key, delay)
+	c.wakeBatched(key, delay)
+}
+
+// wakeBatched queues the set key after delay, batched with its other
+// wake-ups and spaced by what its syncs cost (syncShare); at once when
+// delay is 0.
+func (c *Controller) wakeBatched(key cache.ObjectName, delay time.Duration) {
+	if delay <= 0 {
+		c.queue.Add(key)
 		return
 	}
-	c.queue.Add(key)
+	if took, ok := c.syncTook.Load(key); ok {
+		delay = max(delay, syncShare*took.(time.Duration))
+	}
+	c.delayed.AddAfter(key, delay)
 }
 
 // noteVariant notes an event of a PackageVariant (the cache shows the

@@ -60,15 +60,26 @@ func compileHealth(spec *configv1alpha2.Rollout) (*healthCheck, error) {
 	return &healthCheck{gvk: gv.WithKind(h.Kind), namespace: h.Namespace, namer: namer, judge: judge, account: h.ServiceAccountName}, nil
 }
 
+// healthMemo is what the syncs of a set keep of one variant's health
+// check: the name its expression gave, for the variant's and its
+// Repository's resourceVersions and its published revision; and the
+// judgement, for that name, the object's resourceVersion and the revision.
+type healthMemo struct {
+	nameKey, name string
+	nameErr       error
+	judgedKey     string
+	judged        health.Result
+}
+
 // gateOnHealth makes rv, a variant pv that has published its change (with
 // its downstream Repository repo), finished only when its health object
 // says so: blocked while it is in progress (or cannot be read), failed
-// when it failed.
-func (c *Controller) gateOnHealth(ctx context.Context, hc *healthCheck, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant) {
+// when it failed. m keeps what it worked out for the next sync.
+func (c *Controller) gateOnHealth(ctx context.Context, hc *healthCheck, m *healthMemo, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant) {
 	if hc == nil || !rv.Finished || !rv.Updated || rv.Failed != "" {
 		return
 	}
-	res, since := c.judgeHealth(ctx, hc, pv, repo)
+	res, since := c.judgeHealth(ctx, hc, m, pv, repo)
 	switch res.Status {
 	case health.Current:
 		return
@@ -81,7 +92,7 @@ func (c *Controller) gateOnHealth(ctx context.Context, hc *healthCheck, pv *conf
 
 // judgeHealth reads and judges the health object of pv, and says since
 // when it has waited for it (the publication of its revision).
-func (c *Controller) judgeHealth(ctx context.Context, hc *healthCheck, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository) (health.Result, time.Time) {
+func (c *Controller) judgeHealth(ctx context.Context, hc *healthCheck, m *healthMemo, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository) (health.Result, time.Time) {
 	d := pv.Spec.Downstream
 	published := porchhelper.Latest(c.packageRevisions(pv.Namespace, d.Repo, d.Package))
 	if published == nil {
@@ -97,20 +108,26 @@ func (c *Controller) judgeHealth(ctx context.Context, hc *healthCheck, pv *confi
 	inProgress := func(format string, args ...any) (health.Result, time.Time) {
 		return health.Result{Status: health.InProgress, Message: fmt.Sprintf(format, args...)}, rev.Published
 	}
-	v := health.Variant{Name: pv.Name, Namespace: pv.Namespace, Labels: pv.Spec.Labels, Annotations: pv.Spec.Annotations, DownstreamRepo: d.Repo, Package: d.Package}
 	var r health.Repository
+	nameKey := pv.ResourceVersion + "/" + published.Name + "/" + published.ResourceVersion
 	if repo != nil {
 		r = health.Repository{Name: repo.Name, Namespace: repo.Namespace, Labels: repo.Labels, Annotations: repo.Annotations}
+		nameKey += "/" + repo.ResourceVersion
 	}
-	name, err := hc.namer.Name(v, r, rev)
-	if err != nil {
-		return inProgress("spec.rollout.health.nameExpr names no object for it: %v", err)
+	if m.nameKey != nameKey {
+		v := health.Variant{Name: pv.Name, Namespace: pv.Namespace, Labels: pv.Spec.Labels, Annotations: pv.Spec.Annotations, DownstreamRepo: d.Repo, Package: d.Package}
+		m.nameKey = nameKey
+		m.name, m.nameErr = hc.namer.Name(v, r, rev)
+	}
+	name := m.name
+	if m.nameErr != nil {
+		return inProgress("spec.rollout.health.nameExpr names no object for it: %v", m.nameErr)
 	}
 	ns := hc.namespace
 	if ns == "" {
 		ns = pv.Namespace
 	}
-	err = c.access.MayGetIn(ctx, pv.Namespace, hc.account, hc.gvk, ns, name)
+	err := c.access.MayGetIn(ctx, pv.Namespace, hc.account, hc.gvk, ns, name)
 	var denied *access.DeniedError
 	switch {
 	case errors.As(err, &denied):
@@ -125,5 +142,9 @@ func (c *Controller) judgeHealth(ctx context.Context, hc *healthCheck, pv *confi
 	case !found:
 		return inProgress("%s %s/%s does not exist (yet)", hc.gvk.Kind, ns, name)
 	}
-	return hc.judge.Judge(&unstructured.Unstructured{Object: obj}, rev), rev.Published
+	u := &unstructured.Unstructured{Object: obj}
+	if judgedKey := ns + "/" + name + "/" + u.GetResourceVersion() + "/" + nameKey; m.judgedKey != judgedKey || u.GetResourceVersion() == "" {
+		m.judgedKey, m.judged = judgedKey, hc.judge.Judge(u, rev)
+	}
+	return m.judged, rev.Published
 }

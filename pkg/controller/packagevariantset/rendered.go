@@ -69,6 +69,9 @@ type rendered struct {
 	wave            int
 	waveKnown       bool
 	waveRepoVersion string
+	// health is what the syncs keep of the variant's health check (nil
+	// until one is made).
+	health *healthMemo
 }
 
 // specOf says whether pv's spec is the rendered one, comparing only when

@@ -75,8 +75,9 @@ type factSource struct {
 	createsNow bool
 	// repository looks a downstream Repository up (nil when there is none).
 	repository func(name string) *configv1alpha1.Repository
-	// gate, when not nil, gates a variant's finish on its health.
-	gate func(pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant)
+	// gate, when not nil, gates a variant's finish on its health (m: what
+	// the syncs keep of the variant's check).
+	gate func(m *healthMemo, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant)
 }
 
 func (c *Controller) factSource(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) (*factSource, error) {
@@ -96,8 +97,8 @@ func (c *Controller) factSource(ctx context.Context, pvs *configv1alpha2.Package
 		return repo
 	}}
 	if hc != nil {
-		src.gate = func(pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant) {
-			c.gateOnHealth(ctx, hc, pv, repo, rv)
+		src.gate = func(m *healthMemo, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository, rv *rollout.Variant) {
+			c.gateOnHealth(ctx, hc, m, pv, repo, rv)
 		}
 	}
 	return src, nil
@@ -138,7 +139,10 @@ func (f *fleet) factOf(v *rendered, src *factSource) rollout.Variant {
 		p := v.progressOf(cur)
 		rv.Finished, rv.Failed, rv.WaitingFor, rv.Blocked, rv.BlockedSince = p.finished, p.failed, p.waitingFor, p.blocked, p.blockedSince
 		if src.gate != nil {
-			src.gate(cur, repo, &rv)
+			if v.health == nil {
+				v.health = &healthMemo{}
+			}
+			src.gate(v.health, cur, repo, &rv)
 		}
 	}
 	return rv
