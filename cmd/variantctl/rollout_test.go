@@ -107,6 +107,14 @@ func (f *rolloutFixture) set(t *testing.T) *configv1alpha2.PackageVariantSet {
 	return pvs
 }
 
+// wantEvents checks the Events recorded, "reason: message".
+func (f *rolloutFixture) wantEvents(t *testing.T, want ...string) {
+	t.Helper()
+	if diff := cmp.Diff(want, f.events(t)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
 // events are the Events recorded, "reason: message".
 func (f *rolloutFixture) events(t *testing.T) []string {
 	t.Helper()
@@ -208,9 +216,7 @@ func TestRolloutApprove(t *testing.T) {
 			if got := f.set(t).Annotations[configv1alpha2.ApproveWaveAnnotation]; got != tc.annotation {
 				t.Errorf("annotation %q, want %q", got, tc.annotation)
 			}
-			if diff := cmp.Diff(tc.events, f.events(t)); diff != "" {
-				t.Errorf("events (-want +got):\n%s", diff)
-			}
+			f.wantEvents(t, tc.events...)
 		})
 	}
 }
@@ -288,9 +294,7 @@ func TestRolloutPauseResume(t *testing.T) {
 		"RolloutPaused: rollout paused by alice@example.com (variantctl rollout pause)",
 		"RolloutResumed: rollout resumed by alice@example.com (variantctl rollout resume)",
 	}
-	if diff := cmp.Diff(want, f.events(t)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
+	f.wantEvents(t, want...)
 }
 
 // TestRolloutResumeHalted: resume unpauses a paused rollout and resumes
@@ -316,9 +320,7 @@ func TestRolloutResumeHalted(t *testing.T) {
 		"RolloutResumed: rollout resumed by alice@example.com (variantctl rollout resume)",
 		"WaveResumed: halted wave canary of rollout abc123 resumed by alice@example.com (variantctl rollout resume)",
 	}
-	if diff := cmp.Diff(wantEvents, f.events(t)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
+	f.wantEvents(t, wantEvents...)
 	f.out.Reset()
 	if err := f.run(t, &rolloutPauseOptions{rolloutFlags: f.flags()}, "edge", "-n", "fleet"); err != nil {
 		t.Fatal(err)
@@ -365,9 +367,7 @@ func TestRolloutSkip(t *testing.T) {
 		"VariantsSkipped: edge-a-app skipped in rollout abc123 by alice@example.com (variantctl rollout skip)",
 		"VariantsSkipped: edge-b-app skipped in rollout abc123 by alice@example.com (variantctl rollout skip)",
 	}
-	if diff := cmp.Diff(wantEvents, f.events(t)); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
+	f.wantEvents(t, wantEvents...)
 }
 
 // TestRolloutStatusHalted: a halted wave says how to go on; skipped

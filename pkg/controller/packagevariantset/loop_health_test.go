@@ -67,13 +67,7 @@ func TestRolloutWaitsForHealth(t *testing.T) {
 	pvs := rolloutSet()
 	pvs.Spec.Rollout.Waves[1].Approval = ""
 	pvs.Spec.Rollout.Health = fluxHealth()
-	h.CreateSet(pvs)
-	all := []string{"edge-edge-00-app", "edge-edge-01-app"}
-	h.waitVariants(all...)
-	h.waitOpen(all...)
-	h.WaitAllVariantsReady()
-	h.Settle()
-	h.publishOpen(all...)
+	h.createAndPublish(pvs, "edge-edge-00-app", "edge-edge-01-app")
 
 	h.Eventually("RolledOut to wait for edge-00's health", func() bool {
 		cond := meta.FindStatusCondition(h.Set("edge").Status.Conditions, rollout.ConditionRolledOut)

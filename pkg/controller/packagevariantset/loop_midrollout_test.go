@@ -49,12 +49,7 @@ var ringVariants = []string{v0, v1, v2, v3, v4, v5}
 // drafts, and publishes them.
 func startRing(t *testing.T, repos map[string]map[string]string, pvs *configv1alpha2.PackageVariantSet) *harness {
 	h := newHarness(t, repos)
-	h.CreateSet(pvs)
-	h.waitVariants(ringVariants...)
-	h.waitOpen(ringVariants...)
-	h.WaitAllVariantsReady()
-	h.Settle()
-	h.publishOpen(ringVariants...)
+	h.createAndPublish(pvs, ringVariants...)
 	return h
 }
 

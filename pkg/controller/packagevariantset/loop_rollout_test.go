@@ -194,6 +194,26 @@ func TestRolloutInWaves(t *testing.T) {
 	}
 }
 
+// oneWaveSet is set edge over the prod repositories with one wave, all,
+// of maxConcurrent variants at a time.
+func oneWaveSet(maxConcurrent int32) *configv1alpha2.PackageVariantSet {
+	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
+	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(maxConcurrent))}}}
+	return pvs
+}
+
+// createAndPublish creates pvs, waits for its variants all and their first
+// drafts, and publishes them once the controllers are done with them.
+func (h *harness) createAndPublish(pvs *configv1alpha2.PackageVariantSet, all ...string) {
+	h.T.Helper()
+	h.CreateSet(pvs)
+	h.waitVariants(all...)
+	h.waitOpen(all...)
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen(all...)
+}
+
 // bumpAfterFirstRollout publishes every variant's first draft (the set's
 // creation), waits for the first rollout (of one wave, "all") to end, and
 // bumps the blueprint to revision 2 (files: blueprint("v2\n") when nil).
@@ -221,9 +241,7 @@ func (h *harness) bumpAfterFirstRollout(files map[string]string, all ...string) 
 // variant, the annotation keeps the variant's downstream as it is.
 func TestRolloutPauseAndNewTargets(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
-	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
-	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(1))}}}
-	h.CreateSet(pvs)
+	h.CreateSet(oneWaveSet(1))
 	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
 	h.waitVariants(all...)
 	h.bumpAfterFirstRollout(nil, all...)
@@ -311,9 +329,7 @@ func TestRolloutPauseAndNewTargets(t *testing.T) {
 // refusal is mended and the variant published, the rollout completes.
 func TestRolloutHaltsOnFailure(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
-	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
-	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(2))}}}
-	h.CreateSet(pvs)
+	h.CreateSet(oneWaveSet(2))
 	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
 	h.waitVariants(all...)
 	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: "edge-00.app.packagevariant-2",
@@ -361,11 +377,8 @@ func TestRolloutFailsAVariantBlockedPastTheDeadline(t *testing.T) {
 	h := newHarness(t, fleet(2, "prod"))
 	c := &clock{now: time.Now()} // the variants' conditions carry the real time
 	h.set.SetClock(c.Now)
-	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
-	pvs.Spec.Rollout = &configv1alpha2.Rollout{
-		Waves:                   []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(1))}},
-		ProgressDeadlineSeconds: ptr.To(int32(3600)),
-	}
+	pvs := oneWaveSet(1)
+	pvs.Spec.Rollout.ProgressDeadlineSeconds = ptr.To(int32(3600))
 	h.CreateSet(pvs)
 	all := []string{"edge-edge-00-app", "edge-edge-01-app"}
 	h.waitVariants(all...)
@@ -401,9 +414,7 @@ func TestRolloutFailsAVariantBlockedPastTheDeadline(t *testing.T) {
 // halted wave lets the wave finish beside its failure.
 func TestRolloutSkipAndResume(t *testing.T) {
 	h := newHarness(t, fleet(3, "prod"))
-	pvs := newSet("edge", configv1alpha2.Target{RepositorySelector: prodSelector(), Template: regionTemplate()})
-	pvs.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{{Name: "all", MaxConcurrent: ptr.To(intstr.FromInt32(2))}}}
-	h.CreateSet(pvs)
+	h.CreateSet(oneWaveSet(2))
 	all := []string{"edge-edge-00-app", "edge-edge-01-app", "edge-edge-02-app"}
 	h.waitVariants(all...)
 	refuse := func(name string) {
@@ -575,13 +586,8 @@ func TestRolloutSoakAndDeadline(t *testing.T) {
 		SoakSeconds:             ptr.To(int32(600)),
 		ProgressDeadlineSeconds: ptr.To(int32(3600)),
 	}
-	h.CreateSet(pvs)
 	all := []string{"edge-edge-00-app", "edge-edge-01-app"}
-	h.waitVariants(all...)
-	h.waitOpen(all...)
-	h.WaitAllVariantsReady()
-	h.Settle()
-	h.publishOpen(all...)
+	h.createAndPublish(pvs, all...)
 	st := h.waitRollout(rollout.ReasonSoaking, "eu:Soaking us:Pending")
 	if cond := meta.FindStatusCondition(st.Status.Conditions, rollout.ConditionRolledOut); !strings.Contains(cond.Message, "soaking until 2026-11-26T12:10:00Z") {
 		t.Errorf("RolledOut message %q does not say until when it soaks", cond.Message)
