@@ -20,9 +20,12 @@ import (
 // variant's spec (a variant that follows the latest revision by itself
 // would take every new one at once), and holds back the updates of the
 // variants whose wave has not opened them yet: they keep the spec they
-// have. Creates (new targets) and deletes (vanished targets) are never
-// held back. pkg/controller/rollout decides; this file hands it the facts
-// from the caches and applies its plan to the set's writes.
+// have. Creates (new targets) are held back only when creates go in waves
+// (spec.rollout.creates: InWaves) or the rollout is paused, deletes
+// (vanished targets) only while it is paused. With spec.rollout.health a
+// variant has finished its change only once its cluster runs it healthy
+// (health.go). pkg/controller/rollout decides; this file hands it the
+// facts from the caches and applies its plan to the set's writes.
 
 // planRollout decides the rollout of the set's change and lists in
 // w.changes the writes of f it does not hold back.

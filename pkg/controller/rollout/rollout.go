@@ -6,7 +6,8 @@
 // variantctl's preview runs the same code.
 //
 // A change is finished for a variant when the variant carries it and has
-// published it (its Published condition). Waves run one at a time: a
+// published it (its Published condition), and, with a health check, its
+// cluster runs it healthy (the caller judges that). Waves run one at a time: a
 // started wave opens the change for at most maxConcurrent of its variants
 // at once, in name order, and opens the next as each finishes. A wave whose
 // variants all carry the change and finished it (or failed, within
