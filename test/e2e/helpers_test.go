@@ -378,3 +378,20 @@ func mustContain(t *testing.T, text string, want ...string) {
 		}
 	}
 }
+
+// waitEstablished waits until the CRD name is Established. kubectl wait
+// does not do it right after the apply: it fails at once on a CRD that
+// has no status.conditions yet.
+func waitEstablished(name string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		out, err := env.kubectl.Run("get", "crd", name, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		if err == nil && strings.TrimSpace(out) == "True" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("CRD %s not Established within %s: %q %v", name, within, out, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -228,7 +228,7 @@ func setup() error {
 		if _, err := env.kubectl.Run("apply", "-f", filepath.Join(root, "hack/crd")); err != nil {
 			return err
 		}
-		if _, err := env.kubectl.Run("wait", "--for=condition=Established", "--timeout=60s", "crd/repositories.config.porch.kpt.dev"); err != nil {
+		if err := waitEstablished("repositories.config.porch.kpt.dev", time.Minute); err != nil {
 			return err
 		}
 	}
@@ -247,7 +247,7 @@ func setup() error {
 		return err
 	}
 	for _, crd := range []string{"packagevariants.config.porch.kpt.dev", "packagevariantsets.config.porch.kpt.dev"} {
-		if _, err := env.kubectl.Run("wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd); err != nil {
+		if err := waitEstablished(crd, time.Minute); err != nil {
 			return err
 		}
 	}

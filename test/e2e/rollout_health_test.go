@@ -56,7 +56,7 @@ var installHealthCRDs = sync.OnceValue(func() error {
 		if out, err := env.kubectl.Run("apply", "--server-side", "-f", path); err != nil {
 			return fmt.Errorf("install %s: %v\n%s", c.name, err, out)
 		}
-		if _, err := env.kubectl.Run("wait", "--for=condition=Established", "--timeout=60s", "crd/"+c.name); err != nil {
+		if err := waitEstablished(c.name, time.Minute); err != nil {
 			return err
 		}
 	}
