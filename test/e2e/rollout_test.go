@@ -72,6 +72,16 @@ func testRolloutInWaves(t *testing.T, b *backend) {
 	}
 	wantColumns(t, out, "NAME", "WAVE", "ROLLED", "OUT")
 	wantRow(t, out, "edge", "canary", "1/6")
+	// Each variant's wave, and where it stands, by kubectl get.
+	out, err = env.kubectl.Run("get", "-n", ns, "packagevariants", "-o", "wide", "-l", configv1alpha2.WaveLabel+"=canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantColumns(t, out, "NAME", "PUBLISHED", "WAVE")
+	wantRow(t, out, "edge-edge-1-app", "canary", "Published")
+	if rows := strings.Count(strings.TrimSpace(out), "\n"); rows != 1 {
+		t.Errorf("kubectl get -l %s=canary lists %d variants, want 1:\n%s", configv1alpha2.WaveLabel, rows, out)
+	}
 	r.approve("prod")
 	r.step("edge-edge-2-app", "edge-edge-3-app")
 	r.step("edge-edge-4-app", "edge-edge-5-app")

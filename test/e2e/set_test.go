@@ -155,8 +155,8 @@ func testSetOverRepositories(t *testing.T, b *backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantColumns(t, out, "NAME", "READY")
-	wantRow(t, out, "edge-edge-1-app", "True")
+	wantColumns(t, out, "NAME", "READY", "PUBLISHED")
+	wantRow(t, out, "edge-edge-1-app", "True", "WaitingForApproval")
 	out, err = env.kubectl.Run("get", "-n", ns, "packagerevisions")
 	if err != nil {
 		t.Fatal(err)

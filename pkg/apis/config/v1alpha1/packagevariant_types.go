@@ -80,6 +80,8 @@ const (
 // +kubebuilder:printcolumn:name="Downstream Repo",type=string,JSONPath=`.spec.downstream.repo`
 // +kubebuilder:printcolumn:name="Downstream",type=string,JSONPath=`.spec.downstream.package`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Published",type=string,JSONPath=`.status.conditions[?(@.type=="Published")].reason`
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.metadata.labels.config\.porch\.kpt\.dev/rollout-wave`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PackageVariant keeps one downstream package a customised copy of one
