@@ -74,8 +74,11 @@ func (c *Controller) planRollout(ctx context.Context, pvs *configv1alpha2.Packag
 // caches of the variants: how to tell each one's wave, whether new ones
 // are created now, their downstream Repositories, and the health gate.
 type factSource struct {
-	matcher    *rollout.Matcher
-	createsNow bool
+	matcher *rollout.Matcher
+	// wavesReadRepositories: a wave has a repositorySelector (worked out
+	// once, not per variant).
+	wavesReadRepositories bool
+	createsNow            bool
 	// repository looks a downstream Repository up (nil when there is none).
 	repository func(name string) *configv1alpha1.Repository
 	// gate, when not nil, gates a variant's finish on its health (m: what
@@ -92,7 +95,7 @@ func (c *Controller) factSource(ctx context.Context, pvs *configv1alpha2.Package
 	if err != nil {
 		return nil, err
 	}
-	src := &factSource{matcher: matcher, createsNow: rollout.CreatesNow(pvs.Spec.Rollout), repository: func(name string) *configv1alpha1.Repository {
+	src := &factSource{matcher: matcher, wavesReadRepositories: matcher.ReadsRepositories(), createsNow: rollout.CreatesNow(pvs.Spec.Rollout), repository: func(name string) *configv1alpha1.Repository {
 		repo, err := c.repoLister.Repositories(pvs.Namespace).Get(name)
 		if err != nil {
 			return nil
@@ -128,11 +131,11 @@ func heldDeletes(spec *configv1alpha2.Rollout, w *wanted) int {
 // factOf is what a rollout knows of the rendered variant v.
 func (f *fleet) factOf(v *rendered, src *factSource) rollout.Variant {
 	var repo *configv1alpha1.Repository
-	if src.matcher.ReadsRepositories() || src.gate != nil {
+	if src.wavesReadRepositories || src.gate != nil {
 		repo = src.repository(v.spec.Downstream.Repo)
 	}
 	var waveRepo *configv1alpha1.Repository
-	if src.matcher.ReadsRepositories() {
+	if src.wavesReadRepositories {
 		waveRepo = repo
 	}
 	rv := rollout.Variant{Name: v.name, Labels: v.spec.Labels, Wave: v.waveIn(src.matcher, waveRepo), New: true, Updated: src.createsNow}
