@@ -18,6 +18,7 @@ import (
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
@@ -74,6 +75,9 @@ type Controller struct {
 	expectations *expectations.Expectations
 	// setLister reads the variants' sets (nil: no set is read; hold.go).
 	setLister configv1alpha2listers.PackageVariantSetLister
+	// noRollout is what the API server said of sets the cache showed
+	// without spec.rollout (hold.go).
+	noRollout setsWithoutRollout
 	// created is the last draft each variant created (lastCreated).
 	created sync.Map
 	// written holds the controller's own writes of variants that the
@@ -188,7 +192,14 @@ func New(ctx context.Context, client versioned.Interface,
 	}
 	if opts.Sets != nil {
 		c.setLister = opts.Sets.Lister()
-		if err := c.loop.Watch(opts.Sets.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{UpdateFunc: c.handleSetUpdate}); err != nil {
+		if err := c.loop.Watch(opts.Sets.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
+			UpdateFunc: c.handleSetUpdate,
+			DeleteFunc: func(obj interface{}) {
+				if set, ok := handlers.Object[*configv1alpha2.PackageVariantSet](obj); ok {
+					c.noRollout.forget(set.UID)
+				}
+			},
+		}); err != nil {
 			return nil, err
 		}
 	}

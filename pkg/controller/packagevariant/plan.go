@@ -128,8 +128,7 @@ func needsUpgrade(pr, upstream *porchv1alpha1.PackageRevision) bool {
 // or workspace is itself the decision).
 func heldUpgrade(st *state, current *porchv1alpha1.PackageRevision) (*porchv1alpha1.PackageRevision, string) {
 	pv := st.pv
-	floating := pv.Spec.Upstream.Revision == 0 && pv.Spec.Upstream.WorkspaceName == ""
-	if !(manualUpgrades(pv) || st.rolloutSet != "") || !floating || current == nil || !needsUpgrade(current, st.upstream) {
+	if !(manualUpgrades(pv) || st.rolloutSet != "") || !followsLatest(pv) || current == nil || !needsUpgrade(current, st.upstream) {
 		return nil, ""
 	}
 	rev, ok := helper.LockedUpstreamRevision(current)

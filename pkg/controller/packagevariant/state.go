@@ -68,6 +68,12 @@ func (st *state) classify() {
 	sort.Slice(st.drafts, func(i, j int) bool { return st.drafts[i].Name < st.drafts[j].Name })
 }
 
+// wouldUpgrade reports whether one of the variant's own revisions is based
+// on another upstream revision than the one selected.
+func (st *state) wouldUpgrade() bool {
+	return slices.ContainsFunc(st.targets(), func(pr *porchv1alpha1.PackageRevision) bool { return needsUpgrade(pr, st.upstream) })
+}
+
 func (st *state) targets() []*porchv1alpha1.PackageRevision {
 	out := append([]*porchv1alpha1.PackageRevision{}, st.drafts...)
 	out = append(out, st.proposed...)

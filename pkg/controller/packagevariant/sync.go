@@ -97,8 +97,10 @@ func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVaria
 	if err != nil {
 		return err
 	}
-	st.rolloutSet = c.rolloutSetOf(pv)
 	st.classify()
+	if st.rolloutSet, err = c.rolloutSetOf(ctx, st); err != nil {
+		return err
+	}
 	o.st = st
 	return c.act(ctx, st, planDownstream(st), o)
 }
