@@ -101,7 +101,7 @@ func TestRolloutSetOfClosesTheRace(t *testing.T) {
 			wantGets: 1,
 		},
 		"SetDeleted": {
-			cached: set("set-1", false),
+			cached:   set("set-1", false),
 			calls:    []call{{"a deleted set holds nothing", on(member("a", nil), "v2", v3), ""}},
 			wantGets: 1,
 		},
