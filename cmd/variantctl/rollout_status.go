@@ -136,6 +136,8 @@ func (o *rolloutPauseOptions) setPaused(ctx context.Context, pvs *configv1alpha2
 type rolloutStatusOptions struct {
 	rolloutFlags
 	watch bool
+	// variants: list each variant of the set with its state.
+	variants bool
 	// now is the clock for ages (tests set it).
 	now func() time.Time
 }
@@ -147,16 +149,22 @@ func (o *rolloutStatusOptions) command() *cobra.Command {
 		Long: `Show the set's rollout as its controller reports it: the rollout id and the
 upstream revision it rolls out, the RolledOut condition, and each wave with
 its phase, how many variants it has, how many carry the change, published
-it or failed, and when it started; then what to do next when a wave waits
-for approval or the rollout is paused.`,
+it or failed, and when it started; each variant of the set with its wave
+and its state (pending, open, waiting for approval, blocked, soaking,
+published or healthy, failed, skipped, in no wave) and why; then what to do
+next when a wave waits for approval, halted or the rollout is paused.`,
 		Example: `  variantctl rollout status edge -n fleet
 
   # Follow it until it is rolled out (or Ctrl-C)
-  variantctl rollout status edge -n fleet --watch`,
+  variantctl rollout status edge -n fleet --watch
+
+  # The waves only (a large fleet)
+  variantctl rollout status edge -n fleet --variants=false`,
 		Args: setArgs(1),
 	}
 	o.add(cmd)
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "print it again at each change, until the rollout is RolledOut or interrupted")
+	cmd.Flags().BoolVar(&o.variants, "variants", true, "list each variant of the set with its wave and state (one more request per print)")
 	return cmd
 }
 
@@ -174,8 +182,7 @@ func (o *rolloutStatusOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if !o.watch {
-		o.print(o.Out, pvs)
-		return nil
+		return o.print(ctx, o.Out, pvs)
 	}
 	return o.follow(ctx)
 }
@@ -208,7 +215,9 @@ func (o *rolloutStatusOptions) follow(ctx context.Context) error {
 			return false, fmt.Errorf("%s has no spec.rollout any more", o.describe())
 		}
 		var b strings.Builder
-		o.print(&b, pvs)
+		if err := o.print(ctx, &b, pvs); err != nil {
+			return false, err
+		}
 		if b.String() != last {
 			if last != "" {
 				fmt.Fprintln(o.Out)
@@ -225,11 +234,20 @@ func (o *rolloutStatusOptions) follow(ctx context.Context) error {
 	return err
 }
 
-func (o *rolloutStatusOptions) print(w io.Writer, pvs *configv1alpha2.PackageVariantSet) {
+// print prints the rollout of pvs, with its variants when o.variants.
+func (o *rolloutStatusOptions) print(ctx context.Context, w io.Writer, pvs *configv1alpha2.PackageVariantSet) error {
 	spec, st := pvs.Spec.Rollout, pvs.Status.Rollout
 	if st == nil || st.ID == "" {
 		fmt.Fprintf(w, "%s: the controller has not reported a rollout yet (status.rollout is empty)\n", o.describe())
-		return
+		return nil
+	}
+	var rows []variantRow
+	if o.variants {
+		variants, err := o.setVariants(ctx, pvs)
+		if err != nil {
+			return err
+		}
+		rows = variantRows(pvs, variants)
 	}
 	fmt.Fprintf(w, "%s: rollout %s of upstream revision %d, %s finished\n", o.describe(), st.ID, st.UpstreamRevision, st.Progress)
 	if c := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut); c != nil {
@@ -249,6 +267,7 @@ func (o *rolloutStatusOptions) print(w io.Writer, pvs *configv1alpha2.PackageVar
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", ws.Name, ws.Phase, ws.Variants, ws.Updated, ws.Finished, ws.Failed, approval, started)
 	}
 	_ = tw.Flush()
+	printVariants(w, rows)
 	if spec.Paused {
 		fmt.Fprintf(w, "paused: no new wave or variant change starts; resume with: variantctl rollout resume %s -n %s\n", pvs.Name, pvs.Namespace)
 	}
@@ -275,4 +294,5 @@ func (o *rolloutStatusOptions) print(w io.Writer, pvs *configv1alpha2.PackageVar
 		}
 		break
 	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -61,6 +62,25 @@ func edgeSet(mutate func(*configv1alpha2.PackageVariantSet)) *configv1alpha2.Pac
 	}
 	return pvs
 }
+
+// edgeVariants are the set's PackageVariants, name: wave label ("": none).
+func edgeVariants(waves map[string]string) []runtime.Object {
+	var out []runtime.Object
+	for name, wave := range waves {
+		pv := &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "fleet",
+			Labels: map[string]string{configv1alpha2.SetLabel: "set-uid"}}}
+		if wave != "" {
+			pv.Labels[configv1alpha2.WaveLabel] = wave
+		}
+		out = append(out, pv)
+	}
+	// another set's variant is not listed
+	out = append(out, &configv1alpha1.PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: "other-app", Namespace: "fleet",
+		Labels: map[string]string{configv1alpha2.SetLabel: "other-uid", configv1alpha2.WaveLabel: "canary"}}})
+	return out
+}
+
+var sixVariants = map[string]string{"edge-c1-app": "canary", "edge-p1-app": "prod", "edge-p2-app": "prod", "edge-r1-app": "rest", "edge-r2-app": "rest", "edge-r3-app": "rest"}
 
 func newRolloutFixture(pvs *configv1alpha2.PackageVariantSet, others ...runtime.Object) *rolloutFixture {
 	f := &rolloutFixture{config: fake.NewSimpleClientset(append([]runtime.Object{pvs}, others...)...), kube: kubefake.NewSimpleClientset()}
@@ -377,8 +397,12 @@ func TestRolloutStatusHalted(t *testing.T) {
 		st := p.Status.Rollout
 		st.Waves[0].Skipped, st.Waves[0].Resumed = 1, true
 		st.Waves[1].Phase, st.Waves[1].Failed, st.Waves[1].StartedAt = configv1alpha2.WaveHalted, 2, &started
+		st.Waves[1].VariantStates = []configv1alpha2.VariantState{
+			{Name: "edge-p1-app", State: configv1alpha2.VariantFailed, Detail: "RenderFailed"},
+			{Name: "edge-p2-app", State: configv1alpha2.VariantFailed, Detail: "Unhealthy: Kustomization fleet/p2: Ready=False"},
+		}
 		st.Unassigned, st.UnassignedVariants = 2, []string{"edge-x-app", "edge-y-app"}
-	}))
+	}), edgeVariants(map[string]string{"edge-c1-app": "canary", "edge-p1-app": "prod", "edge-p2-app": "prod", "edge-r1-app": "rest", "edge-x-app": ""})...)
 	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
 	if err := f.run(t, o, "edge", "-n", "fleet"); err != nil {
 		t.Fatal(err)
@@ -389,6 +413,12 @@ WAVE    PHASE     VARIANTS  UPDATED  FINISHED  FAILED  APPROVAL   STARTED
 canary  Finished  1         1        1         0       Automatic  5m ago
 prod    Halted    2         0        0         2       Manual     5m ago
 rest    Pending   3         0        0         0       Manual     -
+VARIANT      WAVE    STATE       DETAIL
+edge-c1-app  canary  published
+edge-p1-app  prod    failed      RenderFailed
+edge-p2-app  prod    failed      Unhealthy: Kustomization fleet/p2: Ready=False
+edge-r1-app  rest    pending     its wave has not started
+edge-x-app   -       in no wave  held on what it carries; no wave's selectors match it
 wave canary: 1 variants skipped in this rollout (config.porch.kpt.dev/skip-variants)
 wave canary is resumed: its failures halt nothing in this rollout (config.porch.kpt.dev/resume-wave)
 2 variants are in no wave, held on what they carry: edge-x-app, edge-y-app
@@ -400,7 +430,7 @@ wave prod halted on its failures: let it go on beside them with variantctl rollo
 }
 
 func TestRolloutStatus(t *testing.T) {
-	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) { p.Spec.Rollout.Paused = true }))
+	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) { p.Spec.Rollout.Paused = true }), edgeVariants(sixVariants)...)
 	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
 	if err := f.run(t, o, "edge", "-n", "fleet"); err != nil {
 		t.Fatal(err)
@@ -411,6 +441,13 @@ WAVE    PHASE               VARIANTS  UPDATED  FINISHED  FAILED  APPROVAL   STAR
 canary  Finished            1         1        1         0       Automatic  5m ago
 prod    WaitingForApproval  2         0        0         0       Manual     -
 rest    Pending             3         0        0         0       Manual     -
+VARIANT      WAVE    STATE      DETAIL
+edge-c1-app  canary  published
+edge-p1-app  prod    pending    its wave waits for approval
+edge-p2-app  prod    pending    its wave waits for approval
+edge-r1-app  rest    pending    its wave has not started
+edge-r2-app  rest    pending    its wave has not started
+edge-r3-app  rest    pending    its wave has not started
 paused: no new wave or variant change starts; resume with: variantctl rollout resume edge -n fleet
 wave prod waits for approval: variantctl rollout approve edge prod -n fleet
 `
@@ -435,18 +472,28 @@ func TestREADMERolloutStatus(t *testing.T) {
 		"-f", "../../examples/rollout", "--package", "blueprints/app=../../examples/packages/app")
 	r.want(t, exitOK)
 	var pvs *configv1alpha2.PackageVariantSet
+	var variants []runtime.Object
 	for _, doc := range strings.Split(r.stdout, "\n---\n") {
-		if strings.Contains("\n"+doc+"\n", "\nkind: PackageVariantSet\n") {
+		switch {
+		case strings.Contains("\n"+doc+"\n", "\nkind: PackageVariantSet\n"):
 			pvs = &configv1alpha2.PackageVariantSet{}
 			if err := sigsyaml.Unmarshal([]byte(doc), pvs); err != nil {
 				t.Fatal(err)
 			}
+		case strings.Contains("\n"+doc+"\n", "\nkind: PackageVariant\n"):
+			pv := &configv1alpha1.PackageVariant{}
+			if err := sigsyaml.Unmarshal([]byte(doc), pv); err != nil {
+				t.Fatal(err)
+			}
+			variants = append(variants, pv)
 		}
 	}
 	if pvs == nil || pvs.Status.Rollout == nil || len(pvs.Status.Rollout.Waves) == 0 || pvs.Status.Rollout.Waves[0].StartedAt == nil {
 		t.Fatalf("render printed no set with a started rollout:\n%s", r.stdout)
 	}
-	f := newRolloutFixture(pvs)
+	// render prints no UIDs; the set's is the one its variants' label names
+	pvs.UID = types.UID(variants[0].(*configv1alpha1.PackageVariant).Labels[configv1alpha2.SetLabel])
+	f := newRolloutFixture(pvs, variants...)
 	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return pvs.Status.Rollout.Waves[0].StartedAt.Add(2 * time.Minute) }}
 	if err := f.run(t, o, pvs.Name, "-n", pvs.Namespace); err != nil {
 		t.Fatal(err)

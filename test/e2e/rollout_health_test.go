@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -239,6 +242,16 @@ func testHealthGated(t *testing.T, b *backend, dyn dynamic.Interface, h healthOb
 	h.write(t, ctx, dyn, ns, "edge-1", publishedOf(t, ctx, ns, "edge-1"), true)
 	h.write(t, ctx, dyn, ns, "edge-2", publishedOf(t, ctx, ns, "edge-2"), false)
 	rolledOut("the rest wave halted on edge-2's health", "Halted", "canary:Finished rest:Halted", "edge-edge-2-app (Unhealthy: ")
+	// variantctl rollout status names each variant's state.
+	out, err := exec.Command(filepath.Join(env.bin, "variantctl"), "rollout", "status", "edge", "-n", ns, "--kubeconfig", env.kubeconfig).CombinedOutput()
+	if err != nil {
+		t.Fatalf("variantctl rollout status: %v\n%s", err, out)
+	}
+	for _, row := range []string{`(?m)^edge-edge-1-app\s+canary\s+healthy$`, `(?m)^edge-edge-2-app\s+rest\s+failed\s+Unhealthy: `} {
+		if !regexp.MustCompile(row).Match(out) {
+			t.Errorf("variantctl rollout status has no line matching %s:\n%s", row, out)
+		}
+	}
 
 	h.write(t, ctx, dyn, ns, "edge-2", publishedOf(t, ctx, ns, "edge-2"), true)
 	r.waitRolledOut()

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -117,4 +118,36 @@ func progress(vs []Variant, open map[string]bool) string {
 		parts = append(parts, fmt.Sprintf("%d skipped", skipped))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// listStates lists in ws the variants of vs a person looks for (see
+// WaveStatus.VariantStates): those that failed or are skipped, and with
+// unfinished (the wave has not finished), every one that carries the
+// change once the open ones get it.
+func listStates(ws *configv1alpha2.WaveStatus, vs []Variant, open map[string]bool, unfinished bool) {
+	ws.VariantStates, ws.VariantStatesNotListed = nil, 0
+	for _, v := range vs {
+		s := configv1alpha2.VariantState{Name: v.Name}
+		switch {
+		case v.Skipped:
+			s.State = configv1alpha2.VariantSkipped
+		case v.Failed != "":
+			s.State, s.Detail = configv1alpha2.VariantFailed, v.Failed
+		case !unfinished || !(v.Updated || open[v.Name]):
+			continue
+		case v.Finished && v.Updated:
+			s.State = configv1alpha2.VariantFinished
+		case v.Blocked != "":
+			s.State, s.Detail = configv1alpha2.VariantBlocked, v.Blocked
+		case v.WaitingFor != "":
+			s.State, s.Detail = configv1alpha2.VariantWaitingForApproval, v.WaitingFor
+		default:
+			s.State = configv1alpha2.VariantOpen
+		}
+		ws.VariantStates = append(ws.VariantStates, s)
+	}
+	slices.SortFunc(ws.VariantStates, func(a, b configv1alpha2.VariantState) int { return strings.Compare(a.Name, b.Name) })
+	if n := len(ws.VariantStates); n > configv1alpha2.MaxVariantStatesListed {
+		ws.VariantStates, ws.VariantStatesNotListed = ws.VariantStates[:configv1alpha2.MaxVariantStatesListed:configv1alpha2.MaxVariantStatesListed], int32(n-configv1alpha2.MaxVariantStatesListed)
+	}
 }

@@ -96,15 +96,19 @@ const MaxUnassignedListed = 20
 
 // wave decides wave i, whose variants are vs, and tallies them once the
 // variants it opens carry the change.
-func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (configv1alpha2.WaveStatus, tally) {
-	ws := configv1alpha2.WaveStatus{Name: w.Name, Phase: configv1alpha2.WavePending}
+func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (ws configv1alpha2.WaveStatus, t tally) {
+	ws = configv1alpha2.WaveStatus{Name: w.Name, Phase: configv1alpha2.WavePending}
+	var open map[string]bool
+	defer func() {
+		listStates(&ws, vs, open, ws.Phase != configv1alpha2.WaveFinished && ws.Phase != configv1alpha2.WaveSoaking)
+	}()
 	prev := d.previous[w.Name]
 	started := prev.StartedAt
 	if d.stop != nil {
 		started = nil
 	}
 	vs = d.mark(vs, started)
-	t := tallyOf(vs, nil)
+	t = tallyOf(vs, nil)
 	t.fill(&ws, len(vs))
 	if d.stop != nil {
 		return ws, t
@@ -126,7 +130,6 @@ func (d *decision) wave(i int, w configv1alpha2.Wave, vs []Variant) (configv1alp
 			maxFailures, failedList(vs), d.in.Set, d.in.Namespace, d.in.Set, d.in.Namespace)}
 		return ws, t
 	}
-	var open map[string]bool
 	if !d.in.Spec.Paused {
 		open = d.open(w, vs, t)
 	}

@@ -100,6 +100,27 @@ func without(vs []Variant, names ...string) []Variant {
 	return out
 }
 
+// variantStates is "<wave>[<variant>:<state>(<detail>) ...] ..." of the
+// waves of st that list variants.
+func variantStates(st *configv1alpha2.RolloutStatus) string {
+	var waves []string
+	for _, w := range st.Waves {
+		if len(w.VariantStates) == 0 {
+			continue
+		}
+		var vs []string
+		for _, v := range w.VariantStates {
+			s := v.Name + ":" + string(v.State)
+			if v.Detail != "" {
+				s += "(" + v.Detail + ")"
+			}
+			vs = append(vs, s)
+		}
+		waves = append(waves, w.Name+"["+strings.Join(vs, " ")+"]")
+	}
+	return strings.Join(waves, " ")
+}
+
 func eventReasons(evs []Event) []string {
 	var out []string
 	for _, e := range evs {
@@ -128,6 +149,9 @@ func TestCompute(t *testing.T) {
 		wantRequeue  time.Duration
 		wantCurrent  string
 		wantProgress string
+		// wantStates is "<wave>[<variant>:<state>(<detail>) ...] ..." of
+		// the waves that list variants ("": not checked).
+		wantStates string
 	}{
 		"a new rollout starts the first wave and opens one variant of it, in name order": {
 			wantOpen:     []string{"c1"},
@@ -146,6 +170,7 @@ func TestCompute(t *testing.T) {
 			wantReason:  ReasonWaveProgressing,
 			wantMessage: []string{`0 of 2 finished, 1 waiting for approval (edge.c1.packagevariant-2), 1 not started yet`},
 			wantCurrent: "canary",
+			wantStates:  "canary[c1:WaitingForApproval(edge.c1.packagevariant-2)]",
 		},
 		"the next variant opens as one finishes": {
 			previous:    started([2]int{0, -1}),
@@ -155,6 +180,7 @@ func TestCompute(t *testing.T) {
 			wantPhases:  "canary:Progressing prod:Pending rest:Pending",
 			wantReason:  ReasonWaveProgressing,
 			wantCurrent: "canary",
+			wantStates:  "canary[c1:Finished c2:Open]",
 		},
 		"a Manual wave waits for approval after the one before finishes": {
 			previous:     started([2]int{0, -1}),
@@ -251,6 +277,7 @@ func TestCompute(t *testing.T) {
 			wantMessage: []string{"more variants failed than spec.rollout.maxFailures (0) allows: c1 (RenderFailed); fix them, raise maxFailures, skip them"},
 			wantEvents:  []string{EventRolloutHalted},
 			wantCurrent: "canary",
+			wantStates:  "canary[c1:Failed(RenderFailed)]",
 		},
 		"a halt is announced once": {
 			previous:       started([2]int{0, -1}),
@@ -270,6 +297,7 @@ func TestCompute(t *testing.T) {
 			wantPhases: "canary:Finished prod:Progressing rest:Pending",
 			wantReason: ReasonWaveProgressing,
 			wantEvents: []string{EventWaveFinished, EventWaveStarted}, wantCurrent: "prod",
+			wantStates: "canary[c1:Failed(RenderFailed)] prod[p1:Open p2:Open]",
 		},
 		"a failure within maxFailures frees its maxConcurrent slot: the next variant opens": {
 			spec:        func(r *configv1alpha2.Rollout) { r.MaxFailures = ptr.To(int32(1)) },
@@ -332,6 +360,7 @@ func TestCompute(t *testing.T) {
 			wantMessage: []string{"0 of 2 finished, 1 blocked (c1 (ReadinessGatesNotMet)), 1 not started yet"},
 			wantRequeue: 40 * time.Minute, // the wave's deadline comes first (60), then c1's (70)
 			wantCurrent: "canary",
+			wantStates:  "canary[c1:Blocked(ReadinessGatesNotMet)]",
 		},
 		"a variant still blocked past the deadline has failed: over maxFailures the rollout halts": {
 			spec:        func(r *configv1alpha2.Rollout) { r.ProgressDeadlineSeconds = ptr.To(int32(3600)) },
@@ -368,6 +397,7 @@ func TestCompute(t *testing.T) {
 			wantReason:  ReasonWaveProgressing,
 			wantMessage: []string{"0 of 2 finished, 1 skipped"},
 			wantCurrent: "canary",
+			wantStates:  "canary[c1:Skipped c2:Open]",
 		},
 		"a skipped variant is not opened, and its wave finishes without it": {
 			previous:    started([2]int{0, -1}),
@@ -564,6 +594,9 @@ func TestCompute(t *testing.T) {
 			}
 			if tc.wantProgress != "" && got.Status.Progress != tc.wantProgress {
 				t.Errorf("progress %q, want %q", got.Status.Progress, tc.wantProgress)
+			}
+			if got := variantStates(got.Status); tc.wantStates != "" && got != tc.wantStates {
+				t.Errorf("variant states %q, want %q", got, tc.wantStates)
 			}
 			// Each variant is in one state, and the states agree with the
 			// wave's counts.

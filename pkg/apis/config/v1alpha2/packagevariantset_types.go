@@ -526,6 +526,42 @@ type RolloutStatus struct {
 	UnassignedVariants []string `json:"unassignedVariants,omitempty"`
 }
 
+// MaxVariantStatesListed is how many variants a wave's status lists at most.
+const MaxVariantStatesListed = 100
+
+// VariantRolloutState is where a variant stands in its wave.
+// +kubebuilder:validation:Enum=Open;WaitingForApproval;Blocked;Finished;Failed;Skipped
+type VariantRolloutState string
+
+const (
+	// VariantOpen: the variant carries the change and has not published it.
+	VariantOpen VariantRolloutState = "Open"
+	// VariantWaitingForApproval: its draft or proposal waits for a person.
+	VariantWaitingForApproval VariantRolloutState = "WaitingForApproval"
+	// VariantBlocked: it cannot finish by the rules yet (readiness gates
+	// not met, or its cluster does not run it healthy yet).
+	VariantBlocked VariantRolloutState = "Blocked"
+	// VariantFinished: it published the change (and, with
+	// spec.rollout.health, its cluster runs it healthy).
+	VariantFinished VariantRolloutState = "Finished"
+	// VariantFailed: it failed; see spec.rollout.maxFailures.
+	VariantFailed VariantRolloutState = "Failed"
+	// VariantSkipped: SkipVariantsAnnotation passes it over.
+	VariantSkipped VariantRolloutState = "Skipped"
+)
+
+// VariantState is where one variant stands in its wave's rollout.
+type VariantState struct {
+	// Name of the PackageVariant.
+	Name string `json:"name"`
+	// State of the variant.
+	State VariantRolloutState `json:"state"`
+	// Detail is the draft that waits for approval, what blocks the
+	// variant, or why it failed.
+	// +optional
+	Detail string `json:"detail,omitempty"`
+}
+
 // WaveStatus is the progress of one wave.
 type WaveStatus struct {
 	// Name of the wave.
@@ -548,6 +584,19 @@ type WaveStatus struct {
 	Resumed bool `json:"resumed,omitempty"`
 	// Phase of the wave.
 	Phase WavePhase `json:"phase"`
+	// VariantStates lists, in name order, the variants of the wave a person
+	// looks for: those that failed or are skipped, and until the wave has
+	// finished, every variant that carries the change (one not listed does
+	// not carry it yet; once the wave has finished, one not listed has
+	// finished). At most MaxVariantStatesListed; VariantStatesNotListed
+	// counts the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	VariantStates []VariantState `json:"variantStates,omitempty"`
+	// VariantStatesNotListed is how many variants VariantStates leaves out.
+	// +optional
+	VariantStatesNotListed int32 `json:"variantStatesNotListed,omitempty"`
 	// StartedAt is when the wave started.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
