@@ -213,8 +213,14 @@ func readyOf(conds []metav1.Condition) *metav1.Condition {
 }
 
 func (m *monitor) observeRevision(typ watch.EventType, pr *porchv1alpha1.PackageRevision) {
+	if pr.Spec.RepositoryName == "blueprints" && typ != watch.Deleted {
+		m.ro.observeUpstream(pr)
+	}
 	if pr.Spec.RepositoryName == "blueprints" || helper.IsPlaceholder(pr) {
 		return
+	}
+	if typ == watch.Added && pr.Spec.PackageName == rolloutPkg {
+		m.observeRolloutDraft(pr)
 	}
 	obj := "PackageRevision " + pr.Name
 	uid, owner := controllerOf(pr)
@@ -354,12 +360,23 @@ type rolloutMonitor struct {
 	checkedUnderFaults  int
 	finishedUnderFaults int
 	completed           map[string]bool
+
+	// adopted: the set has had spec.rollout (from its creation, or since a
+	// person added it to the live set). upstream are the upstream
+	// revisions by name, afterAdoption those published after it; drafts
+	// counts the upgrade drafts checked against them.
+	adopted       bool
+	upstream      map[string]int
+	afterAdoption map[int]bool
+	drafts        int
 }
 
 type rolloutVariant struct {
 	wave int
 	pin  int
-	gen  int64
+	// pinned are the revisions the set ever gave it.
+	pinned map[int]bool
+	gen    int64
 	// updated: pin came by an update, not with the creation.
 	updated bool
 	// finishedGen is the generation seen Published=True (0: none).
@@ -376,7 +393,8 @@ func newRolloutMonitor(spec *configv1alpha2.Rollout, sites int) *rolloutMonitor 
 		panic(err)
 	}
 	r := &rolloutMonitor{spec: spec, variants: map[string]*rolloutVariant{}, done: map[int]map[int]bool{},
-		seen: map[int]map[string]bool{}, over: map[int]map[int]int{}, finished: map[string]bool{}, completed: map[string]bool{}}
+		seen: map[int]map[string]bool{}, over: map[int]map[int]int{}, finished: map[string]bool{}, completed: map[string]bool{},
+		upstream: map[string]int{}, afterAdoption: map[int]bool{}}
 	for _, vs := range waves.Waves {
 		r.size = append(r.size, len(vs))
 	}
@@ -429,12 +447,13 @@ func (m *monitor) observeRolloutVariant(typ watch.EventType, pv *configv1alpha1.
 	}
 	v := r.variants[pv.Name]
 	if v == nil {
-		v = &rolloutVariant{wave: r.waveOf(pv.Spec.Labels), pin: pin, gen: pv.Generation}
+		v = &rolloutVariant{wave: r.waveOf(pv.Spec.Labels), pin: pin, gen: pv.Generation, pinned: map[int]bool{pin: true}}
 		r.variants[pv.Name] = v
 	} else if pv.Generation != v.gen {
 		v.gen = pv.Generation
 		if pin != v.pin {
 			v.pin, v.updated = pin, true
+			v.pinned[pin] = true
 			r.checked++
 			if r.faults {
 				r.checkedUnderFaults++
@@ -506,8 +525,53 @@ func (r *rolloutMonitor) doneIn(p, j int) int {
 	return n
 }
 
+// observeUpstream notes an upstream revision, and whether it was
+// published after the rollout set had spec.rollout.
+func (r *rolloutMonitor) observeUpstream(pr *porchv1alpha1.PackageRevision) {
+	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
+		return
+	}
+	if _, seen := r.upstream[pr.Name]; !seen && r.adopted {
+		r.afterAdoption[pr.Spec.Revision] = true
+	}
+	r.upstream[pr.Name] = pr.Spec.Revision
+}
+
+// observeRolloutDraft checks a new revision of a rollout set variant's
+// package: an upgrade to an upstream revision published after the set had
+// spec.rollout is one the set gave the variant (a pin, checked against
+// the waves when it was made), never one the variant took by itself for
+// following the latest revision. A clone (the variant's package is gone)
+// is a create, which a rollout never holds back.
+func (m *monitor) observeRolloutDraft(pr *porchv1alpha1.PackageRevision) {
+	r := m.ro
+	if len(pr.Spec.Tasks) == 0 || pr.Spec.Tasks[0].Upgrade == nil {
+		return
+	}
+	_, owner := controllerOf(pr)
+	name, ok := strings.CutPrefix(owner, "PackageVariant ")
+	v := r.variants[name]
+	if !ok || v == nil {
+		return
+	}
+	rev, known := r.upstream[pr.Spec.Tasks[0].Upgrade.NewUpstream.Name]
+	if !known || !r.afterAdoption[rev] {
+		return
+	}
+	r.drafts++
+	if !v.pinned[rev] {
+		m.violateLocked([]string{"PackageRevision " + pr.Name, "PackageVariant " + name, "PackageVariantSet " + rolloutSetName},
+			"%s upgrades PackageVariant %s to upstream revision %d, published after the set had spec.rollout, which the set never gave it (its spec.upstream.revision is %d)",
+			pr.Name, name, rev, v.pin)
+	}
+}
+
 // observeRolloutSet counts the waves and rollouts the set reports done.
 func (m *monitor) observeRolloutSet(o *configv1alpha2.PackageVariantSet) string {
+	if o.Spec.Rollout != nil && !m.ro.adopted {
+		m.ro.adopted = true
+		m.noteLocked("PackageVariantSet "+o.Name, "has spec.rollout from here on")
+	}
 	st := o.Status.Rollout
 	if st == nil {
 		return ""

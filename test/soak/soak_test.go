@@ -61,10 +61,24 @@ type config struct {
 	// a person has edited that draft (a second at most): the edit lands
 	// between the controllers' write and their next step.
 	busy bool
+	// adopt: the rollout set is made without spec.rollout and a person
+	// adds it while faults and people act (odd seeds): a live set adopts
+	// its rollout.
+	adopt bool
+	// health: the rollout set's waves are gated on each site's health
+	// object (a ConfigMap health-<site>), which flips between healthy and
+	// failed for the published revision while faults and people act
+	// (seeds 2 and 3 of every 4).
+	health bool
 }
 
 // busySeed says which seeds are busy.
 func busySeed(seed int64) bool { return seed%3 == 2 }
+
+// adoptSeed and healthSeed say which seeds adopt their rollout while live
+// and which gate it on health.
+func adoptSeed(seed int64) bool  { return seed%2 == 1 }
+func healthSeed(seed int64) bool { return seed%4 >= 2 }
 
 func TestSoak(t *testing.T) {
 	seeds, duration, sites := 2, 3*time.Second, 12
@@ -86,7 +100,8 @@ func TestSoak(t *testing.T) {
 	for i := range seeds {
 		seed := *flagSeed + int64(i)
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			c := runSeed(t, config{seed: seed, duration: duration, sites: sites, hand: 10, settle: *flagSettle, busy: busySeed(seed)})
+			c := runSeed(t, config{seed: seed, duration: duration, sites: sites, hand: 10, settle: *flagSettle, busy: busySeed(seed),
+				adopt: adoptSeed(seed), health: healthSeed(seed)})
 			mu.Lock()
 			defer mu.Unlock()
 			totals.add(c)
@@ -155,14 +170,20 @@ func sum(m map[string]int) int {
 
 func (c *counts) report(seeds int, first int64, d time.Duration, sites int, failed []int64, took time.Duration) string {
 	var b strings.Builder
-	busy := 0
+	busy, adopt, health := 0, 0, 0
 	for seed := first; seed < first+int64(seeds); seed++ {
 		if busySeed(seed) {
 			busy++
 		}
+		if adoptSeed(seed) {
+			adopt++
+		}
+		if healthSeed(seed) {
+			health++
+		}
 	}
-	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over the env=prod ones of %d site repositories, one over %d of them rolling out in waves, and 10 hand-written variants; %s in all.\n\n",
-		seeds, first, first+int64(seeds)-1, busy, d, sites, min(sites, rolloutSites), took.Round(time.Second))
+	fmt.Fprintf(&b, "Soak: %d seeds (%d..%d, %d of them busy: one CPU, late answers), %s of faults and people each, one set over the env=prod ones of %d site repositories, one over %d of them rolling out in waves (adopted by the live set in %d seeds, gated on health objects that flip in %d), and 10 hand-written variants; %s in all.\n\n",
+		seeds, first, first+int64(seeds)-1, busy, d, sites, min(sites, rolloutSites), adopt, health, took.Round(time.Second))
 	fmt.Fprintf(&b, "| what | count |\n|---|---:|\n")
 	row := func(what string, n int) { fmt.Fprintf(&b, "| %s | %d |\n", what, n) }
 	// each of m by name, then their sum

@@ -160,6 +160,11 @@ func newWorld(t *testing.T, cfg config) *world {
 		configMap(ns, "settings", color),
 		configMap(decoyNS, "settings", decoyColor),
 	}
+	if cfg.health {
+		for i := range w.rollingSites() {
+			w.objects = append(w.objects, healthObject(i, "", "healthy"))
+		}
+	}
 	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, min(cfg.sites, rolloutSites)))
 	w.sim.Observe(w.mon.observe)
 	w.sim.AddRepository(ns, "blueprints", false, nil)
@@ -229,6 +234,9 @@ func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
 		},
 		SoakSeconds: i32(0),
 		MaxFailures: i32(1000),
+	}
+	if w.cfg.health {
+		pvs.Spec.Rollout.Health = rolloutHealth()
 	}
 	return pvs
 }
@@ -388,8 +396,11 @@ func (w *world) startControllers() {
 	w.incarnation++
 	user := fmt.Sprintf("controllers-%d", w.incarnation)
 	w.live.Store(user)
+	w.mu.Lock()
+	objects := w.objects
+	w.mu.Unlock()
 	r, err := offline.Start(w.ctx, w.sim, offline.Options{
-		Objects:        w.objects,
+		Objects:        objects,
 		Workers:        4,
 		ReadinessDelay: 20 * time.Millisecond,
 		User:           user,
@@ -471,6 +482,12 @@ func (w *world) act(stop <-chan struct{}) {
 	// A draw of its own, so that the other actions draw as they did before
 	// the rollout set was there.
 	rng := rand.New(rand.NewPCG(uint64(w.cfg.seed), 5))
+	// adoption and health draw on their own too
+	rolloutRng := rand.New(rand.NewPCG(uint64(w.cfg.seed), 6))
+	var adoptAt time.Time
+	if w.cfg.adopt {
+		adoptAt = time.Now().Add(between(rolloutRng, w.cfg.duration/10, w.cfg.duration*6/10))
+	}
 	for {
 		select {
 		case <-stop:
@@ -480,6 +497,13 @@ func (w *world) act(stop <-chan struct{}) {
 		w.actOnce()
 		if rng.IntN(2) == 0 {
 			w.publishRolloutDraft(rng)
+		}
+		if !adoptAt.IsZero() && time.Now().After(adoptAt) {
+			w.adoptRollout()
+			adoptAt = time.Time{}
+		}
+		if w.cfg.health && rolloutRng.IntN(3) == 0 {
+			w.flipHealth(rolloutRng)
 		}
 	}
 }
@@ -723,7 +747,11 @@ func runSeed(t *testing.T, cfg config) *counts {
 	w := newWorld(t, cfg)
 	ctx := context.Background()
 	// The starting fleet: the set and the hand variants.
-	for _, set := range []*configv1alpha2.PackageVariantSet{w.set(), w.rolloutSet()} {
+	rolling := w.rolloutSet()
+	if cfg.adopt {
+		rolling.Spec.Rollout = nil // a person adds it while the set is live (act)
+	}
+	for _, set := range []*configv1alpha2.PackageVariantSet{w.set(), rolling} {
 		if _, err := w.person.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -770,6 +798,7 @@ func runSeed(t *testing.T, cfg config) *counts {
 	w.counts.rollout["waves finished"] += len(w.mon.ro.finished)
 	w.counts.rollout["waves finished, under faults"] += w.mon.ro.finishedUnderFaults
 	w.counts.rollout["rollouts completed"] += len(w.mon.ro.completed)
+	w.counts.rollout["upgrade drafts to revisions published after adoption, checked against the pins"] += w.mon.ro.drafts
 	w.mon.mu.Unlock()
 	w.counts.violations = w.mon.report(t, cfg.seed)
 	return w.counts
@@ -790,7 +819,11 @@ func (w *world) finishRollout() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not RolledOut for upstream revision %d within %s", w.upstream, w.cfg.settle)
 		}
+		// every site runs what is published, healthy
 		published := 0
+		if w.cfg.health && w.allHealthy() {
+			published++
+		}
 		for _, pr := range w.sim.PackageRevisions(ns) {
 			open := pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleDraft || pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecycleProposed
 			if !open || pr.Spec.PackageName != rolloutPkg || helper.IsPlaceholder(&pr) {
