@@ -10,6 +10,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/test/kit"
 )
 
 // kustomization is a Flux Kustomization named name in the test namespace,
@@ -92,6 +93,53 @@ func TestRolloutWaitsForHealth(t *testing.T) {
 		t.Errorf("RolledOut message %q does not name the unhealthy variant", cond.Message)
 	}
 
+	h.UpdateObject(kustomization("edge-01", rev1, rev1, "True"))
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
+}
+
+// TestRolloutHealthAddedToAFinishedRollout: spec.rollout.health added to a
+// live set whose rollout finished leaves that rollout finished (what the
+// clusters run was not asked when it finished, and asking now re-opens
+// nothing: RolledOut stays True) and gates the next one: with revision 2,
+// the first wave finishes only once its cluster runs the new revision
+// healthy, and only then does the next wave open.
+func TestRolloutHealthAddedToAFinishedRollout(t *testing.T) {
+	h := newHarness(t, fleet(2, "prod"), kustomization("edge-00", "", "", ""), kustomization("edge-01", "", "", ""))
+	pvs := rolloutSet()
+	pvs.Spec.Rollout.Waves[1].Approval = ""
+	h.createAndPublish(pvs, "edge-edge-00-app", "edge-edge-01-app")
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
+
+	h.UpdateSetSpec("edge", func(s *configv1alpha2.PackageVariantSetSpec) { s.Rollout.Health = fluxHealth() })
+	h.Settle()
+	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
+
+	if _, err := h.Sim.AddPublished(testNS, kit.UpstreamRepo, kit.UpstreamPackage, 2, blueprint("v2\n")); err != nil {
+		t.Fatal(err)
+	}
+	h.waitOpen("edge-edge-00-app")
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen("edge-edge-00-app")
+	h.Eventually("the eu wave to wait for edge-00's health", func() bool {
+		cond := meta.FindStatusCondition(h.Set("edge").Status.Conditions, rollout.ConditionRolledOut)
+		return cond != nil && cond.Reason == rollout.ReasonWaveProgressing && strings.Contains(cond.Message, "1 blocked (edge-edge-00-app (not healthy yet: ")
+	})
+	h.Settle()
+	if got := h.pins(); got["edge-edge-01-app"] != 1 {
+		t.Errorf("the us wave opened before the eu wave's cluster ran revision 2 healthy: pins %v", got)
+	}
+	if st := h.Set("edge").Status.Rollout; st.Waves[0].VariantStates[0].State != configv1alpha2.VariantBlocked {
+		t.Errorf("wave eu lists %+v, want edge-edge-00-app Blocked", st.Waves[0].VariantStates)
+	}
+
+	rev0 := h.publishedRevision("edge-edge-00-app")
+	h.UpdateObject(kustomization("edge-00", rev0, rev0, "True"))
+	h.waitOpen("edge-edge-01-app")
+	h.WaitAllVariantsReady()
+	h.Settle()
+	h.publishOpen("edge-edge-01-app")
+	rev1 := h.publishedRevision("edge-edge-01-app")
 	h.UpdateObject(kustomization("edge-01", rev1, rev1, "True"))
 	h.waitRollout(rollout.ReasonRolledOut, "eu:Finished us:Finished")
 }
