@@ -116,9 +116,10 @@ func (o *rolloutApproveOptions) write(ctx context.Context, pvs *configv1alpha2.P
 	return o.annotate(ctx, pvs, a.ID, configv1alpha2.ApproveWaveAnnotation, a.String(), words{verb: "approve", done: "approved", what: "wave " + a.Wave})
 }
 
-// words say what a command does, for its messages: "approve", "approved",
-// "wave prod".
-type words struct{ verb, done, what string }
+// words say what a command does, for its messages: the verb ("approve",
+// "pause"), what it did ("approved"), to what ("wave prod"), and for pause
+// and resume the state it leaves and the reason of the Event recording it.
+type words struct{ verb, done, what, state, reason string }
 
 // annotate sets an annotation of the set pvs (as read) with a JSON patch
 // that first tests the rollout id: a rollout that changed since it was
