@@ -159,6 +159,17 @@ func TestDiffPackage(t *testing.T) {
 		`collision (injectionPoint config.injection.ConfigMap.region-config): the variant fills injection point ConfigMap.region-config (injected resource "region-eu-west" from cluster), which the new revision no longer has`,
 		"blueprints/app revision 2: 5 variants upgraded now, 0 later, 0 not affected, 0 failing to render, 5 with collisions")
 
+	// The live set adopts the example rollout and the next revision is
+	// published: only the canary (and the variant of no set) take it now;
+	// the others, which follow the latest revision, stay on the one they
+	// carry until their waves open them.
+	r = variantctl(t, "diff", "--from", snap, "-f", "../../examples/rollout/edge-set.yaml", "--package", "blueprints/app=../../examples/upgrade/app", "--brief")
+	r.want(t, exitDifferent)
+	mustContain(t, "stdout", r.stdout,
+		"platform/edge-app-prod-us-east-canary-app (set edge-app): draft prod-us-east-canary.app.packagevariant-2",
+		`platform/edge-app-prod-ap-south-app (set edge-app): wave "eu-and-ap", stays on revision 1 until its wave opens it; then gets draft prod-ap-south.app.packagevariant-2 (clone):`,
+		"blueprints/app revision 2: 2 variants upgraded now, 3 later, 0 not affected, 0 failing to render, 5 with collisions")
+
 	r = variantctl(t, "diff", "--from", snap, "--package", "blueprints/app@3="+dir)
 	r.want(t, exitBadInput)
 	mustContain(t, "stderr", r.stderr, "the latest revision of blueprints/app is 1; the preview publishes the next one, 2")

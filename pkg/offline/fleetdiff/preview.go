@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
@@ -285,6 +286,33 @@ func (p *Preview) add(c classified) {
 	}
 }
 
+// carriedRevision is the upstream revision the variant's downstream is
+// based on: its latest Published revision's, else its open draft's (0:
+// not known).
+func carriedRevision(pv *configv1alpha1.PackageVariant, after *State) int {
+	d := pv.Spec.Downstream
+	if d == nil {
+		return 0
+	}
+	var best *porchv1alpha1.PackageRevision
+	for _, pr := range after.Revisions {
+		if pr.Namespace != pv.Namespace || pr.Spec.RepositoryName != d.Repo || pr.Spec.PackageName != d.Package || helper.IsPlaceholder(pr) {
+			continue
+		}
+		if _, ok := helper.LockedUpstreamRevision(pr); !ok {
+			continue
+		}
+		if best == nil || (pr.Spec.Lifecycle == porchv1alpha1.PackageRevisionLifecyclePublished && (best.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished || pr.Spec.Revision > best.Spec.Revision)) {
+			best = pr
+		}
+	}
+	if best == nil {
+		return 0
+	}
+	rev, _ := helper.LockedUpstreamRevision(best)
+	return rev
+}
+
 // classify tells what the run did to one variant that follows up's
 // package: an upgrade draft to up (now), a render that failed, a rollout
 // holding it back (later), a pin to another revision, or nothing else
@@ -316,6 +344,9 @@ func classify(key string, pv *configv1alpha1.PackageVariant, up *porchv1alpha1.P
 	pinned := pv.Spec.Upstream.Revision
 	if set := after.Sets[pv.Namespace+"/"+pv0.Set]; set != nil && set.Spec.Rollout != nil && set.Spec.Upstream.Revision == 0 && pinned != up.Spec.Revision {
 		pv0.Pinned = pinned
+		if pinned == 0 { // it follows the latest revision, held on what it carries
+			pv0.Pinned = carriedRevision(pv, after)
+		}
 		// The set labels each variant with its wave ("": none takes it).
 		pv0.Wave = pv.Labels[configv1alpha2.WaveLabel]
 		return classified{outcomeLater, pv0}
@@ -405,9 +436,13 @@ func (p Preview) writeText(b *strings.Builder, files bool) {
 		return "upgrade draft " + v.Draft
 	})
 	section("later, held back by a rollout", p.Later, func(v PreviewVariant) string {
-		line := fmt.Sprintf("wave %q, stays on revision %d until its wave opens it", v.Wave, v.Pinned)
+		on := fmt.Sprintf("revision %d", v.Pinned)
+		if v.Pinned == 0 {
+			on = "the revision it carries"
+		}
+		line := fmt.Sprintf("wave %q, stays on %s until its wave opens it", v.Wave, on)
 		if v.Wave == "" {
-			line = fmt.Sprintf("in no wave, stays on revision %d until a wave takes it", v.Pinned)
+			line = fmt.Sprintf("in no wave, stays on %s until a wave takes it", on)
 		}
 		switch {
 		case len(v.FailedFunctions) > 0:
