@@ -214,7 +214,6 @@ func (w *world) set() *configv1alpha2.PackageVariantSet {
 // then the rest, three at a time. People publish its drafts as they do the
 // others'; no soak, and failures never halt it.
 func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
-	i32 := func(n int32) *int32 { return &n }
 	policy := configv1alpha1.DeletionPolicyDelete
 	pvs := siteSet(rolloutSetName, map[string]string{"rollout": rolloutSetName}, &configv1alpha2.PackageVariantTemplate{
 		Downstream:     &configv1alpha2.DownstreamTemplate{Package: ptr.To(rolloutPkg)},
@@ -232,8 +231,8 @@ func (w *world) rolloutSet() *configv1alpha2.PackageVariantSet {
 			{Name: "us", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "us"}}, MaxConcurrent: ptr.To(intstr.FromString("50%"))},
 			{Name: "rest", MaxConcurrent: ptr.To(intstr.FromInt32(3))},
 		},
-		SoakSeconds: i32(0),
-		MaxFailures: i32(1000),
+		SoakSeconds: ptr.To(int32(0)),
+		MaxFailures: ptr.To(int32(1000)),
 	}
 	if w.cfg.health {
 		pvs.Spec.Rollout.Health = rolloutHealth()

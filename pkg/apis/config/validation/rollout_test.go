@@ -7,12 +7,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 )
 
 func TestValidateRollout(t *testing.T) {
-	i32 := func(v int32) *int32 { return &v }
 	mc := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
 	cases := map[string]struct {
 		rollout *configv1alpha2.Rollout
@@ -24,7 +24,7 @@ func TestValidateRollout(t *testing.T) {
 				{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: mc(intstr.FromInt32(1))},
 				{Name: "prod", MaxConcurrent: mc(intstr.FromString("25%")), Approval: configv1alpha2.WaveApprovalManual},
 			},
-			SoakSeconds: i32(600), MaxFailures: i32(0), ProgressDeadlineSeconds: i32(86400),
+			SoakSeconds: ptr.To(int32(600)), MaxFailures: ptr.To(int32(0)), ProgressDeadlineSeconds: ptr.To(int32(86400)),
 		}},
 		"no waves": {
 			rollout: &configv1alpha2.Rollout{},
@@ -69,7 +69,7 @@ func TestValidateRollout(t *testing.T) {
 				Waves: []configv1alpha2.Wave{{Name: "a", Approval: "Sometimes", Selector: &metav1.LabelSelector{
 					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}},
 					RepositorySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "region", Operator: "Far"}}}}},
-				SoakSeconds: i32(-1), MaxFailures: i32(-2), ProgressDeadlineSeconds: i32(0), Creates: "Later",
+				SoakSeconds: ptr.To(int32(-1)), MaxFailures: ptr.To(int32(-2)), ProgressDeadlineSeconds: ptr.To(int32(0)), Creates: "Later",
 			},
 			want: []string{
 				`spec.rollout.waves[0].selector is not a valid label selector: "Near" is not a valid label selector operator`,
