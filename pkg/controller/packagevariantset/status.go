@@ -269,7 +269,8 @@ func atRest(st *configv1alpha2.PackageVariantSetStatus) bool {
 
 // progressOnly says that two statuses differ in their counts alone: the
 // variants desired, existing and Ready, a rollout's progress and wave
-// counts (not its failures), and the messages that only spell those out (Ready while
+// counts (not its failures), the states of the variants of a wave that
+// neither failed nor are skipped, and the messages that only spell those out (Ready while
 // Reconciled, RolledOut while a wave progresses). Any other change (a
 // condition's status or reason, a wave's phase) is news.
 func progressOnly(a, b *configv1alpha2.PackageVariantSetStatus) bool {
@@ -291,7 +292,12 @@ func withoutProgress(st *configv1alpha2.PackageVariantSetStatus) *configv1alpha2
 		r.Progress = ""
 		for i := range r.Waves {
 			w := &r.Waves[i]
-			w.Finished, w.Updated = 0, 0
+			w.Finished, w.Updated, w.VariantStatesNotListed = 0, 0, 0
+			// a variant's way through the wave is progress; its failure
+			// or skip is news
+			w.VariantStates = slices.DeleteFunc(w.VariantStates, func(v configv1alpha2.VariantState) bool {
+				return v.State != configv1alpha2.VariantFailed && v.State != configv1alpha2.VariantSkipped
+			})
 		}
 	}
 	return out

@@ -325,7 +325,8 @@ func TestProgressOnly(t *testing.T) {
 				{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Reconciled", Message: "package variants successfully reconciled: 4 desired, 4 exist, 2 Ready"},
 				{Type: rollout.ConditionRolledOut, Status: metav1.ConditionFalse, Reason: rollout.ReasonWaveProgressing, Message: "wave \"all\": 1 of 4 finished"},
 			},
-			Rollout: &configv1alpha2.RolloutStatus{ID: "r", Progress: "1/4", Waves: []configv1alpha2.WaveStatus{{Name: "all", Variants: 4, Updated: 2, Finished: 1, Phase: configv1alpha2.WaveProgressing}}},
+			Rollout: &configv1alpha2.RolloutStatus{ID: "r", Progress: "1/4", Waves: []configv1alpha2.WaveStatus{{Name: "all", Variants: 4, Updated: 2, Finished: 1, Phase: configv1alpha2.WaveProgressing,
+				VariantStates: []configv1alpha2.VariantState{{Name: "a", State: configv1alpha2.VariantFinished}, {Name: "b", State: configv1alpha2.VariantOpen}}}}},
 		}
 	}
 	cases := map[string]struct {
@@ -338,6 +339,14 @@ func TestProgressOnly(t *testing.T) {
 			st.Conditions[0].Message = "package variants successfully reconciled: 4 desired, 4 exist, 3 Ready"
 			st.Conditions[1].Message = "wave \"all\": 2 of 4 finished"
 			st.Rollout.Progress, st.Rollout.Waves[0].Finished, st.Rollout.Waves[0].Updated = "2/4", 2, 3
+			st.Rollout.Waves[0].VariantStates = []configv1alpha2.VariantState{{Name: "a", State: configv1alpha2.VariantFinished},
+				{Name: "b", State: configv1alpha2.VariantFinished}, {Name: "c", State: configv1alpha2.VariantWaitingForApproval, Detail: "c.app.packagevariant-1"}}
+		}},
+		"VariantFailed": {reason: "a variant of the wave failed: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Rollout.Waves[0].VariantStates[1] = configv1alpha2.VariantState{Name: "b", State: configv1alpha2.VariantFailed, Detail: "RenderFailed"}
+		}},
+		"VariantSkipped": {reason: "a variant of the wave is skipped: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
+			st.Rollout.Waves[0].VariantStates[1].State = configv1alpha2.VariantSkipped
 		}},
 		"ReadyReason": {reason: "the set is no longer Reconciled: news", change: func(st *configv1alpha2.PackageVariantSetStatus) {
 			st.Conditions[0].Status, st.Conditions[0].Reason = metav1.ConditionFalse, "UnexpectedError"
