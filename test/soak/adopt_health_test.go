@@ -142,6 +142,10 @@ func (w *world) setHealth(i int, revision, status string) bool {
 	} else {
 		objects = append(objects, obj)
 	}
+	if revision != "" {
+		// before any controllers can see it
+		w.mon.healthReported(siteName(i), revision)
+	}
 	w.objects = objects
 	r := w.runner
 	w.mu.Unlock()

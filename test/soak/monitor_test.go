@@ -222,6 +222,9 @@ func (m *monitor) observeRevision(typ watch.EventType, pr *porchv1alpha1.Package
 	if typ == watch.Added && pr.Spec.PackageName == rolloutPkg {
 		m.observeRolloutDraft(pr)
 	}
+	if typ != watch.Deleted && pr.Spec.PackageName == rolloutPkg {
+		m.ro.observeRollingRevision(pr)
+	}
 	obj := "PackageRevision " + pr.Name
 	uid, owner := controllerOf(pr)
 	m.noteLocked(obj, fmt.Sprintf("%s %s owner=%s", typ, pr.Spec.Lifecycle, owner))
@@ -334,6 +337,11 @@ func (m *monitor) report(t *testing.T, seed int64) int {
 //     maxConcurrent: updated to P (created ones are never held back and
 //     not counted) and not seen finished for their generation.
 //
+// With spec.rollout.health (a health seed), a variant is done only once
+// its site also reported, healthy or failed, on a Published revision of
+// its package that carries P (the world tells the monitor of each report
+// before the controllers can see it).
+//
 // Both are decided from the set's spec and the variants alone, never from
 // the set's status, which the controller writes after the variants.
 type rolloutMonitor struct {
@@ -369,9 +377,19 @@ type rolloutMonitor struct {
 	upstream      map[string]int
 	afterAdoption map[int]bool
 	drafts        int
+
+	// health: the waves are gated on health reports. carries are the
+	// upstream revisions of the Published revisions of the rolling
+	// packages, by revision name; judged[package][P]: the site reported
+	// on a Published revision of package carrying P.
+	health  bool
+	carries map[string]int
+	judged  map[string]map[int]bool
 }
 
 type rolloutVariant struct {
+	// pkg is its downstream package (repository/package).
+	pkg  string
 	wave int
 	pin  int
 	// pinned are the revisions the set ever gave it.
@@ -379,11 +397,13 @@ type rolloutVariant struct {
 	gen    int64
 	// updated: pin came by an update, not with the creation.
 	updated bool
-	// finishedGen is the generation seen Published=True (0: none).
+	// finishedGen is the generation seen Published=True (0: none);
+	// failed: it is failed now.
 	finishedGen int64
+	failed      bool
 }
 
-func newRolloutMonitor(spec *configv1alpha2.Rollout, sites int) *rolloutMonitor {
+func newRolloutMonitor(spec *configv1alpha2.Rollout, sites int, health bool) *rolloutMonitor {
 	all := make([]rollout.Variant, 0, sites)
 	for i := range sites {
 		all = append(all, rollout.Variant{Name: siteName(i), Labels: rolloutVariantLabels(i)})
@@ -394,7 +414,7 @@ func newRolloutMonitor(spec *configv1alpha2.Rollout, sites int) *rolloutMonitor 
 	}
 	r := &rolloutMonitor{spec: spec, variants: map[string]*rolloutVariant{}, done: map[int]map[int]bool{},
 		seen: map[int]map[string]bool{}, over: map[int]map[int]int{}, finished: map[string]bool{}, completed: map[string]bool{},
-		upstream: map[string]int{}, afterAdoption: map[int]bool{}}
+		upstream: map[string]int{}, afterAdoption: map[int]bool{}, health: health, carries: map[string]int{}, judged: map[string]map[int]bool{}}
 	for _, vs := range waves.Waves {
 		r.size = append(r.size, len(vs))
 	}
@@ -448,6 +468,9 @@ func (m *monitor) observeRolloutVariant(typ watch.EventType, pv *configv1alpha1.
 	v := r.variants[pv.Name]
 	if v == nil {
 		v = &rolloutVariant{wave: r.waveOf(pv.Spec.Labels), pin: pin, gen: pv.Generation, pinned: map[int]bool{pin: true}}
+		if d := pv.Spec.Downstream; d != nil {
+			v.pkg = d.Repo + "/" + d.Package
+		}
 		r.variants[pv.Name] = v
 	} else if pv.Generation != v.gen {
 		v.gen = pv.Generation
@@ -472,18 +495,8 @@ func (m *monitor) observeRolloutVariant(typ watch.EventType, pv *configv1alpha1.
 		pub.Status == metav1.ConditionTrue && pub.ObservedGeneration == pv.Generation {
 		v.finishedGen = pv.Generation
 	}
-	if v.finishedGen == v.gen || failedNow(pv) {
-		if r.seen[v.pin] == nil {
-			r.seen[v.pin] = map[string]bool{}
-		}
-		r.seen[v.pin][pv.Name] = true
-		if r.doneIn(v.pin, v.wave) == r.size[v.wave] {
-			if r.done[v.pin] == nil {
-				r.done[v.pin] = map[int]bool{}
-			}
-			r.done[v.pin][v.wave] = true
-		}
-	}
+	v.failed = failedNow(pv)
+	r.markDone(pv.Name, v)
 	// The open changes of the variant's wave for its revision.
 	var open []string
 	for name, o := range r.variants {
@@ -504,6 +517,60 @@ func (m *monitor) observeRolloutVariant(typ watch.EventType, pv *configv1alpha1.
 		}
 		m.violateLocked(objects, "wave %q has %d open changes to upstream revision %d, more than its maxConcurrent %d: %s",
 			r.spec.Waves[v.wave].Name, len(open), v.pin, limit, strings.Join(open, ", "))
+	}
+}
+
+// markDone notes variant name, v, as seen carrying its pin and finished
+// (with health checks: and judged on it) or failed, and its wave as done
+// once all of its variants are.
+func (r *rolloutMonitor) markDone(name string, v *rolloutVariant) {
+	finished := v.finishedGen == v.gen && (!r.health || r.judged[v.pkg][v.pin])
+	if !finished && !v.failed {
+		return
+	}
+	if r.seen[v.pin] == nil {
+		r.seen[v.pin] = map[string]bool{}
+	}
+	r.seen[v.pin][name] = true
+	if r.doneIn(v.pin, v.wave) == r.size[v.wave] {
+		if r.done[v.pin] == nil {
+			r.done[v.pin] = map[int]bool{}
+		}
+		r.done[v.pin][v.wave] = true
+	}
+}
+
+// observeRollingRevision notes which upstream revision a Published
+// revision of a rolling package carries.
+func (r *rolloutMonitor) observeRollingRevision(pr *porchv1alpha1.PackageRevision) {
+	if pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished {
+		return
+	}
+	if rev, ok := helper.LockedUpstreamRevision(pr); ok {
+		r.carries[pr.Name] = rev
+	}
+}
+
+// healthReported is a site's report on revision (healthy or failed): the
+// variants of its package that finished the upstream revision it carries
+// are done.
+func (m *monitor) healthReported(repo, revision string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.ro
+	rev, ok := r.carries[revision]
+	if !ok {
+		return
+	}
+	pkg := repo + "/" + rolloutPkg
+	if r.judged[pkg] == nil {
+		r.judged[pkg] = map[int]bool{}
+	}
+	r.judged[pkg][rev] = true
+	for name, v := range r.variants {
+		if v.pkg == pkg {
+			r.markDone(name, v)
+		}
 	}
 }
 

@@ -165,7 +165,7 @@ func newWorld(t *testing.T, cfg config) *world {
 			w.objects = append(w.objects, healthObject(i, "", "healthy"))
 		}
 	}
-	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, min(cfg.sites, rolloutSites)))
+	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, min(cfg.sites, rolloutSites), cfg.health))
 	w.sim.Observe(w.mon.observe)
 	w.sim.AddRepository(ns, "blueprints", false, nil)
 	if _, err := w.sim.AddPublished(ns, "blueprints", "app", 1, blueprint(1)); err != nil {
