@@ -309,6 +309,10 @@ func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.Group
 // on; see contents). found is false when it does not exist; err when the
 // kind or the object cannot be read.
 func (i *Informers) Get(gvk schema.GroupVersionKind, namespace, name string) (map[string]interface{}, bool, error) {
+	if i.opts.Namespace != "" && namespace != i.opts.Namespace {
+		return nil, false, fmt.Errorf("%s %s/%s is outside namespace %s, the only one the controller watches (--namespace): start it without --namespace, or keep the objects it reads in %s",
+			gvk.Kind, namespace, name, i.opts.Namespace, i.opts.Namespace)
+	}
 	k, err := i.informerFor(gvk)
 	if err != nil {
 		return nil, false, err

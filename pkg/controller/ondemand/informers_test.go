@@ -133,6 +133,20 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// TestGetOutsideTheWatchedNamespace: a controller limited to one
+// namespace says so when asked for an object of another, instead of
+// reporting it missing.
+func TestGetOutsideTheWatchedNamespace(t *testing.T) {
+	f := newFixtureWithOptions(t, Options{Namespace: "platform"}, configMap("flux-system", "edge-1", nil, nil))
+	_, found, err := f.informers.Get(configMapGVK, "flux-system", "edge-1")
+	if found || err == nil || !strings.Contains(err.Error(), "ConfigMap flux-system/edge-1 is outside namespace platform, the only one the controller watches (--namespace)") {
+		t.Errorf("get flux-system/edge-1 from a controller of namespace platform: found=%v err=%v", found, err)
+	}
+	if len(f.dyn.Actions()) != 0 {
+		t.Errorf("it asked the server: %v", f.dyn.Actions())
+	}
+}
+
 func TestUnreadableKinds(t *testing.T) {
 	f := newFixture(t)
 	for name, tc := range map[string]struct {
