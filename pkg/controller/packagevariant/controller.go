@@ -18,7 +18,6 @@ import (
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
@@ -193,12 +192,7 @@ func New(ctx context.Context, client versioned.Interface,
 	if opts.Sets != nil {
 		c.setLister = opts.Sets.Lister()
 		if err := c.loop.Watch(opts.Sets.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
-			UpdateFunc: c.handleSetUpdate,
-			DeleteFunc: func(obj interface{}) {
-				if set, ok := handlers.Object[*configv1alpha2.PackageVariantSet](obj); ok {
-					c.noRollout.forget(set.UID)
-				}
-			},
+			UpdateFunc: c.handleSetUpdate, DeleteFunc: c.handleSetDelete,
 		}); err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/handlers"
 )
 
 // A PackageVariantSet with spec.rollout takes each of its variants to a
@@ -122,5 +123,12 @@ func (c *Controller) handleSetUpdate(oldObj, newObj interface{}) {
 	}
 	for _, pv := range pvs {
 		c.queue.Add(cache.MetaObjectToName(pv))
+	}
+}
+
+// handleSetDelete forgets what the API server said of a deleted set.
+func (c *Controller) handleSetDelete(obj interface{}) {
+	if set, ok := handlers.Object[*configv1alpha2.PackageVariantSet](obj); ok {
+		c.noRollout.forget(set.UID)
 	}
 }
