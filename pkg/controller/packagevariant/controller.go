@@ -167,7 +167,28 @@ func New(ctx context.Context, client versioned.Interface,
 		return nil, fmt.Errorf("add PackageRevision indexers: %w", err)
 	}
 
-	if err := c.loop.Watch(pvInformer.Informer(), "PackageVariants", cache.ResourceEventHandlerFuncs{
+	if err := c.loop.Watch(pvInformer.Informer(), "PackageVariants", c.variantHandlers()); err != nil {
+		return nil, err
+	}
+	if opts.Sets != nil {
+		c.setLister = opts.Sets.Lister()
+		if err := c.loop.Watch(opts.Sets.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
+			UpdateFunc: c.handleSetUpdate, DeleteFunc: c.handleSetDelete,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.loop.Watch(prInformer.Informer(), "PackageRevisions",
+		handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// variantHandlers queue a variant on its own events, and the variants of
+// the same downstream (its peers) when a change may matter to them.
+func (c *Controller) variantHandlers() cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			c.enqueueVariant(obj)
 			c.enqueuePeers(obj)
@@ -186,22 +207,7 @@ func New(ctx context.Context, client versioned.Interface,
 			c.enqueueVariant(obj)
 			c.enqueuePeers(obj)
 		},
-	}); err != nil {
-		return nil, err
 	}
-	if opts.Sets != nil {
-		c.setLister = opts.Sets.Lister()
-		if err := c.loop.Watch(opts.Sets.Informer(), "PackageVariantSets", cache.ResourceEventHandlerFuncs{
-			UpdateFunc: c.handleSetUpdate, DeleteFunc: c.handleSetDelete,
-		}); err != nil {
-			return nil, err
-		}
-	}
-	if err := c.loop.Watch(prInformer.Informer(), "PackageRevisions",
-		handlers.Both(func(obj interface{}) { c.handlePackageRevision(logger, obj) })); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // HasSynced reports whether the informers feeding this controller have
