@@ -94,7 +94,10 @@ func (o *rolloutStatusOptions) follow(ctx context.Context) error {
 		},
 	}
 	var last string
-	_, err := watchtools.UntilWithSync(ctx, lw, &configv1alpha2.PackageVariantSet{}, nil, func(ev watch.Event) (bool, error) {
+	// A client that cannot stream a list's items as watch events (a fake
+	// one) says so, and the informer lists then watches.
+	lwSemantics := cache.ToListWatcherWithWatchListSemantics(lw, o.clients.config)
+	_, err := watchtools.UntilWithSync(ctx, lwSemantics, &configv1alpha2.PackageVariantSet{}, nil, func(ev watch.Event) (bool, error) {
 		pvs, ok := ev.Object.(*configv1alpha2.PackageVariantSet)
 		switch {
 		case !ok:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,12 @@ func newRolloutFixture(pvs *configv1alpha2.PackageVariantSet, others ...runtime.
 // run runs one rollout command as variantctl would after parsing args.
 func (f *rolloutFixture) run(t *testing.T, o command, args ...string) error {
 	t.Helper()
+	return f.runCtx(context.Background(), t, o, args...)
+}
+
+// runCtx is run with ctx for the command's Run.
+func (f *rolloutFixture) runCtx(ctx context.Context, t *testing.T, o command, args ...string) error {
+	t.Helper()
 	cmd := o.command()
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
@@ -108,7 +115,7 @@ func (f *rolloutFixture) run(t *testing.T, o command, args ...string) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	return o.Run(context.Background())
+	return o.Run(ctx)
 }
 
 func (f *rolloutFixture) flags() rolloutFlags {
@@ -453,6 +460,54 @@ wave prod waits for approval: variantctl rollout approve edge prod -n fleet
 `
 	if diff := cmp.Diff(want, f.out.String()); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
+// TestRolloutStatusWatch: --watch prints the rollout, then again at each
+// change, and returns once it is RolledOut for the set's generation.
+func TestRolloutStatusWatch(t *testing.T) {
+	f := newRolloutFixture(edgeSet(nil), edgeVariants(sixVariants)...)
+	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f.runCtx(ctx, t, o, "edge", "-n", "fleet", "--watch") }()
+
+	// Once it watches, the rollout finishes.
+	deadline := time.Now().Add(20 * time.Second)
+	for !slices.ContainsFunc(f.config.Actions(), func(a k8stesting.Action) bool { return a.GetVerb() == "watch" }) {
+		if time.Now().After(deadline) {
+			t.Fatal("variantctl rollout status --watch did not watch the set within 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pvs := f.set(t)
+	pvs.Status.Conditions = []metav1.Condition{{Type: "RolledOut", Status: metav1.ConditionTrue, Reason: "RolledOut", ObservedGeneration: 3, Message: "rollout abc123 finished"}}
+	for i := range pvs.Status.Rollout.Waves {
+		w := &pvs.Status.Rollout.Waves[i]
+		w.Phase, w.Updated, w.Finished = configv1alpha2.WaveFinished, w.Variants, w.Variants
+	}
+	pvs.Status.Rollout.Progress = "6/6"
+	if _, err := f.config.ConfigV1alpha2().PackageVariantSets("fleet").UpdateStatus(context.Background(), pvs, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("--watch: %v", err)
+		}
+	case <-ctx.Done():
+		for _, a := range f.config.Actions() {
+			t.Logf("action %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+		t.Fatal("--watch did not return once the rollout was RolledOut")
+	}
+	out := f.out.String()
+	mustContain(t, "--watch output", out,
+		"rollout abc123 of upstream revision 2, 1/6 finished", "edge-p1-app  prod    pending    its wave waits for approval",
+		"rollout abc123 of upstream revision 2, 6/6 finished", "RolledOut=True RolledOut: rollout abc123 finished", "edge-r3-app  rest    published")
+	if strings.Count(out, "VARIANT ") != 2 {
+		t.Errorf("--watch printed the rollout %d times, want twice (once per change):\n%s", strings.Count(out, "VARIANT "), out)
 	}
 }
 
