@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -27,6 +28,46 @@ type clusterObjects struct {
 	// watched holds, per resource, a channel closed once the resource is
 	// watched.
 	watched map[schema.GroupVersionResource]chan struct{}
+	// waiters holds, per object, the channels of writes waiting until the
+	// controllers' handlers heard of them.
+	waiters map[objectName][]chan struct{}
+}
+
+// objectName names an in-cluster object as the controllers' handlers hear
+// of it.
+type objectName struct {
+	gk              schema.GroupKind
+	namespace, name string
+}
+
+// heard is called after the controllers' own handlers for each event of an
+// in-cluster object: the writes waiting for it may return.
+func (c *clusterObjects) heard(gk schema.GroupKind, namespace, name string) {
+	key := objectName{gk, namespace, name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ch := range c.waiters[key] {
+		close(ch)
+	}
+	delete(c.waiters, key)
+}
+
+// waitHeard registers a wait for the next event of obj the controllers
+// hear; the returned func cancels it.
+func (c *clusterObjects) waitHeard(obj *unstructured.Unstructured) (<-chan struct{}, func()) {
+	key := objectName{obj.GroupVersionKind().GroupKind(), obj.GetNamespace(), obj.GetName()}
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.waiters[key] = append(c.waiters[key], ch)
+	c.mu.Unlock()
+	return ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.waiters[key] = slices.DeleteFunc(c.waiters[key], func(x chan struct{}) bool { return x == ch })
+		if len(c.waiters[key]) == 0 {
+			delete(c.waiters, key)
+		}
+	}
 }
 
 // watchedChan is the channel closed once resource is watched.
@@ -81,7 +122,8 @@ func (c *clusterObjects) resourceOf(ctx context.Context, obj *unstructured.Unstr
 // CreateObject adds an in-cluster object (as Options.Objects holds them)
 // while the controllers run. It first waits until they watch the object's
 // kind (or ctx ends): a change made before that would never reach them. A
-// kind nothing reads is never watched, so give ctx a deadline.
+// kind nothing reads is never watched, so give ctx a deadline. It returns
+// once the controllers' handlers heard of the new object.
 func (r *Runner) CreateObject(ctx context.Context, obj *unstructured.Unstructured) error {
 	return r.objects.write(ctx, obj, func(res dynamic.ResourceInterface) (*unstructured.Unstructured, error) {
 		return res.Create(ctx, obj, metav1.CreateOptions{})
@@ -97,14 +139,26 @@ func (r *Runner) UpdateObject(ctx context.Context, obj *unstructured.Unstructure
 }
 
 // write writes obj with do through its resource's client, once the
-// controllers watch its kind.
+// controllers watch its kind, and returns once their handlers heard of the
+// write: the fake's watch delivers it apart from the Sim's, which WaitIdle
+// follows, so a WaitIdle after write covers what the write set going.
 func (c *clusterObjects) write(ctx context.Context, obj *unstructured.Unstructured, do func(dynamic.ResourceInterface) (*unstructured.Unstructured, error)) error {
 	res, err := c.resourceOf(ctx, obj)
 	if err != nil {
 		return err
 	}
-	_, err = do(res)
-	return err
+	heard, cancel := c.waitHeard(obj)
+	defer cancel()
+	if _, err := do(res); err != nil {
+		return err
+	}
+	select {
+	case <-heard:
+		return nil
+	case <-ctx.Done():
+		gvk := obj.GroupVersionKind()
+		return fmt.Errorf("%s %s/%s written, but the controllers did not hear of it: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), ctx.Err())
+	}
 }
 
 // ObjectRequests counts the requests the controllers made for in-cluster
@@ -170,6 +224,7 @@ func objectClient(objs []*unstructured.Unstructured, extra []schema.GroupVersion
 		dyn:     dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, runtimeObjs...),
 		mapper:  mapper,
 		watched: map[schema.GroupVersionResource]chan struct{}{},
+		waiters: map[objectName][]chan struct{}{},
 	}
 	// The fake's watch starts at "now": a change made before the
 	// controllers watch its kind never reaches them. This reactor watches

@@ -157,6 +157,8 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 		return nil, err
 	}
 	r.built = built
+	// after the controllers' handlers: a write's wait ends once they heard
+	objects.AddHandler(objs.heard)
 	r.run(ctx, factory, workers)
 	return r, nil
 }

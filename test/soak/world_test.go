@@ -810,7 +810,12 @@ func runSeed(t *testing.T, cfg config) *counts {
 func (w *world) finishRollout() error {
 	ctx := context.Background()
 	deadline := time.Now().Add(w.cfg.settle)
-	idle := 0
+	idle, lastChange := 0, time.Now()
+	// stuckAfter bounds how long the rollout may stay unfinished with
+	// nothing left for people to do.
+	const stuckAfter = 5 * time.Second
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
 	for {
 		if w.rolledOut() {
 			return nil
@@ -836,17 +841,20 @@ func (w *world) finishRollout() error {
 			}
 		}
 		// Nothing to publish and still not rolled out: the controllers may
-		// be one step behind; a few idle rounds without anything to publish
-		// are a stuck rollout.
+		// be one step behind (a timed requeue, a GC pause); idle rounds
+		// without anything to publish for stuckAfter are a stuck rollout.
 		if published == 0 {
-			if idle++; idle > 3 {
-				return fmt.Errorf("nothing left to publish, yet not RolledOut for upstream revision %d", w.upstream)
+			if idle++; idle > 3 && time.Since(lastChange) > stuckAfter {
+				return fmt.Errorf("nothing left to publish for %s, yet not RolledOut for upstream revision %d", time.Since(lastChange).Round(time.Millisecond), w.upstream)
 			}
 		} else {
-			idle = 0
+			idle, lastChange = 0, time.Now()
 		}
 		if err := w.currentRunner().WaitIdle(ctx, time.Until(deadline)); err != nil {
 			return err
+		}
+		if published == 0 {
+			<-poll.C // the next look at the set
 		}
 	}
 }
