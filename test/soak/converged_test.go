@@ -240,12 +240,16 @@ func (w *world) checkVariant(pv *configv1alpha1.PackageVariant, ready *metav1.Co
 				return
 			}
 		}
-		// Kept, never lost, but not a person's doing: the controller lost
-		// the record of its own write (a failed status write, or a lost
-		// answer whose read-back failed too, and then a restart). Counted
-		// and reported; see the issue note.
-		w.counts.falseEdited++
-		m.timeline(fmt.Sprintf("PackageVariant %s is DraftEdited though no person edited its drafts (counted, not a violation)", pv.Name))
+		objs := []string{obj}
+		for _, d := range drafts {
+			objs = append(objs, "PackageRevision "+d.Name)
+		}
+		m.violate(objs, "PackageVariant %s is %s, but no person edited its drafts", pv.Name, describe)
+	case "DraftUnverified":
+		if len(drafts) == 0 {
+			m.violate([]string{obj}, "PackageVariant %s is %s, but it has no Draft revision", pv.Name, describe)
+		}
+		w.counts.unverified++
 	case "WaitingForApproval":
 		if len(proposed) == 0 {
 			m.violate([]string{obj}, "PackageVariant %s is %s, but it has no Proposed revision", pv.Name, describe)

@@ -130,9 +130,10 @@ type counts struct {
 	breaks     int
 	violations int
 	requests   int
-	// falseEdited counts variants reporting DraftEdited though no person
-	// edited their drafts (kept, not lost; not counted as violations).
-	falseEdited int
+	// unverified counts variants reporting DraftUnverified: a stale draft
+	// kept because the controller had no record of writing into it (a
+	// DraftEdited with no person's edit is a violation).
+	unverified int
 }
 
 func newCounts() *counts {
@@ -157,7 +158,7 @@ func (c *counts) add(o *counts) {
 	c.breaks += o.breaks
 	c.violations += o.violations
 	c.requests += o.requests
-	c.falseEdited += o.falseEdited
+	c.unverified += o.unverified
 }
 
 func sum(m map[string]int) int {
@@ -202,7 +203,7 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 	for _, k := range slices.Sorted(maps.Keys(c.rollout)) {
 		row("rollout: "+k, c.rollout[k])
 	}
-	row("DraftEdited without a person's edit (draft kept)", c.falseEdited)
+	row("DraftUnverified: stale draft kept, the controller had no record of it", c.unverified)
 	row("violations", c.violations)
 	if len(failed) > 0 {
 		fmt.Fprintf(&b, "\nFailed seeds: %v\n", failed)

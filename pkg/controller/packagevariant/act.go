@@ -90,7 +90,11 @@ func (c *Controller) actOnDrafts(ctx context.Context, st *state, steps []step, o
 			if err != nil || replaced {
 				return err
 			}
-			o.progress = progress{kind: progressDraftEdited, revision: s.rev, upstream: st.upstream}
+			kind := progressDraftEdited
+			if recordedAuthor(st.applied, s.rev.Name) == unverifiedFiles {
+				kind = progressDraftUnverified
+			}
+			o.progress = progress{kind: kind, revision: s.rev, upstream: st.upstream}
 			return nil
 		}
 		if c.upToDate(ctx, st, s.rev, s.base) {

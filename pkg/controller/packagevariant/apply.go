@@ -67,7 +67,7 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 	// Whether a person changed the files since the variant last wrote
 	// them: once edited, a draft stays a person's, whatever the variant
 	// writes into it later.
-	edited := editedSince(st.applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
+	author := authorOf(st.applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
 	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(ctx, pv))
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
@@ -82,7 +82,7 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 		updated, err := c.porch.updateResources(ctx, pr, prr)
 		if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
 			if updated, err = c.readBack(ctx, pr, prr.ResourceVersion, err); err == nil {
-				edited = edited || c.notOurs(ctx, pr, res.Files, updated.Spec.Resources)
+				author = c.notOurs(ctx, pr, author, res.Files, updated.Spec.Resources)
 			}
 		}
 		if rerr, ok := isRenderError(err); ok {
@@ -94,8 +94,8 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 				// said from its Kptfile.
 				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
 					kept = prr.Spec.Resources
-					edited = edited || c.notOurs(ctx, pr, res.Files, kept)
-					st.recordApplied(pr, upstream, res.Candidates, kept, edited)
+					author = c.notOurs(ctx, pr, author, res.Files, kept)
+					st.recordApplied(pr, upstream, res.Candidates, kept, author)
 					rerr.functions, _ = failedSteps(kept)
 				}
 			}
@@ -110,7 +110,7 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 		c.renderRetries.forget(pv.UID)
 		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
 	}
-	st.recordApplied(pr, upstream, res.Candidates, prr.Spec.Resources, edited)
+	st.recordApplied(pr, upstream, res.Candidates, prr.Spec.Resources, author)
 	return res.Changed, nil
 }
 
@@ -161,33 +161,39 @@ func (c *Controller) readBack(ctx context.Context, pr *porchv1alpha1.PackageRevi
 	return live, nil
 }
 
-// notOurs reports whether files, read back from a draft after the
-// controller wrote sent into it without hearing the answer, may hold more
-// than its own write: a person's edit saved between the write and the read
-// looks exactly like the write's outcome (a new resourceVersion), so the
-// read may be recorded as the controller's own only when it holds exactly
-// what was sent. Otherwise the draft counts as edited: it is kept, never
-// replaced, and the variant says DraftEdited.
-func (c *Controller) notOurs(ctx context.Context, pr *porchv1alpha1.PackageRevision, sent, files map[string]string) bool {
+// notOurs is the authorship of files, read back from a draft after the
+// controller wrote sent into it without hearing the answer (author before
+// the write): a person's edit saved between the write and the read looks
+// exactly like the write's outcome (a new resourceVersion), so the read
+// may be recorded as the controller's own only when it holds exactly what
+// was sent. Otherwise a person's edit cannot be told from what a function
+// of the pipeline changed: the draft is unverified, kept, never replaced,
+// and the variant says DraftUnverified.
+func (c *Controller) notOurs(ctx context.Context, pr *porchv1alpha1.PackageRevision, author authorship, sent, files map[string]string) authorship {
 	if helper.HoldsWhatWasWritten(sent, files) {
-		return false
+		return author
 	}
-	klog.FromContext(ctx).V(2).Info("A draft read back after a write whose answer was lost holds more than that write; taking it for edited",
+	klog.FromContext(ctx).V(2).Info("A draft read back after a write whose answer was lost holds more than that write; it may hold a person's edit",
 		"packageRevision", klog.KObj(pr))
-	return true
+	return unverifiedFiles
 }
 
 // recordApplied remembers in the sync's record (st.applied, stored as the
-// variant's status.applied) what its downstream pr holds now (files) and what that was made from, so that the next sync
-// knows without reading the package whether anything needs doing, and
-// whether a person edited the draft since. The files of a draft a person
-// edited are not recorded: an empty digest matches no files, so the draft
-// is never taken for the controller's own again.
-func (st *state) recordApplied(pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string, edited bool) {
+// variant's status.applied) what its downstream pr holds now (files) and
+// what that was made from, so that the next sync knows without reading
+// the package whether anything needs doing, and whether a person edited
+// the draft since. The files of a draft that is not the variant's own
+// (author) are not recorded: an empty digest (edited) or unverifiedMark
+// matches no files, so the draft is never taken for the controller's own
+// again.
+func (st *state) recordApplied(pr, upstream *porchv1alpha1.PackageRevision, cands []mutate.Candidate, files map[string]string, author authorship) {
 	injected := injectedObjects(cands)
 	digest := resourcesDigest(files)
-	if edited {
+	switch author {
+	case editedFiles:
 		digest = ""
+	case unverifiedFiles:
+		digest = unverifiedMark
 	}
 	st.applied = &configv1alpha1.AppliedState{
 		Downstream:      pr.Name,
@@ -228,18 +234,57 @@ func (st *state) recordCreated(created *porchv1alpha1.PackageRevision) {
 	st.applied = &configv1alpha1.AppliedState{Downstream: created.Name, ResourcesDigest: createdMark + created.ResourceVersion}
 }
 
-// editedSince reports whether draft name, whose files are files at
-// resourceVersion rv, is not as the variant recorded it (a, its
-// status.applied): a person changed it. A draft the variant has no record
-// of (adopted, or its record was lost with a status write and a restart)
-// counts as edited: taking a person's edit for the variant's own would
-// let a later upgrade delete it.
-func editedSince(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) bool {
-	if a == nil || a.Downstream != name {
-		return true
+// authorship is what the variant's record (status.applied) says of a
+// draft's files.
+type authorship int
+
+const (
+	// ownFiles: the files are as the variant last wrote them.
+	ownFiles authorship = iota
+	// editedFiles: the files changed since the variant recorded writing
+	// them (or it recorded them as a person's): somebody else wrote them.
+	editedFiles
+	// unverifiedFiles: the variant cannot tell a person's edit from its
+	// own write: it has no record of writing into the draft (it adopted
+	// it, the answer to its create was lost, or the controller restarted
+	// between a write and its record), or a write whose answer was lost
+	// read back with more than it sent.
+	unverifiedFiles
+)
+
+// unverifiedMark is the status.applied.resourcesDigest of a draft whose
+// files the variant could not tell from a person's (unverifiedFiles); like
+// an edited draft's empty digest it matches no files, and it keeps saying
+// why.
+const unverifiedMark = "unverified"
+
+// authorOf says whether draft name, whose files are files at
+// resourceVersion rv, is as the variant recorded it (a, its
+// status.applied). A draft edited or unverified is never taken for the
+// variant's own: taking a person's edit for the variant's own would let a
+// later upgrade delete it.
+func authorOf(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) authorship {
+	if a == nil || a.Downstream != name || a.ResourcesDigest == unverifiedMark {
+		return unverifiedFiles
 	}
 	if created, ok := strings.CutPrefix(a.ResourcesDigest, createdMark); ok {
-		return created != rv
+		if created != rv {
+			return editedFiles
+		}
+		return ownFiles
 	}
-	return a.ResourcesDigest != resourcesDigest(files)
+	if a.ResourcesDigest != resourcesDigest(files) {
+		return editedFiles
+	}
+	return ownFiles
+}
+
+// recordedAuthor is what the record alone says of draft name: unverified,
+// or edited (for a draft the variant recorded, only a read of its files
+// tells its own from edited; a caller that found it not its own asks).
+func recordedAuthor(a *configv1alpha1.AppliedState, name string) authorship {
+	if a == nil || a.Downstream != name || a.ResourcesDigest == unverifiedMark {
+		return unverifiedFiles
+	}
+	return editedFiles
 }

@@ -89,8 +89,22 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 	}
 	c.expectDraft(pv.UID, created.Name)
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
-	c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
+	if !routineForASet(pv, task) {
+		c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
+	}
 	return created, nil
+}
+
+// routineForASet reports whether a draft made with task is the clone that
+// starts the downstream of a variant a PackageVariantSet controls: no
+// event is recorded for it. The set's own event ("Created N
+// PackageVariant(s)") and the variant's status say it, and a fleet of
+// thousands would otherwise write an Event per variant for a routine step
+// (a fifth of what a new variant costs the API server). Upgrades, edits,
+// replacements and hand-written variants' drafts keep their event.
+func routineForASet(pv *configv1alpha1.PackageVariant, task porchv1alpha1.Task) bool {
+	ref := metav1.GetControllerOfNoCopy(pv)
+	return task.Type == porchv1alpha1.TaskTypeClone && ref != nil && ref.Kind == "PackageVariantSet"
 }
 
 // otherDraftOpen: the downstream package has Draft or Proposed revisions

@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	core "k8s.io/client-go/testing"
 	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/ptr"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
@@ -147,5 +149,33 @@ func TestCreateDraftDoesNotShareMaps(t *testing.T) {
 	}
 	if got := copyMap(map[string]string{}); got != nil {
 		t.Errorf("copyMap of an empty map = %v, want nil so the field is omitted", got)
+	}
+}
+
+// TestRoutineForASet: only the clone that starts a set's variant goes
+// without an event; every other draft, and a hand-written variant's
+// first, is recorded.
+func TestRoutineForASet(t *testing.T) {
+	published := revision("ns", "deploy", "app", "v1", nil)
+	handWritten := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	ofASet := handWritten.DeepCopy()
+	ofASet.OwnerReferences = []metav1.OwnerReference{{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: "fleet", UID: "set-1", Controller: ptr.To(true)}}
+	ownedNotControlled := handWritten.DeepCopy()
+	ownedNotControlled.OwnerReferences = []metav1.OwnerReference{{APIVersion: "config.porch.kpt.dev/v1alpha2", Kind: "PackageVariantSet", Name: "fleet", UID: "set-1"}}
+	cases := map[string]struct {
+		pv   *configv1alpha1.PackageVariant
+		task porchv1alpha1.Task
+		want bool
+	}{
+		"set's variant, first clone":          {ofASet, cloneTask(published), true},
+		"set's variant, edit":                 {ofASet, editTask(published), false},
+		"set's variant, upgrade":              {ofASet, upgradeTask(published, published, published), false},
+		"hand-written variant, first clone":   {handWritten, cloneTask(published), false},
+		"owned by a set it is not controlled": {ownedNotControlled, cloneTask(published), false},
+	}
+	for name, tc := range cases {
+		if got := routineForASet(tc.pv, tc.task); got != tc.want {
+			t.Errorf("%s: routineForASet = %t, want %t", name, got, tc.want)
+		}
 	}
 }

@@ -96,6 +96,29 @@ func TestLoopLostCreateAnswerMakesNoSecondDraft(t *testing.T) {
 	}
 }
 
+// TestLoopLostCreateAnswerIsNoPersonsEdit: the answer to the create of
+// the variant's first draft is lost (the draft was made). The controller
+// learns from Porch that it exists, but not whether a person edited it
+// before that read, so it keeps the draft when upstream moves; it says so
+// as DraftUnverified, not DraftEdited: no person edited it, and the soak
+// counted such claims as untrue.
+func TestLoopLostCreateAnswerIsNoPersonsEdit(t *testing.T) {
+	h := newHarness(t)
+	first := helper.PackageRevisionName("deploy", "app", "packagevariant-1")
+	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: first, Times: 1,
+		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+	h.createReady(newVariant("app", "app"))
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	h.publishV2AndWait()
+	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftUnverified)
+	mustContain(t, "DraftUnverified message", cond.Message, first, "cannot tell", "blueprints.app.v2", "publish it", "delete it")
+	h.Settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
+		t.Errorf("a draft nobody edited was reported as edited: %v", ev)
+	}
+}
+
 // changeAndMoveUpstreamDuringTheWrite changes the variant so that the
 // controller writes into its draft; while that write is in progress,
 // during(draft) runs and upstream v2 is published (and in the cache). The
@@ -140,9 +163,10 @@ func TestLoopLostUpdateAnswerIsNoEdit(t *testing.T) {
 // 8 on a busy machine, where the two writes landed in the same millisecond.
 // The read shows a new resourceVersion, as the controller's own write would.
 // When upstream then moves, the draft holds the person's edit: it is kept
-// and the variant says DraftEdited. The controller used to record the files
-// it read back, edit included, as its own, and deleted the draft as
-// unedited three seconds later.
+// and the variant says DraftUnverified (the controller cannot tell the
+// edit from what a function of the pipeline changed). The controller used
+// to record the files it read back, edit included, as its own, and deleted
+// the draft as unedited three seconds later.
 func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h := newHarness(t)
 	draft := h.readyAppDraft()
@@ -167,7 +191,7 @@ func TestLoopEditAfterALostAnswerIsKept(t *testing.T) {
 	h.Eventually("the lost write read back", edited.Load)
 	h.Settle()
 	h.publishV2AndWait()
-	h.waitNotReady("app", packagevariant.ReasonDraftEdited)
+	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
 	h.expectEditedDraftKept(draft)
 	mustContain(t, "package-context.yaml", h.Files(draft)["package-context.yaml"], "tier: gold")
 }

@@ -84,6 +84,10 @@ const (
 	// progressDraftEdited: draft revision is based on an old upstream and
 	// a person changed it, so it is kept.
 	progressDraftEdited
+	// progressDraftUnverified: draft revision is based on an old upstream
+	// and the variant cannot tell a person's edit in it from its own
+	// write, so it keeps it.
+	progressDraftUnverified
 	// progressApprovalBeforeUpgrade, progressApprovalBeforeChanges:
 	// revision is Proposed; the upgrade (or the variant's changes) follow
 	// once it is published.

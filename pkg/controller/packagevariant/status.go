@@ -50,6 +50,7 @@ const (
 	// ServiceAccount may not get; the message names both.
 	ReasonInjectionForbidden = "InjectionForbidden"
 	ReasonDraftEdited        = "DraftEdited"
+	ReasonDraftUnverified    = "DraftUnverified"
 	ReasonNewRevision        = "NewUpstreamRevision"
 	ReasonDeleting           = "Deleting"
 	ReasonDeletionProposed   = "DeletionProposed"
@@ -209,6 +210,10 @@ func readiness(pv *configv1alpha1.PackageVariant, o *outcome) (string, string) {
 	case progressDraftEdited:
 		return ReasonDraftEdited, fmt.Sprintf(
 			"upstream moved to %s (revision %d) but draft %s was changed since the controller last wrote it, so it is kept as it is: publish it (an upgrade draft follows) or delete it (a new draft is made from the new upstream)",
+			p.upstream.Name, p.upstream.Spec.Revision, p.revision.Name)
+	case progressDraftUnverified:
+		return ReasonDraftUnverified, fmt.Sprintf(
+			"upstream moved to %s (revision %d) but the variant cannot tell whether draft %s holds a person's edits (it adopted the draft, lost Porch's answer to one of its writes, or the controller restarted before recording a write), so it keeps the draft as it is: publish it (an upgrade draft follows) or delete it (a new draft is made from the new upstream)",
 			p.upstream.Name, p.upstream.Spec.Revision, p.revision.Name)
 	case progressApprovalBeforeUpgrade:
 		return ReasonWaitingForApproval, fmt.Sprintf("%s is Proposed and waiting for approval; the upgrade to %s follows in a new draft once it is published (or set back to Draft)", p.revision.Name, p.upstream.Name)

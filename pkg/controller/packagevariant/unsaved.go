@@ -15,7 +15,8 @@ import (
 // names the files before. The next sync starts from what is remembered, as
 // long as the stored status is still the one the failed write started
 // from. A restart forgets it; the draft is then taken for edited, which
-// keeps it (it is never lost) and says so in DraftEdited. Safe for
+// keeps it (it is never lost) and says so in DraftEdited (RELIABILITY.md,
+// "Left open"). Safe for
 // concurrent use; the zero value is ready.
 type unsavedApplied struct {
 	mu      sync.Mutex

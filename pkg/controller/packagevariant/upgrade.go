@@ -50,7 +50,7 @@ func lockRef(pr *porchv1alpha1.PackageRevision) string {
 // check-then-delete would lose an edit saved in between.
 func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision, o *outcome) (bool, error) {
 	a := st.applied
-	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" {
+	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" || a.ResourcesDigest == unverifiedMark {
 		return false, nil
 	}
 	deleted, err := c.porch.retire(ctx, d, st.upstream.Name,
@@ -177,7 +177,7 @@ func (c *Controller) replaced(ctx context.Context, st *state, d *porchv1alpha1.P
 
 // uneditedLive reads a draft's files and then the draft itself from Porch,
 // not from the cache, and returns the draft when it is as the variant last
-// recorded it (editedSince) and still, at the same commit, a Draft the
+// recorded it (authorOf) and still, at the same commit, a Draft the
 // variant controls (or the Proposed revision an unfinished replacement
 // marked); nil otherwise. A person who changed the files or proposed the
 // draft before the second read is seen.
@@ -190,7 +190,7 @@ func (c *Controller) uneditedLive(ctx context.Context, st *state, d *porchv1alph
 	if err != nil {
 		return nil, err
 	}
-	if editedSince(st.applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) {
+	if authorOf(st.applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) != ownFiles {
 		return nil, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
