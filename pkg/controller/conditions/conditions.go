@@ -29,33 +29,48 @@ const (
 	ValidMessage = "all validation checks passed"
 )
 
-// Set sets a condition of an object at generation: an unchanged status
-// keeps its lastTransitionTime (meta.SetStatusCondition).
-func Set(conds *[]metav1.Condition, generation int64, condType string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(conds, metav1.Condition{
-		Type:               condType,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: generation,
-	})
+// Edit is one change a sync makes to an object's conditions: the
+// condition of Type set as given, or removed when Status is empty. A sync
+// computes its edits and makes them at once (Apply).
+type Edit struct {
+	Type    string
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
 }
 
-// SetStalled reports a problem only a person can fix: Stalled=True and
+// Remove is the edit that removes condition condType.
+func Remove(condType string) Edit { return Edit{Type: condType} }
+
+// StalledNotReady is a problem only a person can fix: Stalled=True and
 // Ready=False, each with its reason and message.
-func SetStalled(conds *[]metav1.Condition, generation int64, stalledReason, stalledMessage, readyReason, readyMessage string) {
-	Set(conds, generation, Stalled, metav1.ConditionTrue, stalledReason, stalledMessage)
-	Set(conds, generation, Ready, metav1.ConditionFalse, readyReason, readyMessage)
+func StalledNotReady(stalledReason, stalledMessage, readyReason, readyMessage string) []Edit {
+	return []Edit{
+		{Stalled, metav1.ConditionTrue, stalledReason, stalledMessage},
+		{Ready, metav1.ConditionFalse, readyReason, readyMessage},
+	}
 }
 
-// SetValid is Stalled=False: every validation check passed.
-func SetValid(conds *[]metav1.Condition, generation int64) {
-	Set(conds, generation, Stalled, metav1.ConditionFalse, ReasonValid, ValidMessage)
-}
+// Valid is Stalled=False: every validation check passed.
+func Valid() Edit { return Edit{Stalled, metav1.ConditionFalse, ReasonValid, ValidMessage} }
 
-// SetReady sets Ready to status with its reason and message.
-func SetReady(conds *[]metav1.Condition, generation int64, status metav1.ConditionStatus, reason, message string) {
-	Set(conds, generation, Ready, status, reason, message)
+// Apply makes edits, in order, on the conditions of an object at
+// generation: each condition is set with the generation, and an unchanged
+// status keeps its lastTransitionTime (meta.SetStatusCondition).
+func Apply(conds *[]metav1.Condition, generation int64, edits ...Edit) {
+	for _, e := range edits {
+		if e.Status == "" {
+			meta.RemoveStatusCondition(conds, e.Type)
+			continue
+		}
+		meta.SetStatusCondition(conds, metav1.Condition{
+			Type:               e.Type,
+			Status:             e.Status,
+			Reason:             e.Reason,
+			Message:            e.Message,
+			ObservedGeneration: generation,
+		})
+	}
 }
 
 // KeepTransitionTimes gives each condition of desired whose status is the

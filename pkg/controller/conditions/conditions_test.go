@@ -34,20 +34,31 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestSetStalledAndValid(t *testing.T) {
+func TestApply(t *testing.T) {
 	var conds []metav1.Condition
-	SetStalled(&conds, 3, "ValidationError", "spec.x is missing", "Error", "invalid: see Stalled")
+	Apply(&conds, 3, StalledNotReady("ValidationError", "spec.x is missing", "Error", "invalid: see Stalled")...)
+	Apply(&conds, 3, Edit{Type: "Paused", Status: metav1.ConditionTrue, Reason: "Paused", Message: "paused"})
 	want := []metav1.Condition{
 		{Type: Stalled, Status: metav1.ConditionTrue, Reason: "ValidationError", Message: "spec.x is missing", ObservedGeneration: 3},
 		{Type: Ready, Status: metav1.ConditionFalse, Reason: "Error", Message: "invalid: see Stalled", ObservedGeneration: 3},
+		{Type: "Paused", Status: metav1.ConditionTrue, Reason: "Paused", Message: "paused", ObservedGeneration: 3},
 	}
 	ignoreTime := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".LastTransitionTime" }, cmp.Ignore())
 	if diff := cmp.Diff(want, conds, ignoreTime); diff != "" {
-		t.Errorf("SetStalled (-want +got):\n%s", diff)
+		t.Errorf("Apply of StalledNotReady and a set (-want +got):\n%s", diff)
 	}
-	SetValid(&conds, 4)
+	readySince := conds[1].LastTransitionTime
+	// In order: the removal first, then the new Stalled; the unchanged
+	// Ready keeps its transition time and takes the new generation.
+	Apply(&conds, 4, Remove("Paused"), Valid(), Edit{Type: Ready, Status: metav1.ConditionFalse, Reason: "Error", Message: "invalid: see Stalled"})
+	if len(conds) != 2 {
+		t.Fatalf("Remove left %d conditions, want 2: %+v", len(conds), conds)
+	}
 	if c := conds[0]; c.Status != metav1.ConditionFalse || c.Reason != ReasonValid || c.Message != ValidMessage || c.ObservedGeneration != 4 {
-		t.Errorf("SetValid: %+v", c)
+		t.Errorf("Valid: %+v", c)
+	}
+	if c := conds[1]; c.ObservedGeneration != 4 || c.LastTransitionTime != readySince {
+		t.Errorf("an unchanged Ready takes the generation and keeps its transition time %v: %+v", readySince, c)
 	}
 }
 

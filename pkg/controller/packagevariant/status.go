@@ -73,72 +73,85 @@ const readyMessage = "successfully ensured downstream package variant"
 // record of the controller's writes the sync kept (o.claimed.applied). pv
 // is not changed.
 func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alpha1.PackageVariantStatus {
-	out := pv.DeepCopy()
-	if o.paused {
-		// Everything else stays as the last sync left it, each condition
-		// with the generation it was computed for.
-		setCondition(out, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused, confighelper.PausedMessage("PackageVariant", pv))
-		return out.Status
+	out := pv.Status.DeepCopy()
+	conditions.Apply(&out.Conditions, pv.Generation, conditionEdits(pv, o)...)
+	if o.paused || o.cleanup != nil || o.invalid != nil || o.conflictWith != nil {
+		// Everything else stays as the last sync left it.
+		return *out
 	}
-	meta.RemoveStatusCondition(&out.Status.Conditions, ConditionPaused)
+	if o.claimed != nil {
+		out.Applied = o.claimed.applied
+	}
+	if o.st != nil {
+		out.DownstreamTargets = targetsOf(out.DownstreamTargets, o.st.targets(), o.st.rendered)
+	}
+	return *out
+}
+
+// conditionEdits are the changes one sync that went as o makes to pv's
+// conditions, in order. A paused variant keeps every other condition with
+// the generation it was computed for.
+func conditionEdits(pv *configv1alpha1.PackageVariant, o *outcome) []conditions.Edit {
+	if o.paused {
+		return []conditions.Edit{edit(ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused, confighelper.PausedMessage("PackageVariant", pv))}
+	}
+	edits := []conditions.Edit{conditions.Remove(ConditionPaused)}
 	switch {
 	case o.cleanup != nil:
-		setNotReady(out, ReasonDeleting, fmt.Sprintf("cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
-			conditions.List(o.cleanup.revisions, 3), o.cleanup.err))
-		return out.Status
+		return append(edits, edit(conditions.Ready, metav1.ConditionFalse, ReasonDeleting, fmt.Sprintf(
+			"cleanup of downstream revisions %s failed; the controller keeps retrying and keeps the finalizer until it succeeds: %v",
+			conditions.List(o.cleanup.revisions, 3), o.cleanup.err)))
 	case o.invalid != nil:
-		meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
-		setInvalid(out, o.invalid.stalled, o.invalid.ready)
-		setNotPublished(out, "the variant is invalid: fix the problems the Stalled condition lists")
-		return out.Status
+		edits = append(edits, conditions.Remove(ConditionConflict))
+		edits = append(edits, conditions.StalledNotReady(ReasonValidationError, o.invalid.stalled, ReasonError, o.invalid.ready)...)
+		return append(edits, notPublished("the variant is invalid: fix the problems the Stalled condition lists"))
 	case o.conflictWith != nil:
 		msg := conflictMessage(pv, o.conflictWith)
-		setCondition(out, ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg)
-		setCondition(out, ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg)
-		setNotReady(out, ReasonConflict, msg)
-		setNotPublished(out, "another variant manages the downstream package: see the Conflict condition")
-		return out.Status
+		return append(edits, edit(ConditionConflict, metav1.ConditionTrue, ReasonConflict, msg),
+			edit(ConditionStalled, metav1.ConditionTrue, ReasonConflict, msg),
+			edit(conditions.Ready, metav1.ConditionFalse, ReasonConflict, msg),
+			notPublished("another variant manages the downstream package: see the Conflict condition"))
 	}
-	meta.RemoveStatusCondition(&out.Status.Conditions, ConditionConflict)
+	edits = append(edits, conditions.Remove(ConditionConflict))
 	if o.refused != "" {
-		setCondition(out, ConditionStalled, metav1.ConditionTrue, ReasonRefused, refusedMessage(o.refused))
+		edits = append(edits, edit(ConditionStalled, metav1.ConditionTrue, ReasonRefused, refusedMessage(o.refused)))
 	} else {
-		setValid(out)
+		edits = append(edits, conditions.Valid())
 	}
+	upgradeShown := meta.IsStatusConditionTrue(pv.Status.Conditions, ConditionUpgradeAvailable)
 	if u := o.upgrade; u != nil {
 		if u.message == "" || u.removedFirst {
-			meta.RemoveStatusCondition(&out.Status.Conditions, ConditionUpgradeAvailable)
+			edits, upgradeShown = append(edits, conditions.Remove(ConditionUpgradeAvailable)), false
 		}
 		if u.message != "" {
-			setCondition(out, ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision, u.message)
+			edits, upgradeShown = append(edits, edit(ConditionUpgradeAvailable, metav1.ConditionTrue, ReasonNewRevision, u.message)), true
 		}
 	}
 	readyReason, msg := readiness(pv, o)
 	switch readyReason {
 	case "":
 	case ReasonNoErrors:
-		setReady(out, msg)
+		edits = append(edits, edit(conditions.Ready, metav1.ConditionTrue, ReasonNoErrors, msg))
 	default:
-		setNotReady(out, readyReason, msg)
+		edits = append(edits, edit(conditions.Ready, metav1.ConditionFalse, readyReason, msg))
 	}
-	if o.claimed != nil {
-		out.Status.Applied = o.claimed.applied
+	if status, reason, msg := publication(pv, o, upgradeShown, readyReason); reason != "" {
+		edits = append(edits, edit(ConditionPublished, status, reason, msg))
 	}
-	if o.st != nil {
-		setTargets(out, o.st.targets(), o.st.rendered)
-	}
-	if status, reason, msg := publication(pv, o, out, readyReason); reason != "" {
-		setCondition(out, ConditionPublished, status, reason, msg)
-	}
-	return out.Status
+	return edits
+}
+
+// edit sets condition condType of a variant.
+func edit(condType string, status metav1.ConditionStatus, reason, message string) conditions.Edit {
+	return conditions.Edit{Type: condType, Status: status, Reason: reason, Message: message}
 }
 
 // publication is the Published condition of a valid variant after a sync
-// that went as o records (out: the status computed so far, readyReason the
-// reason readiness gave). No reason when the sync has nothing new to say
+// that went as o records (upgradeShown: whether the sync leaves
+// UpgradeAvailable True, readyReason the reason readiness gave). No reason when the sync has nothing new to say
 // (Ready stays as it was, or the sync is retried): Published stays as it
 // was.
-func publication(pv *configv1alpha1.PackageVariant, o *outcome, out *configv1alpha1.PackageVariant, readyReason string) (metav1.ConditionStatus, string, string) {
+func publication(pv *configv1alpha1.PackageVariant, o *outcome, upgradeShown bool, readyReason string) (metav1.ConditionStatus, string, string) {
 	if readyReason == "" || o.retrying != nil || o.st == nil {
 		return "", "", ""
 	}
@@ -163,7 +176,7 @@ func publication(pv *configv1alpha1.PackageVariant, o *outcome, out *configv1alp
 	case st.published == nil:
 		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
 			"downstream package %s has no published revision of this variant yet", describePackage(pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package))
-	case meta.IsStatusConditionTrue(out.Status.Conditions, ConditionUpgradeAvailable):
+	case upgradeShown:
 		return metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, fmt.Sprintf(
 			"%s is not based on the selected upstream revision: the upgrade is held (see UpgradeAvailable)", st.published.Name)
 	case readyReason != ReasonNoErrors || o.progress.kind != progressReady:
@@ -174,10 +187,10 @@ func publication(pv *configv1alpha1.PackageVariant, o *outcome, out *configv1alp
 		"%s carries upstream %s and the variant's changes", st.published.Name, st.upstream.Name)
 }
 
-// setNotPublished is Published=False, NotPublished, for a variant the sync
+// notPublished is Published=False, NotPublished, for a variant the sync
 // did not work on.
-func setNotPublished(pv *configv1alpha1.PackageVariant, message string) {
-	setCondition(pv, ConditionPublished, metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, message)
+func notPublished(message string) conditions.Edit {
+	return edit(ConditionPublished, metav1.ConditionFalse, configv1alpha1.ReasonNotPublished, message)
 }
 
 // readiness is the reason and message of the Ready condition a valid
@@ -277,28 +290,6 @@ func (c *Controller) announce(pv *configv1alpha1.PackageVariant, o *outcome) {
 	}
 }
 
-func setCondition(pv *configv1alpha1.PackageVariant, condType string, status metav1.ConditionStatus, reason, message string) {
-	conditions.Set(&pv.Status.Conditions, pv.Generation, condType, status, reason, message)
-}
-
-// setInvalid reports a problem only a change of the variant (or of its
-// upstream) can fix, with the reference controller's reasons.
-func setInvalid(pv *configv1alpha1.PackageVariant, stalledMessage, readyMessage string) {
-	conditions.SetStalled(&pv.Status.Conditions, pv.Generation, ReasonValidationError, stalledMessage, ReasonError, readyMessage)
-}
-
-func setValid(pv *configv1alpha1.PackageVariant) {
-	conditions.SetValid(&pv.Status.Conditions, pv.Generation)
-}
-
-func setNotReady(pv *configv1alpha1.PackageVariant, reason, message string) {
-	conditions.SetReady(&pv.Status.Conditions, pv.Generation, metav1.ConditionFalse, reason, message)
-}
-
-func setReady(pv *configv1alpha1.PackageVariant, message string) {
-	conditions.SetReady(&pv.Status.Conditions, pv.Generation, metav1.ConditionTrue, ReasonNoErrors, message)
-}
-
 // renderFailureMessage says which package's pipeline failed, which function
 // (or, for a create, where Porch does not say, which functions ran), what
 // it said, what Porch kept and what to do.
@@ -325,28 +316,28 @@ func renderFailureMessage(rerr *renderError) string {
 	return fmt.Sprintf("the pipeline of %s failed to render: %s. %s. %s", rerr.name, said, kept, fix)
 }
 
-// setTargets lists the downstream revisions the variant controls: its
+// targetsOf lists the downstream revisions the variant controls: its
 // Drafts and Proposed ones, else its latest Published one. Render outcomes
-// already recorded for a revision are kept.
-func setTargets(pv *configv1alpha1.PackageVariant, targets []*porchv1alpha1.PackageRevision, rendered map[string]porchv1alpha1.RenderStatus) {
+// already recorded for a revision (previous) are kept.
+func targetsOf(previous []configv1alpha1.DownstreamTarget, targets []*porchv1alpha1.PackageRevision, rendered map[string]porchv1alpha1.RenderStatus) []configv1alpha1.DownstreamTarget {
 	names := make([]string, 0, len(targets))
 	for _, t := range targets {
 		names = append(names, t.Name)
 	}
 	sort.Strings(names)
-	previous := map[string]porchv1alpha1.RenderStatus{}
-	for _, t := range pv.Status.DownstreamTargets {
-		previous[t.Name] = t.RenderStatus
+	before := map[string]porchv1alpha1.RenderStatus{}
+	for _, t := range previous {
+		before[t.Name] = t.RenderStatus
 	}
 	var out []configv1alpha1.DownstreamTarget
 	for _, n := range names {
 		rs, ok := rendered[n]
 		if !ok {
-			rs = previous[n]
+			rs = before[n]
 		}
 		out = append(out, configv1alpha1.DownstreamTarget{Name: n, RenderStatus: rs})
 	}
-	pv.Status.DownstreamTargets = out
+	return out
 }
 
 // writeStatus writes the status when it differs from what the cache holds;

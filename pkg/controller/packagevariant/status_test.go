@@ -17,6 +17,7 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
 func TestSetTargets(t *testing.T) {
@@ -53,13 +54,30 @@ func TestSetTargets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pv := &configv1alpha1.PackageVariant{Status: configv1alpha1.PackageVariantStatus{DownstreamTargets: tc.previous}}
-			setTargets(pv, tc.targets, tc.rendered)
-			if diff := cmp.Diff(tc.want, pv.Status.DownstreamTargets); diff != "" {
+			got := targetsOf(tc.previous, tc.targets, tc.rendered)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: status.downstreamTargets (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
+}
+
+// setInvalid, setValid, setReady and setNotReady make the edits
+// calculateStatus makes (conditionEdits) on pv at its generation.
+func setInvalid(pv *configv1alpha1.PackageVariant, stalledMessage, readyMessage string) {
+	conditions.Apply(&pv.Status.Conditions, pv.Generation, conditions.StalledNotReady(ReasonValidationError, stalledMessage, ReasonError, readyMessage)...)
+}
+
+func setValid(pv *configv1alpha1.PackageVariant) {
+	conditions.Apply(&pv.Status.Conditions, pv.Generation, conditions.Valid())
+}
+
+func setReady(pv *configv1alpha1.PackageVariant, message string) {
+	conditions.Apply(&pv.Status.Conditions, pv.Generation, edit(ConditionReady, metav1.ConditionTrue, ReasonNoErrors, message))
+}
+
+func setNotReady(pv *configv1alpha1.PackageVariant, reason, message string) {
+	conditions.Apply(&pv.Status.Conditions, pv.Generation, edit(ConditionReady, metav1.ConditionFalse, reason, message))
 }
 
 func TestConditionsCarryObservedGeneration(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -76,64 +75,75 @@ type outcome struct {
 // observedGeneration is writeStatus's to set.
 func calculateStatus(pvs *configv1alpha2.PackageVariantSet, o outcome) configv1alpha2.PackageVariantSetStatus {
 	status := *pvs.Status.DeepCopy()
-	if o.paused {
-		conditions.Set(&status.Conditions, pvs.Generation, ConditionPaused, metav1.ConditionTrue, configv1alpha1.ReasonPaused,
-			confighelper.PausedMessage("PackageVariantSet", pvs))
-		return status
+	if !o.paused {
+		f, w, managed := o.fleet, o.wanted, o.managed
+		status.DesiredVariants = int32(len(w.variants))
+		status.ExistingVariants = int32(len(f.byName) + managed.created - managed.deleted)
+		status.ReadyVariants = int32(f.ready)
+		if o.manageErr == nil {
+			status.Rollout = rolloutOf(pvs, status.Rollout, w.rollout)
+		}
 	}
-	meta.RemoveStatusCondition(&status.Conditions, ConditionPaused)
-	f, w, managed, manageErr := o.fleet, o.wanted, o.managed, o.manageErr
-	status.DesiredVariants = int32(len(w.variants))
-	status.ExistingVariants = int32(len(f.byName) + managed.created - managed.deleted)
-	status.ReadyVariants = int32(f.ready)
+	conditions.Apply(&status.Conditions, pvs.Generation, conditionEdits(pvs, o, status)...)
+	return status
+}
 
-	conds, gen := &status.Conditions, pvs.Generation
+// conditionEdits are the changes one sync that went as o makes to the
+// set's conditions, in order; status holds the counts the sync computed.
+func conditionEdits(pvs *configv1alpha2.PackageVariantSet, o outcome, status configv1alpha2.PackageVariantSetStatus) []conditions.Edit {
+	if o.paused {
+		return []conditions.Edit{{Type: ConditionPaused, Status: metav1.ConditionTrue, Reason: configv1alpha1.ReasonPaused,
+			Message: confighelper.PausedMessage("PackageVariantSet", pvs)}}
+	}
+	w, managed := o.wanted, o.managed
+	edits := []conditions.Edit{conditions.Remove(ConditionPaused)}
+	ready := func(s metav1.ConditionStatus, reason, msg string) []conditions.Edit {
+		return append(edits, conditions.Valid(), conditions.Edit{Type: conditions.Ready, Status: s, Reason: reason, Message: msg})
+	}
 	switch {
 	case w.stalled != nil:
-		conditions.SetStalled(conds, gen, w.stalled.reason, w.stalled.message, w.stalled.reason, w.stalled.message)
+		edits = append(edits, conditions.StalledNotReady(w.stalled.reason, w.stalled.message, w.stalled.reason, w.stalled.message)...)
 	case errors.As(w.targetsErr, new(*access.DeniedError)):
-		conditions.SetValid(conds, gen)
-		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonForbidden,
-			fmt.Sprintf("%v; nothing was created or deleted", w.targetsErr))
+		edits = ready(metav1.ConditionFalse, ReasonForbidden, fmt.Sprintf("%v; nothing was created or deleted", w.targetsErr))
 	case w.targetsErr != nil:
-		conditions.SetValid(conds, gen)
-		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonUnexpectedError,
+		edits = ready(metav1.ConditionFalse, ReasonUnexpectedError,
 			fmt.Sprintf("could not list the targets, so nothing was created or deleted; retrying: %v", w.targetsErr))
-	case manageErr != nil:
-		// Only the counts are news; the conditions wait for a sync that
-		// gets through.
+	case o.manageErr != nil:
+		// Only the counts are news; the conditions and the rollout wait
+		// for a sync that gets through.
+		return edits
 	case len(w.problems) > 0:
 		msg := conditions.List(w.problems, 10)
 		if w.renderFailed {
 			msg += renderFailedSuffix
 		}
-		conditions.SetStalled(conds, gen, ReasonValidationError, msg, ReasonValidationError, msg)
+		edits = append(edits, conditions.StalledNotReady(ReasonValidationError, msg, ReasonValidationError, msg)...)
 	case len(managed.writeErrs) > 0:
-		conditions.SetValid(conds, gen)
-		conditions.SetReady(conds, gen, metav1.ConditionFalse, ReasonUnexpectedError, fmt.Sprintf("%s; retrying", errors.Join(managed.writeErrs...)))
+		edits = ready(metav1.ConditionFalse, ReasonUnexpectedError, fmt.Sprintf("%s; retrying", errors.Join(managed.writeErrs...)))
 	default:
-		conditions.SetValid(conds, gen)
-		conditions.SetReady(conds, gen, metav1.ConditionTrue, ReasonReconciled, fmt.Sprintf("%s: %d desired, %d exist, %d Ready",
+		edits = ready(metav1.ConditionTrue, ReasonReconciled, fmt.Sprintf("%s: %d desired, %d exist, %d Ready",
 			readyMessage, status.DesiredVariants, status.ExistingVariants, status.ReadyVariants))
 	}
-	if manageErr == nil {
-		rolloutStatus(pvs, &status, w.rollout)
+	switch plan := w.rollout; {
+	case pvs.Spec.Rollout == nil:
+		edits = append(edits, conditions.Remove(rollout.ConditionRolledOut))
+	case plan != nil:
+		edits = append(edits, conditions.Edit{Type: rollout.ConditionRolledOut, Status: plan.Condition.Status, Reason: plan.Condition.Reason, Message: plan.Condition.Message})
 	}
-	return status
+	return edits
 }
 
-// rolloutStatus records a rollout decision in status: no decision for a
-// set without a rollout takes the rollout's status away; a set whose sync
-// stopped before deciding keeps what it had.
-func rolloutStatus(pvs *configv1alpha2.PackageVariantSet, status *configv1alpha2.PackageVariantSetStatus, plan *rollout.Plan) {
+// rolloutOf is status.rollout after a sync that decided plan: none for a
+// set without a rollout; what it had (cur) when the sync stopped before
+// deciding.
+func rolloutOf(pvs *configv1alpha2.PackageVariantSet, cur *configv1alpha2.RolloutStatus, plan *rollout.Plan) *configv1alpha2.RolloutStatus {
 	switch {
 	case pvs.Spec.Rollout == nil:
-		status.Rollout = nil
-		meta.RemoveStatusCondition(&status.Conditions, rollout.ConditionRolledOut)
+		return nil
 	case plan != nil:
-		status.Rollout = plan.Status
-		conditions.Set(&status.Conditions, pvs.Generation, rollout.ConditionRolledOut, plan.Condition.Status, plan.Condition.Reason, plan.Condition.Message)
+		return plan.Status
 	}
+	return cur
 }
 
 // writeStatus writes the status when it differs from what the cache holds.
