@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
@@ -239,34 +238,4 @@ func desiredVariants(s *setState, r *renderer, targets []target) (wants []*rende
 	}
 	s.end()
 	return wants, problems, renderFailed, nil
-}
-
-// stopsRendering returns err when it ends the rendering of the whole set
-// rather than of one target.
-func stopsRendering(err error) error {
-	var overBudget *celtemplate.BudgetError
-	if errors.As(err, &overBudget) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
-}
-
-// specEqual compares specs, taking nil and empty maps and lists as equal,
-// and a package context with no data and no keys to remove as none. It
-// runs for every variant on every sync of a set, so it copies nothing.
-func specEqual(a, b *configv1alpha1.PackageVariantSpec) bool {
-	// Semantic.DeepEqual already takes nil and empty maps and lists as
-	// equal; only the empty package context needs help.
-	return equality.Semantic.DeepEqual(withoutEmptyContext(a), withoutEmptyContext(b))
-}
-
-// withoutEmptyContext returns s, or, when its package context is empty, a
-// shallow copy of s without it (shared with s, so only for reading).
-func withoutEmptyContext(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.PackageVariantSpec {
-	if pc := s.PackageContext; pc == nil || len(pc.Data) > 0 || len(pc.RemoveKeys) > 0 {
-		return s
-	}
-	out := *s
-	out.PackageContext = nil
-	return &out
 }
