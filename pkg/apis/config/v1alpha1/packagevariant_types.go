@@ -303,7 +303,10 @@ type AppliedState struct {
 	InputsDigest string `json:"inputsDigest,omitempty"`
 	// ResourcesDigest is a SHA-256 over the package files as Porch stored
 	// them after the controller's write. A draft whose files no longer match
-	// was edited by someone else and is never replaced.
+	// was edited by someone else and is never replaced. Empty for a draft a
+	// person edited, "unverified" for one whose files the controller cannot
+	// tell from a person's (the variant says DraftUnverified), and
+	// "created@<resourceVersion>" for a new draft not yet written into.
 	// +optional
 	ResourcesDigest string `json:"resourcesDigest,omitempty"`
 	// Injected are the in-cluster objects the package's injection points
