@@ -67,6 +67,13 @@ func (c *Controller) actOn(ctx context.Context, st *state, p plan, o *outcome) e
 // to it on top of base, and records the downstream as up to date.
 func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1.Task, base *porchv1alpha1.PackageRevision, why string, o *outcome) error {
 	draft, err := c.createDraft(ctx, st.pv, st.dsRevs, task, why)
+	if unknown := (*createUnknown)(nil); errors.As(err, &unknown) {
+		// A draft of that name may now hold a fresh clone: a record of an
+		// earlier draft of the same name (Porch names drafts by
+		// workspace, and a deleted one's name comes back) would take it
+		// for up to date, and then for edited.
+		st.recordUnverified(unknown.name)
+	}
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,14 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 		prr.Spec.Resources = res.Files
 		updated, err := c.porch.updateResources(ctx, pr, prr)
 		if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
-			if updated, err = c.readBack(ctx, pr, prr.ResourceVersion, err); err == nil {
+			live, readErr := c.readBack(ctx, pr, prr.ResourceVersion, err)
+			switch {
+			case readErr != nil && author != editedFiles:
+				// Whether the write was made stays unknown: the draft's
+				// files can no longer be told from a person's.
+				st.recordUnverified(pr.Name)
+			case live != nil:
+				updated, err = live, nil
 				author = c.notOurs(ctx, pr, author, res.Files, updated.Spec.Resources)
 			}
 		}
@@ -151,11 +158,15 @@ func (e *mutationError) Unwrap() error { return e.err }
 
 // readBack learns the outcome of a resources update whose answer was lost
 // (writeErr): the files are read again, and a new resourceVersion means the
-// write was made. Otherwise, or when the read fails too, writeErr stands.
+// write was made: the files are returned. The same resourceVersion means it
+// was not (nil, nil); a read that fails leaves it unknown (its error).
 func (c *Controller) readBack(ctx context.Context, pr *porchv1alpha1.PackageRevision, before string, writeErr error) (*porchv1alpha1.PackageRevisionResources, error) {
 	live, err := c.porch.getResources(ctx, pr)
-	if err != nil || live.ResourceVersion == before {
-		return nil, writeErr
+	if err != nil {
+		return nil, err
+	}
+	if live.ResourceVersion == before {
+		return nil, nil
 	}
 	klog.FromContext(ctx).V(2).Info("A resources update whose answer was lost was made", "packageRevision", klog.KObj(pr), "err", writeErr)
 	return live, nil
@@ -218,6 +229,13 @@ func injectedObject(cand mutate.Candidate) configv1alpha1.InjectedObject {
 		Kind:       cand.GVK.Kind,
 		Name:       cand.Name,
 	}
+}
+
+// recordUnverified records that the variant cannot tell draft name's files
+// from a person's (unverifiedFiles): the answer to a write into it, or to
+// its create, was lost and nothing told whether the write was made.
+func (st *state) recordUnverified(name string) {
+	st.applied = &configv1alpha1.AppliedState{Downstream: name, ResourcesDigest: unverifiedMark}
 }
 
 // createdMark starts the status.applied.resourcesDigest of a draft the

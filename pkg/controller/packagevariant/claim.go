@@ -67,7 +67,7 @@ func (c *Controller) expectationsSatisfied(ctx context.Context, pv *configv1alph
 func (c *Controller) claim(ctx context.Context, pv *configv1alpha1.PackageVariant, upstream *porchv1alpha1.PackageRevision,
 	upRevs []*porchv1alpha1.PackageRevision, pending *pendingCreate) (*state, error) {
 	st := &state{pv: pv, upstream: upstream, upRevs: upRevs, rendered: map[string]porchv1alpha1.RenderStatus{}, applied: pv.Status.Applied}
-	if err := c.confirmCreated(ctx, pv, pending); err != nil {
+	if err := c.confirmCreated(ctx, st, pending); err != nil {
 		return st, err
 	}
 	if err := c.releaseMoved(ctx, pv); err != nil {
@@ -88,7 +88,8 @@ func (c *Controller) claim(ctx context.Context, pv *configv1alpha1.PackageVarian
 // expected draft, waited for like any other; one that was not made, or an
 // expected draft deleted before the cache showed it, is nothing to wait
 // for.
-func (c *Controller) confirmCreated(ctx context.Context, pv *configv1alpha1.PackageVariant, p *pendingCreate) error {
+func (c *Controller) confirmCreated(ctx context.Context, st *state, p *pendingCreate) error {
+	pv := st.pv
 	for p != nil {
 		_, err := c.client.PorchV1alpha1().PackageRevisions(pv.Namespace).Get(ctx, p.name, metav1.GetOptions{})
 		switch {
@@ -105,7 +106,10 @@ func (c *Controller) confirmCreated(ctx context.Context, pv *configv1alpha1.Pack
 		}
 		// The create was made. What Porch made is not known (a person
 		// may have edited the draft since), so the draft is not recorded
-		// as the variant's own: it counts as edited.
+		// as the variant's own. A record that names it is of an earlier
+		// draft of the same name (Porch names drafts by workspace, and a
+		// deleted draft's name comes back): the draft is unverified.
+		st.recordUnverified(p.name)
 		c.expectDraft(pv.UID, p.name)
 		if p, err = c.expectationsSatisfied(ctx, pv); err != nil {
 			return err

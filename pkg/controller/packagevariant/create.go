@@ -79,13 +79,15 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		return nil, errDraftPending
 	}
 	if err != nil {
+		err = fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
 		if outcomeUnknown(err) {
 			// The draft may exist (the answer was lost): Porch is asked
 			// before anything else is created, or a second draft (with
 			// the next free workspace number) could follow.
 			c.expectUnconfirmed(pv.UID, pr.Name)
+			return nil, &createUnknown{name: pr.Name, err: err}
 		}
-		return nil, fmt.Errorf("create draft %s (%s): %w", pr.Name, task.Type, err)
+		return nil, err
 	}
 	c.expectDraft(pv.UID, created.Name)
 	klog.FromContext(ctx).Info("Created draft", "packageRevision", klog.KObj(created), "task", task.Type)
@@ -94,6 +96,17 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 	}
 	return created, nil
 }
+
+// createUnknown is a create of draft name whose answer was lost: the
+// draft may exist, made from the create, whatever the variant's record
+// says of an earlier draft of that name.
+type createUnknown struct {
+	name string
+	err  error
+}
+
+func (e *createUnknown) Error() string { return e.err.Error() }
+func (e *createUnknown) Unwrap() error { return e.err }
 
 // routineForASet reports whether a draft made with task is the clone that
 // starts the downstream of a variant a PackageVariantSet controls: no

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -113,6 +115,72 @@ func TestLoopLostCreateAnswerIsNoPersonsEdit(t *testing.T) {
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftUnverified)
 	mustContain(t, "DraftUnverified message", cond.Message, first, "cannot tell", "blueprints.app.v2", "publish it", "delete it")
 	h.Settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
+		t.Errorf("a draft nobody edited was reported as edited: %v", ev)
+	}
+}
+
+// TestLoopLostCreateOfARecreatedDraftIsNoPersonsEdit: a person deletes the
+// variant's draft; the variant makes it again under the same name (Porch
+// names drafts by workspace, and the deleted one's comes back), and the
+// answer to that create is lost. The variant's record still names the
+// deleted draft, whose inputs are the new draft's: the variant took the
+// fresh clone for up to date and never applied itself to it, then, when
+// upstream moved, for a person's edit (the soak's seed 134: DraftEdited).
+func TestLoopLostCreateOfARecreatedDraftIsNoPersonsEdit(t *testing.T) {
+	h := newHarness(t)
+	draft := h.readyAppDraft()
+	applied := h.Files(draft)
+	h.Sim.InjectFault(porchsim.Fault{Verb: "create", Resource: "packagerevisions", Name: draft, Times: 1,
+		Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+	if err := h.Sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.Ctx, draft, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually("the draft made again", func() bool {
+		_, unconfirmed := h.ctrl.Expectations().Unconfirmed(h.Variant("app").UID)
+		return h.Sim.Requests()["create packagerevisions"] >= 2 && !unconfirmed
+	})
+	h.waitReady("app")
+	h.Settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	if diff := cmp.Diff(applied, h.Files(draft)); diff != "" {
+		t.Errorf("the draft made again does not hold the variant's changes (-first draft +second):\n%s", diff)
+	}
+	h.publishV2AndWait()
+	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
+	h.expectRevisions("app", "packagevariant-1:Draft")
+}
+
+// TestLoopLostWriteAnswerUnreadIsNoPersonsEdit: the answer to the
+// variant's write into its draft is lost (the write was made) and the
+// read that would tell fails too. The variant cannot know whose files the
+// draft holds: when upstream moves, it keeps the draft and says
+// DraftUnverified. It used to keep its record of the files before its own
+// write and then said DraftEdited (the soak's seed 155).
+func TestLoopLostWriteAnswerUnreadIsNoPersonsEdit(t *testing.T) {
+	h := newHarness(t)
+	draft := h.readyAppDraft()
+	var once sync.Once
+	h.Sim.OnWrite(func(_, _, what string) {
+		if what == "update packagerevisionresources "+draft {
+			once.Do(func() {
+				h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1,
+					Err: porchsim.TimeoutError("the answer was lost"), AfterEffect: true})
+				h.Sim.InjectFault(porchsim.Fault{Verb: "get", Resource: "packagerevisionresources", Name: draft, Times: 1})
+			})
+		}
+	})
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	})
+	h.Eventually("the variant's change in the draft", func() bool {
+		return strings.Contains(h.Files(draft)["package-context.yaml"], "tier: gold")
+	})
+	h.waitReady("app")
+	h.Settle()
+	h.publishV2AndWait()
+	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
 	h.expectRevisions("app", "packagevariant-1:Draft")
 	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
 		t.Errorf("a draft nobody edited was reported as edited: %v", ev)
