@@ -13,6 +13,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/offline"
 )
 
 // In an adopting seed (config.adopt) the rollout set starts without
@@ -147,14 +148,28 @@ func (w *world) setHealth(i int, revision, status string) bool {
 		w.mon.healthReported(siteName(i), revision)
 	}
 	w.objects = objects
-	r := w.runner
 	w.mu.Unlock()
+	// A restart takes its objects from w.objects, perhaps before the line
+	// above: the write goes again to controllers that started during it.
+	var err error
+	for range 3 {
+		r := w.currentRunner()
+		if err = writeObject(r, obj); err == nil && w.currentRunner() == r {
+			break
+		}
+	}
+	w.logf("site %s reports %s %s: %v", siteName(i), revision, status, err)
+	return true
+}
+
+// writeObject writes an in-cluster object into r's cluster, creating it
+// when it is not there yet.
+func writeObject(r *offline.Runner, obj *unstructured.Unstructured) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := r.UpdateObject(ctx, obj.DeepCopy())
 	if apierrors.IsNotFound(err) {
 		err = r.CreateObject(ctx, obj.DeepCopy())
 	}
-	w.logf("site %s reports %s %s: %v", siteName(i), revision, status, err)
-	return true
+	return err
 }
