@@ -131,8 +131,8 @@ type counts struct {
 	violations int
 	requests   int
 	// unverified counts variants reporting DraftUnverified: a stale draft
-	// kept because the controller had no record of writing into it (a
-	// DraftEdited with no person's edit is a violation).
+	// kept because the controller could not tell its files from a
+	// person's (a DraftEdited with no person's edit is a violation).
 	unverified int
 }
 
@@ -203,7 +203,7 @@ func (c *counts) report(seeds int, first int64, d time.Duration, sites int, fail
 	for _, k := range slices.Sorted(maps.Keys(c.rollout)) {
 		row("rollout: "+k, c.rollout[k])
 	}
-	row("DraftUnverified: stale draft kept, the controller had no record of it", c.unverified)
+	row("DraftUnverified: stale draft kept, its files not known to be the controller's", c.unverified)
 	row("violations", c.violations)
 	if len(failed) > 0 {
 		fmt.Fprintf(&b, "\nFailed seeds: %v\n", failed)
