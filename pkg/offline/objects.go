@@ -6,12 +6,14 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -31,6 +33,9 @@ type clusterObjects struct {
 	// waiters holds, per object, the channels of writes waiting until the
 	// controllers' handlers heard of them.
 	waiters map[objectName][]chan struct{}
+	// handlersSynced reports whether the controllers' handlers of a kind
+	// were called for its first list (nil: not known, not waited for).
+	handlersSynced func(schema.GroupVersionKind) bool
 }
 
 // objectName names an in-cluster object as the controllers' handlers hear
@@ -146,6 +151,14 @@ func (c *clusterObjects) write(ctx context.Context, obj *unstructured.Unstructur
 	res, err := c.resourceOf(ctx, obj)
 	if err != nil {
 		return err
+	}
+	// An event of the first list handled late would end the wait below
+	// before the write's own event.
+	if synced := c.handlersSynced; synced != nil {
+		gvk := obj.GroupVersionKind()
+		if err := wait.PollUntilContextCancel(ctx, time.Millisecond, true, func(context.Context) (bool, error) { return synced(gvk), nil }); err != nil {
+			return fmt.Errorf("%s %s/%s: the controllers did not handle the first list of its kind: %w", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
 	}
 	heard, cancel := c.waitHeard(obj)
 	defer cancel()

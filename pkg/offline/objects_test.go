@@ -46,6 +46,7 @@ func TestObjectWriteReturnsOnceTheControllersHeard(t *testing.T) {
 		}
 	})
 	informers.AddHandler(objs.heard)
+	objs.handlersSynced = informers.HandlersSynced
 	if _, err := informers.List(gvk, "ns", labels.Everything()); err != nil {
 		t.Fatal(err)
 	}

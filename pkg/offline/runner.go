@@ -159,6 +159,7 @@ func Start(ctx context.Context, sim *porchsim.Sim, opts Options) (*Runner, error
 	r.built = built
 	// after the controllers' handlers: a write's wait ends once they heard
 	objects.AddHandler(objs.heard)
+	objs.handlersSynced = objects.HandlersSynced
 	r.run(ctx, factory, workers)
 	return r, nil
 }

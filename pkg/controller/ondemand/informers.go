@@ -115,6 +115,9 @@ type kindInformer struct {
 	// the latest failure; both are guarded by Informers.mu.
 	failed chan struct{}
 	err    error
+	// handled is the registration of the informer's one event handler,
+	// which calls every Handler.
+	handled cache.ResourceEventHandlerRegistration
 }
 
 // fail records a failed first list; i.mu must be held.
@@ -147,6 +150,16 @@ func New(ctx context.Context, opts Options) *Informers {
 		i.accessRetryPeriod = DefaultAccessRetryPeriod
 	}
 	return i
+}
+
+// HandlersSynced reports whether the informer of a kind runs and its
+// Handlers have been called for every object of its first list (events
+// after that come in the order the watch sent them).
+func (i *Informers) HandlersSynced(gvk schema.GroupVersionKind) bool {
+	i.mu.Lock()
+	k, ok := i.informers[gvk]
+	i.mu.Unlock()
+	return ok && k.handled != nil && k.handled.HasSynced()
 }
 
 // AddHandler registers h for the events of every kind, including kinds
@@ -263,7 +276,7 @@ func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.Group
 		return nil, fmt.Errorf("watch %s: %w", gvk, err)
 	}
 	gk := gvk.GroupKind()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	handled, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { i.notify(gk, obj) },
 		// Resyncs and status-only writes reach the handlers too; the
 		// consumers' own digests make such a wake-up cheap.
@@ -274,10 +287,12 @@ func (i *Informers) runLocked(gvk schema.GroupVersionKind, resource schema.Group
 			}
 			i.notify(gk, obj)
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("watch %s: %w", gvk, err)
 	}
+	k.handled = handled
 	logger := klog.FromContext(i.ctx)
 	i.running++
 	go func() {
