@@ -282,7 +282,7 @@ const unverifiedMark = "unverified"
 // variant's own: taking a person's edit for the variant's own would let a
 // later upgrade delete it.
 func authorOf(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) authorship {
-	if a == nil || a.Downstream != name || a.ResourcesDigest == unverifiedMark {
+	if recordedAuthor(a, name) == unverifiedFiles {
 		return unverifiedFiles
 	}
 	if created, ok := strings.CutPrefix(a.ResourcesDigest, createdMark); ok {

@@ -50,7 +50,7 @@ func lockRef(pr *porchv1alpha1.PackageRevision) string {
 // check-then-delete would lose an edit saved in between.
 func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision, o *outcome) (bool, error) {
 	a := st.applied
-	if a == nil || a.Downstream != d.Name || a.ResourcesDigest == "" || a.ResourcesDigest == unverifiedMark {
+	if recordedAuthor(a, d.Name) == unverifiedFiles || a.ResourcesDigest == "" {
 		return false, nil
 	}
 	deleted, err := c.porch.retire(ctx, d, st.upstream.Name,
