@@ -261,6 +261,13 @@ func stableDoc(obj runtime.Object, apiVersion, kind string) (map[string]interfac
 		for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"} {
 			delete(md, f)
 		}
+		// A draft's id is made up at each create.
+		if ann, ok := md["annotations"].(map[string]interface{}); ok {
+			delete(ann, configv1alpha1.DraftIDAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
 		if refs, ok := md["ownerReferences"].([]interface{}); ok {
 			for _, ref := range refs {
 				if r, ok := ref.(map[string]interface{}); ok {
@@ -275,6 +282,9 @@ func stableDoc(obj runtime.Object, apiVersion, kind string) (map[string]interfac
 		// selfLock names the revision's commit, which is its
 		// resourceVersion: not stable between runs.
 		delete(st, "selfLock")
+		if applied, ok := st["applied"].(map[string]interface{}); ok {
+			delete(applied, "downstreamID")
+		}
 		if conds, ok := st["conditions"].([]interface{}); ok {
 			for _, c := range conds {
 				if cm, ok := c.(map[string]interface{}); ok {

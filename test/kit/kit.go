@@ -79,6 +79,8 @@ type Harness struct {
 	Sim    *porchsim.Sim
 	Client versioned.Interface
 	Run    *offline.Runner
+	// run are the options Run was started with (Restart).
+	run offline.Options
 }
 
 // Start makes a Sim holding the blueprint and the repositories, then
@@ -101,25 +103,48 @@ func Start(t *testing.T, o Options) *Harness {
 	}
 	// Two workers, as the binary runs by default: the tests of writes
 	// into one repository need syncs at the same time.
-	run, err := offline.Start(ctx, sim, offline.Options{
+	h := &Harness{T: t, Ctx: ctx, NS: o.Namespace, Sim: sim, Client: sim.Clientset(), run: offline.Options{
 		Objects:        o.Objects,
 		Workers:        2,
 		ReadinessDelay: o.ReadinessDelay,
 		Access:         o.Access,
-	})
-	if err != nil {
-		t.Fatalf("start the controllers: %v", err)
-	}
+	}}
+	h.start()
 	t.Cleanup(func() {
 		for _, o := range sim.Overlaps() {
 			t.Errorf("porchsim: %s", o)
 		}
-		run.Stop()
-		if err := run.Err(); err != nil {
-			t.Errorf("Run: %v", err)
-		}
+		h.stop()
 	})
-	return &Harness{T: t, Ctx: ctx, NS: o.Namespace, Sim: sim, Client: sim.Clientset(), Run: run}
+	return h
+}
+
+func (h *Harness) start() {
+	h.T.Helper()
+	run, err := offline.Start(h.Ctx, h.Sim, h.run)
+	if err != nil {
+		h.T.Fatalf("start the controllers: %v", err)
+	}
+	h.Run = run
+}
+
+func (h *Harness) stop() {
+	h.T.Helper()
+	h.Run.Stop()
+	if err := h.Run.Err(); err != nil {
+		h.T.Errorf("Run: %v", err)
+	}
+}
+
+// Restart stops the controllers and starts new ones on the same Sim, with
+// empty caches and queues and nothing remembered, as after a crash
+// between two of their requests; what happens in between (before) is what
+// the Sim holds when the new ones start.
+func (h *Harness) Restart(before func()) {
+	h.T.Helper()
+	h.stop()
+	before()
+	h.start()
 }
 
 // Failures describes the syncs that failed last, for messages.

@@ -98,7 +98,7 @@ func (c *Controller) actOnDrafts(ctx context.Context, st *state, steps []step, o
 				return err
 			}
 			kind := progressDraftEdited
-			if recordedAuthor(st.applied, s.rev.Name) == unverifiedFiles {
+			if recordedAuthor(st.applied, s.rev) == unverifiedFiles {
 				kind = progressDraftUnverified
 			}
 			o.progress = progress{kind: kind, revision: s.rev, upstream: st.upstream}

@@ -26,7 +26,7 @@ func (c *Controller) upToDate(ctx context.Context, st *state, pr, upstream *porc
 // objects) has changed since.
 func (c *Controller) inputsUnchanged(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
 	pv, a := st.pv, st.applied
-	return a != nil && a.Downstream == pr.Name && a.Upstream == upstream.Name &&
+	return describes(a, pr) && a.Upstream == upstream.Name &&
 		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(ctx, pv, a.Injected))
 }
 
@@ -67,7 +67,7 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 	// Whether a person changed the files since the variant last wrote
 	// them: once edited, a draft stays a person's, whatever the variant
 	// writes into it later.
-	author := authorOf(st.applied, pr.Name, prr.Spec.Resources, prr.ResourceVersion)
+	author := authorOf(st.applied, pr, prr.Spec.Resources, prr.ResourceVersion)
 	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(ctx, pv))
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
@@ -208,6 +208,7 @@ func (st *state) recordApplied(pr, upstream *porchv1alpha1.PackageRevision, cand
 	}
 	st.applied = &configv1alpha1.AppliedState{
 		Downstream:      pr.Name,
+		DownstreamID:    pr.Annotations[configv1alpha1.DraftIDAnnotation],
 		Upstream:        upstream.Name,
 		InputsDigest:    inputsDigest(st.pv, upstream.Name, readByInjection(cands)),
 		ResourcesDigest: digest,
@@ -249,7 +250,22 @@ const createdMark = "created@"
 // draft in the same sync, but when that fails the next try may come after
 // a person's edit, which must not be taken for the clone.
 func (st *state) recordCreated(created *porchv1alpha1.PackageRevision) {
-	st.applied = &configv1alpha1.AppliedState{Downstream: created.Name, ResourcesDigest: createdMark + created.ResourceVersion}
+	st.applied = &configv1alpha1.AppliedState{
+		Downstream:      created.Name,
+		DownstreamID:    created.Annotations[configv1alpha1.DraftIDAnnotation],
+		ResourcesDigest: createdMark + created.ResourceVersion,
+	}
+}
+
+// describes reports whether the record a is of draft pr: of its name, and
+// of this draft of that name when both carry a draft id (Porch gives a
+// draft deleted and made again the same name; a record made before draft
+// ids has none and is taken by name).
+func describes(a *configv1alpha1.AppliedState, pr *porchv1alpha1.PackageRevision) bool {
+	if a == nil || a.Downstream != pr.Name {
+		return false
+	}
+	return a.DownstreamID == "" || a.DownstreamID == pr.Annotations[configv1alpha1.DraftIDAnnotation]
 }
 
 // authorship is what the variant's record (status.applied) says of a
@@ -276,13 +292,13 @@ const (
 // why.
 const unverifiedMark = "unverified"
 
-// authorOf says whether draft name, whose files are files at
+// authorOf says whether draft pr, whose files are files at
 // resourceVersion rv, is as the variant recorded it (a, its
 // status.applied). A draft edited or unverified is never taken for the
 // variant's own: taking a person's edit for the variant's own would let a
 // later upgrade delete it.
-func authorOf(a *configv1alpha1.AppliedState, name string, files map[string]string, rv string) authorship {
-	if recordedAuthor(a, name) == unverifiedFiles {
+func authorOf(a *configv1alpha1.AppliedState, pr *porchv1alpha1.PackageRevision, files map[string]string, rv string) authorship {
+	if recordedAuthor(a, pr) == unverifiedFiles {
 		return unverifiedFiles
 	}
 	if created, ok := strings.CutPrefix(a.ResourcesDigest, createdMark); ok {
@@ -297,11 +313,12 @@ func authorOf(a *configv1alpha1.AppliedState, name string, files map[string]stri
 	return ownFiles
 }
 
-// recordedAuthor is what the record alone says of draft name: unverified,
-// or edited (for a draft the variant recorded, only a read of its files
-// tells its own from edited; a caller that found it not its own asks).
-func recordedAuthor(a *configv1alpha1.AppliedState, name string) authorship {
-	if a == nil || a.Downstream != name || a.ResourcesDigest == unverifiedMark {
+// recordedAuthor is what the record alone says of draft pr: unverified
+// (no record of it, or one that says so), or edited (for a draft the
+// variant recorded, only a read of its files tells its own from edited; a
+// caller that found it not its own asks).
+func recordedAuthor(a *configv1alpha1.AppliedState, pr *porchv1alpha1.PackageRevision) authorship {
+	if !describes(a, pr) || a.ResourcesDigest == unverifiedMark {
 		return unverifiedFiles
 	}
 	return editedFiles

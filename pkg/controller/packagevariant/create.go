@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
@@ -50,7 +51,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 			Namespace:       pv.Namespace,
 			OwnerReferences: []metav1.OwnerReference{ownerReference(pv)},
 			Labels:          copyMap(pv.Spec.Labels),
-			Annotations:     draftAnnotations(pv),
+			Annotations:     withDraftID(draftAnnotations(pv)),
 		},
 		Spec: porchv1alpha1.PackageRevisionSpec{
 			PackageName:    ds.Package,
@@ -95,6 +96,14 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 		c.recorder.Eventf(pv, corev1.EventTypeNormal, "Created", "Created draft %s: %s", created.Name, why)
 	}
 	return created, nil
+}
+
+// withDraftID adds a new draft's id (configv1alpha1.DraftIDAnnotation) to
+// its annotations: a value made up for this create, so that a record of an
+// earlier draft of the same name is not taken for one of this draft.
+func withDraftID(annotations map[string]string) map[string]string {
+	annotations[configv1alpha1.DraftIDAnnotation] = string(uuid.NewUUID())
+	return annotations
 }
 
 // createUnknown is a create of draft name whose answer was lost: the

@@ -75,7 +75,11 @@ func TestCreateDraft(t *testing.T) {
 			if len(actions) != 1 || actions[0].GetVerb() != "create" {
 				t.Fatalf("%s: want exactly one create, got %v", tc.reason, actions)
 			}
-			sent := actions[0].(core.CreateAction).GetObject().(*porchv1alpha1.PackageRevision)
+			sent := actions[0].(core.CreateAction).GetObject().(*porchv1alpha1.PackageRevision).DeepCopy()
+			if sent.Annotations[configv1alpha1.DraftIDAnnotation] == "" {
+				t.Errorf("%s: the draft sent to Porch has no %s annotation", tc.reason, configv1alpha1.DraftIDAnnotation)
+			}
+			delete(sent.Annotations, configv1alpha1.DraftIDAnnotation)
 			if diff := cmp.Diff(wantDraft, sent); diff != "" {
 				t.Errorf("%s: draft sent to Porch (-want +got):\n%s", tc.reason, diff)
 			}

@@ -98,6 +98,14 @@ func prependReactor(s *porchsim.Sim, verb, resource string, reaction clienttesti
 	}).PrependReactor(verb, resource, reaction)
 }
 
+// restart restarts the controllers (kit.Harness.Restart) and follows the
+// new variant controller.
+func (h *harness) restart(before func()) {
+	h.T.Helper()
+	h.Restart(before)
+	h.ctrl = h.Run.Controller(packagevariant.ControllerName).(*packagevariant.Controller)
+}
+
 // newHarness starts a Sim holding revision 1 of blueprints/app (and a
 // deployment repository "deploy"), then the controllers on top of it.
 func newHarness(t *testing.T, opts ...harnessOption) *harness {

@@ -1,6 +1,7 @@
 package packagevariant_test
 
 import (
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/porchsim"
 )
@@ -150,6 +152,53 @@ func TestLoopLostCreateOfARecreatedDraftIsNoPersonsEdit(t *testing.T) {
 	h.publishV2AndWait()
 	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
 	h.expectRevisions("app", "packagevariant-1:Draft")
+}
+
+// TestLoopDraftMadeAgainBeforeARestartIsNoPersonsEdit: a person deletes
+// the variant's draft; the variant makes it again under the same name and
+// the controller restarts before it writes into it or records it. The
+// record the new controller finds is of the deleted draft, whose name and
+// (Porch derives them from the name) UID the new one has: it took the
+// fresh clone for up to date and never applied itself to it, then, when
+// upstream moved, for a person's edit (the soak's seed 1 in CI:
+// DraftEdited). The draft id the variant gives each draft it creates tells
+// the two apart.
+func TestLoopDraftMadeAgainBeforeARestartIsNoPersonsEdit(t *testing.T) {
+	h := newHarness(t)
+	draft := h.readyAppDraft()
+	applied := h.Files(draft)
+	h.Settle()
+	prs := h.Client.PorchV1alpha1().PackageRevisions(testNS)
+	first, err := prs.Get(h.Ctx, draft, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.restart(func() {
+		if err := h.Sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS).Delete(h.Ctx, draft, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// What the controller that went down had sent: the same draft
+		// under the same name, with a draft id of its own.
+		again := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{
+			Name: draft, Namespace: testNS, OwnerReferences: first.OwnerReferences, Labels: first.Labels,
+			Annotations: maps.Clone(first.Annotations),
+		}, Spec: first.Spec}
+		again.Annotations[configv1alpha1.DraftIDAnnotation] = "made-again"
+		if _, err := prs.Create(h.Ctx, again, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.Eventually("the variant's changes in the draft made again", func() bool {
+		return cmp.Equal(applied, h.Files(draft))
+	})
+	h.waitReady("app")
+	h.Settle()
+	h.publishV2AndWait()
+	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
+		t.Errorf("a draft nobody edited was reported as edited: %v", ev)
+	}
 }
 
 // TestLoopLostWriteAnswerUnreadIsNoPersonsEdit: the answer to the

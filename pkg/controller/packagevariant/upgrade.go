@@ -50,7 +50,7 @@ func lockRef(pr *porchv1alpha1.PackageRevision) string {
 // check-then-delete would lose an edit saved in between.
 func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision, o *outcome) (bool, error) {
 	a := st.applied
-	if recordedAuthor(a, d.Name) == unverifiedFiles || a.ResourcesDigest == "" {
+	if recordedAuthor(a, d) == unverifiedFiles || a.ResourcesDigest == "" {
 		return false, nil
 	}
 	deleted, err := c.porch.retire(ctx, d, st.upstream.Name,
@@ -190,7 +190,7 @@ func (c *Controller) uneditedLive(ctx context.Context, st *state, d *porchv1alph
 	if err != nil {
 		return nil, err
 	}
-	if authorOf(st.applied, d.Name, prr.Spec.Resources, prr.ResourceVersion) != ownFiles {
+	if authorOf(st.applied, d, prr.Spec.Resources, prr.ResourceVersion) != ownFiles {
 		return nil, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})

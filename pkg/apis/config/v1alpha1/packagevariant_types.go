@@ -27,6 +27,13 @@ const DraftWorkspacePrefix = "packagevariant-"
 // or set back to Draft if its files changed after all.
 const ReplacingAnnotation = "config.porch.kpt.dev/replacing"
 
+// DraftIDAnnotation carries a value the controller makes up for each draft
+// it creates. Porch gives a draft deleted and made again under the same
+// workspace the same name and the same UID; this value, recorded in
+// status.applied.downstreamID, tells the variant's record of the first
+// from the second.
+const DraftIDAnnotation = "config.porch.kpt.dev/draft-id"
+
 // PausedAnnotation, set to "true" on a PackageVariant or a
 // PackageVariantSet by a person, makes its controller write nothing for it
 // (no package revision, no variant) until it is removed; the object reports
@@ -293,6 +300,12 @@ type AppliedState struct {
 	// Downstream is the name of the PackageRevision written.
 	// +optional
 	Downstream string `json:"downstream,omitempty"`
+	// DownstreamID is the draft's config.porch.kpt.dev/draft-id annotation
+	// when this was recorded: a draft of the same name with another value
+	// is not the draft this record describes (a person deleted the draft
+	// and the controller made it again).
+	// +optional
+	DownstreamID string `json:"downstreamID,omitempty"`
 	// Upstream is the name of the upstream PackageRevision it was based on.
 	// +optional
 	Upstream string `json:"upstream,omitempty"`
