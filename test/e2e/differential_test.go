@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
@@ -231,7 +232,11 @@ func (s *scenario) snapshot(t *testing.T) snapshot {
 	for _, pr := range s.revisions(t) {
 		r := revisionView{
 			Lifecycle: string(pr.Spec.Lifecycle), Workspace: string(pr.Spec.WorkspaceName), Revision: pr.Spec.Revision,
-			Labels: pr.Labels, Annotations: pr.Annotations, PublishedBy: pr.Status.PublishedBy, Deployment: pr.Status.Deployment,
+			Labels: pr.Labels, Annotations: maps.Clone(pr.Annotations), PublishedBy: pr.Status.PublishedBy, Deployment: pr.Status.Deployment,
+		}
+		if _, ok := r.Annotations[configv1alpha1.DraftIDAnnotation]; ok {
+			// Made up at each create: that it is kept is what compares.
+			r.Annotations[configv1alpha1.DraftIDAnnotation] = "ID"
 		}
 		for _, ref := range pr.OwnerReferences {
 			owner := variantOf[string(ref.UID)]

@@ -72,6 +72,7 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
 	}
+	author = c.unrecordedWrite(ctx, st, pr, author, res.Changed)
 	if !write {
 		if res.Changed {
 			return true, nil
@@ -119,6 +120,30 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 	}
 	st.recordApplied(pr, upstream, res.Candidates, prr.Spec.Resources, author)
 	return res.Changed, nil
+}
+
+// unrecordedWrite is the authorship of draft pr, whose files no longer
+// match the variant's record of them (author edited), when the record is
+// of before a write the variant owed the draft (the variant or an object
+// it injects changed since, or the last render failed) and the draft
+// already holds all the variant asks (applying it changes nothing: changes
+// is false). The controller may then have made that write and gone down
+// before the status that records it: a person's edit cannot be told from
+// it, and the draft is unverified, not edited. A draft recorded as a
+// person's stays so.
+func (c *Controller) unrecordedWrite(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, author authorship, changes bool) authorship {
+	pv, a := st.pv, st.applied
+	if author != editedFiles || changes || !describes(a, pr) || a.ResourcesDigest == "" {
+		return author
+	}
+	owed := a.InputsDigest == "" || renderFailed(pv, pr.Name) ||
+		a.InputsDigest != inputsDigest(pv, a.Upstream, c.readNow(ctx, pv, a.Injected))
+	if !owed {
+		return author
+	}
+	klog.FromContext(ctx).V(2).Info("A draft changed since the variant's record holds all the variant asks, and the record is of before a write it owed: it may hold the controller's own unrecorded write",
+		"packageRevision", klog.KObj(pr))
+	return unverifiedFiles
 }
 
 // mutationInput is what the variant asks of its downstream package.
@@ -237,6 +262,14 @@ func injectedObject(cand mutate.Candidate) configv1alpha1.InjectedObject {
 // its create, was lost and nothing told whether the write was made.
 func (st *state) recordUnverified(name string) {
 	st.applied = &configv1alpha1.AppliedState{Downstream: name, ResourcesDigest: unverifiedMark}
+}
+
+// recordUnverifiedFiles marks the files of the draft the record describes
+// as unverified, keeping what it says they were made from.
+func (st *state) recordUnverifiedFiles() {
+	a := st.applied.DeepCopy()
+	a.ResourcesDigest = unverifiedMark
+	st.applied = a
 }
 
 // createdMark starts the status.applied.resourcesDigest of a draft the

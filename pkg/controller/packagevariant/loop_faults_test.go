@@ -201,6 +201,57 @@ func TestLoopDraftMadeAgainBeforeARestartIsNoPersonsEdit(t *testing.T) {
 	}
 }
 
+// TestLoopWriteUnrecordedBeforeARestartIsNoPersonsEdit: the variant
+// changes, the controller writes the change into its draft, and its status
+// write (the record of that write) fails; the controller restarts before
+// the retry, so the new one finds a record of the files before its own
+// write. It took the draft for a person's edit and, when upstream moved,
+// said DraftEdited (RELIABILITY.md had it as left open). The record is of
+// before a write the variant owed, and the draft holds all the variant
+// asks: the variant cannot tell, and says DraftUnverified. Upstream moves
+// after the restart, or while the controllers are down (the stale draft is
+// then judged on the way to its replacement).
+func TestLoopWriteUnrecordedBeforeARestartIsNoPersonsEdit(t *testing.T) {
+	for name, upstreamMovesWhileDown := range map[string]bool{"after the restart": false, "while the controllers are down": true} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			draft := h.readyAppDraft()
+			h.Settle()
+			var once sync.Once
+			h.Sim.OnWrite(func(_, _, what string) {
+				if what == "update packagerevisionresources "+draft {
+					once.Do(func() { h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status"}) })
+				}
+			})
+			h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+				s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+			})
+			h.Eventually("the variant's change in the draft", func() bool {
+				return strings.Contains(h.Files(draft)["package-context.yaml"], "tier: gold")
+			})
+			h.restart(func() {
+				h.Sim.ClearFaults()
+				if upstreamMovesWhileDown {
+					if _, err := h.Sim.AddPublished(testNS, "blueprints", "app", 2, blueprintFiles(3, "v2\n")); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			if !upstreamMovesWhileDown {
+				h.waitReady("app")
+				h.Settle()
+				h.publishV2AndWait()
+			}
+			h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
+			h.Settle()
+			h.expectRevisions("app", "packagevariant-1:Draft")
+			if c := h.condition("app", "Ready"); c.Reason != packagevariant.ReasonDraftUnverified {
+				t.Errorf("Ready reason %s, want %s: %s", c.Reason, packagevariant.ReasonDraftUnverified, c.Message)
+			}
+		})
+	}
+}
+
 // TestLoopLostWriteAnswerUnreadIsNoPersonsEdit: the answer to the
 // variant's write into its draft is lost (the write was made) and the
 // read that would tell fails too. The variant cannot know whose files the

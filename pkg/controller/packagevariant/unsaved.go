@@ -14,10 +14,10 @@ import (
 // draft are then the controller's own, though the stored status still
 // names the files before. The next sync starts from what is remembered, as
 // long as the stored status is still the one the failed write started
-// from. A restart forgets it; the draft is then taken for edited, which
-// keeps it (it is never lost) and says so in DraftEdited (RELIABILITY.md,
-// "Left open"). Safe for
-// concurrent use; the zero value is ready.
+// from. A restart forgets it; the next controller then finds a record of
+// before a write the variant owed and a draft that holds all the variant
+// asks, and takes the draft for unverified (unrecordedWrite), never for
+// its own. Safe for concurrent use; the zero value is ready.
 type unsavedApplied struct {
 	mu      sync.Mutex
 	entries map[types.UID]unsavedEntry
