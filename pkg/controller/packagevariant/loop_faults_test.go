@@ -36,6 +36,29 @@ func (h *harness) publishV2AndWait() {
 	})
 }
 
+// expectUnverifiedOnceUpstreamMoves publishes upstream v2 once the
+// variant is Ready and checks that the variant keeps its draft and says
+// DraftUnverified, never DraftEdited: nobody edited the draft.
+func (h *harness) expectUnverifiedOnceUpstreamMoves() {
+	h.T.Helper()
+	h.waitReady("app")
+	h.Settle()
+	h.publishV2AndWait()
+	h.waitUnverifiedKept()
+}
+
+// waitUnverifiedKept waits until the variant says DraftUnverified and
+// checks that it kept its draft and never said DraftEdited.
+func (h *harness) waitUnverifiedKept() {
+	h.T.Helper()
+	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
+	h.Settle()
+	h.expectRevisions("app", "packagevariant-1:Draft")
+	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
+		h.T.Errorf("a draft nobody edited was reported as edited: %v", ev)
+	}
+}
+
 // TestLoopEditedDraftStaysEditedAfterTheVariantWritesIt: a person edits
 // the draft, then the variant changes and the controller writes its change
 // into the edited draft (keeping the edit). When upstream then moves, the
@@ -191,14 +214,7 @@ func TestLoopDraftMadeAgainBeforeARestartIsNoPersonsEdit(t *testing.T) {
 	h.Eventually("the variant's changes in the draft made again", func() bool {
 		return cmp.Equal(applied, h.Files(draft))
 	})
-	h.waitReady("app")
-	h.Settle()
-	h.publishV2AndWait()
-	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
-		t.Errorf("a draft nobody edited was reported as edited: %v", ev)
-	}
+	h.expectUnverifiedOnceUpstreamMoves()
 }
 
 // TestLoopWriteUnrecordedBeforeARestartIsNoPersonsEdit: the variant
@@ -237,14 +253,11 @@ func TestLoopWriteUnrecordedBeforeARestartIsNoPersonsEdit(t *testing.T) {
 					}
 				}
 			})
-			if !upstreamMovesWhileDown {
-				h.waitReady("app")
-				h.Settle()
-				h.publishV2AndWait()
+			if upstreamMovesWhileDown {
+				h.waitUnverifiedKept()
+			} else {
+				h.expectUnverifiedOnceUpstreamMoves()
 			}
-			h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
-			h.Settle()
-			h.expectRevisions("app", "packagevariant-1:Draft")
 			if c := h.condition("app", "Ready"); c.Reason != packagevariant.ReasonDraftUnverified {
 				t.Errorf("Ready reason %s, want %s: %s", c.Reason, packagevariant.ReasonDraftUnverified, c.Message)
 			}
@@ -277,14 +290,7 @@ func TestLoopLostWriteAnswerUnreadIsNoPersonsEdit(t *testing.T) {
 	h.Eventually("the variant's change in the draft", func() bool {
 		return strings.Contains(h.Files(draft)["package-context.yaml"], "tier: gold")
 	})
-	h.waitReady("app")
-	h.Settle()
-	h.publishV2AndWait()
-	h.waitNotReady("app", packagevariant.ReasonDraftUnverified)
-	h.expectRevisions("app", "packagevariant-1:Draft")
-	if ev := h.EventsMatching("DraftEdited"); len(ev) > 0 {
-		t.Errorf("a draft nobody edited was reported as edited: %v", ev)
-	}
+	h.expectUnverifiedOnceUpstreamMoves()
 }
 
 // changeAndMoveUpstreamDuringTheWrite changes the variant so that the
