@@ -31,7 +31,7 @@ const (
 
 // Edit is one change a sync makes to an object's conditions: the
 // condition of Type set as given, or removed when Status is empty. A sync
-// computes its edits and makes them at once (Apply).
+// computes its edits and makes them at once (Make).
 type Edit struct {
 	Type    string
 	Status  metav1.ConditionStatus
@@ -54,10 +54,10 @@ func StalledNotReady(stalledReason, stalledMessage, readyReason, readyMessage st
 // Valid is Stalled=False: every validation check passed.
 func Valid() Edit { return Edit{Stalled, metav1.ConditionFalse, ReasonValid, ValidMessage} }
 
-// Apply makes edits, in order, on the conditions of an object at
+// Make makes edits, in order, on the conditions of an object at
 // generation: each condition is set with the generation, and an unchanged
 // status keeps its lastTransitionTime (meta.SetStatusCondition).
-func Apply(conds *[]metav1.Condition, generation int64, edits ...Edit) {
+func Make(conds *[]metav1.Condition, generation int64, edits ...Edit) {
 	for _, e := range edits {
 		if e.Status == "" {
 			meta.RemoveStatusCondition(conds, e.Type)

@@ -34,10 +34,10 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestApply(t *testing.T) {
+func TestMake(t *testing.T) {
 	var conds []metav1.Condition
-	Apply(&conds, 3, StalledNotReady("ValidationError", "spec.x is missing", "Error", "invalid: see Stalled")...)
-	Apply(&conds, 3, Edit{Type: "Paused", Status: metav1.ConditionTrue, Reason: "Paused", Message: "paused"})
+	Make(&conds, 3, StalledNotReady("ValidationError", "spec.x is missing", "Error", "invalid: see Stalled")...)
+	Make(&conds, 3, Edit{Type: "Paused", Status: metav1.ConditionTrue, Reason: "Paused", Message: "paused"})
 	want := []metav1.Condition{
 		{Type: Stalled, Status: metav1.ConditionTrue, Reason: "ValidationError", Message: "spec.x is missing", ObservedGeneration: 3},
 		{Type: Ready, Status: metav1.ConditionFalse, Reason: "Error", Message: "invalid: see Stalled", ObservedGeneration: 3},
@@ -45,12 +45,12 @@ func TestApply(t *testing.T) {
 	}
 	ignoreTime := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".LastTransitionTime" }, cmp.Ignore())
 	if diff := cmp.Diff(want, conds, ignoreTime); diff != "" {
-		t.Errorf("Apply of StalledNotReady and a set (-want +got):\n%s", diff)
+		t.Errorf("Make of StalledNotReady and a set (-want +got):\n%s", diff)
 	}
 	readySince := conds[1].LastTransitionTime
 	// In order: the removal first, then the new Stalled; the unchanged
 	// Ready keeps its transition time and takes the new generation.
-	Apply(&conds, 4, Remove("Paused"), Valid(), Edit{Type: Ready, Status: metav1.ConditionFalse, Reason: "Error", Message: "invalid: see Stalled"})
+	Make(&conds, 4, Remove("Paused"), Valid(), Edit{Type: Ready, Status: metav1.ConditionFalse, Reason: "Error", Message: "invalid: see Stalled"})
 	if len(conds) != 2 {
 		t.Fatalf("Remove left %d conditions, want 2: %+v", len(conds), conds)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -13,34 +12,6 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
-
-// upToDate reports whether the variant's last write went to pr, rendered,
-// and nothing it depends on has changed since: then nothing needs reading or
-// writing.
-func (c *Controller) upToDate(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
-	return c.inputsUnchanged(ctx, st, pr, upstream) && !renderFailed(st.pv, pr.Name)
-}
-
-// inputsUnchanged reports whether the variant's last write went to pr and
-// nothing it was made from (the upstream, the variant's spec, the injected
-// objects) has changed since.
-func (c *Controller) inputsUnchanged(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
-	pv, a := st.pv, st.applied
-	return describes(a, pr) && a.Upstream == upstream.Name &&
-		a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, upstream.Name, c.readNow(ctx, pv, a.Injected))
-}
-
-// renderFailed reports whether the variant's last write to a revision
-// failed to render (status.downstreamTargets says so): the write is made
-// again, so that Porch renders again, even if the files need no change.
-func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
-	for _, t := range pv.Status.DownstreamTargets {
-		if t.Name == name {
-			return t.RenderStatus.Err != ""
-		}
-	}
-	return false
-}
 
 // applyTo reads a revision's files, applies the variant's mutations and,
 // when write is true and something changed (or the last render of the
@@ -67,12 +38,10 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 	// Whether a person changed the files since the variant last wrote
 	// them: once edited, a draft stays a person's, whatever the variant
 	// writes into it later.
-	author := authorOf(st.applied, pr, prr.Spec.Resources, prr.ResourceVersion)
-	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(pv), c.objectGetter(ctx, pv))
+	author, res, err := c.authorOfFiles(ctx, st, pr, prr)
 	if err != nil {
 		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
 	}
-	author = c.unrecordedWrite(ctx, st, pr, author, res.Changed)
 	if !write {
 		if res.Changed {
 			return true, nil
@@ -122,55 +91,38 @@ func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porch
 	return res.Changed, nil
 }
 
-// unrecordedWrite is the authorship of draft pr, whose files no longer
-// match the variant's record of them (author edited), when the record is
-// of before a write the variant owed the draft (the variant or an object
-// it injects changed since, or the last render failed) and the draft
-// already holds all the variant asks (applying it changes nothing: changes
-// is false). The controller may then have made that write and gone down
-// before the status that records it: a person's edit cannot be told from
-// it, and the draft is unverified, not edited. A draft recorded as a
-// person's stays so.
-func (c *Controller) unrecordedWrite(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, author authorship, changes bool) authorship {
-	pv, a := st.pv, st.applied
-	if author != editedFiles || changes || !describes(a, pr) || a.ResourcesDigest == "" {
+// authorOfFiles says whose files draft pr holds (prr), as authorOf, and
+// applies the variant to them (res, and the error of applying it). A
+// draft whose files changed since the record and that already holds all
+// the variant asks (applying it changes nothing) may be the controller's
+// own unrecorded write (unrecordedWrite).
+func (c *Controller) authorOfFiles(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, prr *porchv1alpha1.PackageRevisionResources) (authorship, mutate.Result, error) {
+	author := authorOf(st.applied, pr, prr.Spec.Resources, prr.ResourceVersion)
+	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(st.pv), c.objectGetter(ctx, st.pv))
+	if err != nil || res.Changed {
+		return author, res, err
+	}
+	return c.unrecordedWrite(ctx, st, pr, author), res, nil
+}
+
+// unrecordedWrite is the authorship of draft pr whose files changed since
+// the variant recorded them (author edited) when the record is of before a
+// write the variant owed the draft (writeOwed): the controller may have
+// made that write and gone down before the status that records it, and a
+// person's edit cannot be told from it: the draft is unverified, not
+// edited, and recorded so. A draft recorded as a person's stays so. applyTo asks only of a
+// draft that already holds all the variant asks; a stale draft on its way
+// to a replacement is not read for that (the variant's changes of the new
+// upstream are not what it owed the old one).
+func (c *Controller) unrecordedWrite(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, author authorship) authorship {
+	a := st.applied
+	if author != editedFiles || a.ResourcesDigest == "" || !c.writeOwed(ctx, st.pv, a, pr.Name) {
 		return author
 	}
-	owed := a.InputsDigest == "" || renderFailed(pv, pr.Name) ||
-		a.InputsDigest != inputsDigest(pv, a.Upstream, c.readNow(ctx, pv, a.Injected))
-	if !owed {
-		return author
-	}
-	klog.FromContext(ctx).V(2).Info("A draft changed since the variant's record holds all the variant asks, and the record is of before a write it owed: it may hold the controller's own unrecorded write",
+	klog.FromContext(ctx).V(2).Info("A draft changed since the variant's record, which is of before a write the variant owed it: it may hold the controller's own unrecorded write",
 		"packageRevision", klog.KObj(pr))
+	st.recordUnverifiedFiles()
 	return unverifiedFiles
-}
-
-// mutationInput is what the variant asks of its downstream package.
-func mutationInput(pv *configv1alpha1.PackageVariant) mutate.Input {
-	return mutate.Input{
-		VariantName:    pv.Name,
-		PackageContext: pv.Spec.PackageContext,
-		Pipeline:       pv.Spec.Pipeline,
-		Injectors:      pv.Spec.Injectors,
-	}
-}
-
-func (c *Controller) objectGetter(ctx context.Context, pv *configv1alpha1.PackageVariant) mutate.ObjectGetter {
-	return func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
-		return c.readInjected(ctx, pv, gvk, name)
-	}
-}
-
-// readInjected reads an in-cluster object the variant asks to inject, if
-// its ServiceAccount (spec.serviceAccountName, else the controller's
-// default) may get it; otherwise the error says what is missing, and
-// injection writes that, not the object, into the package.
-func (c *Controller) readInjected(ctx context.Context, pv *configv1alpha1.PackageVariant, gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
-	if err := c.access.MayGet(ctx, pv.Namespace, pv.Spec.ServiceAccountName, gvk, name); err != nil {
-		return nil, false, err
-	}
-	return c.injection.Get(gvk, pv.Namespace, name)
 }
 
 // mutationError is a problem of the package or the variant that applying

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
@@ -76,6 +77,46 @@ func (c *Controller) readNow(ctx context.Context, pv *configv1alpha1.PackageVari
 	return out
 }
 
+// upToDate reports whether the variant's last write went to pr, rendered,
+// and nothing it depends on has changed since: then nothing needs reading or
+// writing.
+func (c *Controller) upToDate(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	return c.inputsUnchanged(ctx, st, pr, upstream) && !renderFailed(st.pv, pr.Name)
+}
+
+// inputsUnchanged reports whether the variant's last write went to pr and
+// nothing it was made from (the upstream, the variant's spec, the injected
+// objects) has changed since.
+func (c *Controller) inputsUnchanged(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
+	a := st.applied
+	return describes(a, pr) && a.Upstream == upstream.Name && c.inputsAsRecorded(ctx, st.pv, a)
+}
+
+// renderFailed reports whether the variant's last write to a revision
+// failed to render (status.downstreamTargets says so): the write is made
+// again, so that Porch renders again, even if the files need no change.
+func renderFailed(pv *configv1alpha1.PackageVariant, name string) bool {
+	for _, t := range pv.Status.DownstreamTargets {
+		if t.Name == name {
+			return t.RenderStatus.Err != ""
+		}
+	}
+	return false
+}
+
+// writeOwed reports whether the variant owed draft name a write when its
+// record a was made: the variant or an object it injects changed since, or
+// the last render of the draft failed.
+func (c *Controller) writeOwed(ctx context.Context, pv *configv1alpha1.PackageVariant, a *configv1alpha1.AppliedState, name string) bool {
+	return renderFailed(pv, name) || !c.inputsAsRecorded(ctx, pv, a)
+}
+
+// inputsAsRecorded reports whether the variant, and the objects it
+// injected, are what its record a says its last write was made from.
+func (c *Controller) inputsAsRecorded(ctx context.Context, pv *configv1alpha1.PackageVariant, a *configv1alpha1.AppliedState) bool {
+	return a.InputsDigest != "" && a.InputsDigest == inputsDigest(pv, a.Upstream, c.readNow(ctx, pv, a.Injected))
+}
+
 // inputsDigest fingerprints everything the mutations of a variant depend on.
 // Equal digests mean that re-applying the variant to the downstream it last
 // wrote would change nothing, so the controller need not read the package.
@@ -100,4 +141,31 @@ func inputsDigest(pv *configv1alpha1.PackageVariant, upstreamName string, inject
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// mutationInput is what the variant asks of its downstream package.
+func mutationInput(pv *configv1alpha1.PackageVariant) mutate.Input {
+	return mutate.Input{
+		VariantName:    pv.Name,
+		PackageContext: pv.Spec.PackageContext,
+		Pipeline:       pv.Spec.Pipeline,
+		Injectors:      pv.Spec.Injectors,
+	}
+}
+
+func (c *Controller) objectGetter(ctx context.Context, pv *configv1alpha1.PackageVariant) mutate.ObjectGetter {
+	return func(gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
+		return c.readInjected(ctx, pv, gvk, name)
+	}
+}
+
+// readInjected reads an in-cluster object the variant asks to inject, if
+// its ServiceAccount (spec.serviceAccountName, else the controller's
+// default) may get it; otherwise the error says what is missing, and
+// injection writes that, not the object, into the package.
+func (c *Controller) readInjected(ctx context.Context, pv *configv1alpha1.PackageVariant, gvk schema.GroupVersionKind, name string) (map[string]interface{}, bool, error) {
+	if err := c.access.MayGet(ctx, pv.Namespace, pv.Spec.ServiceAccountName, gvk, name); err != nil {
+		return nil, false, err
+	}
+	return c.injection.Get(gvk, pv.Namespace, name)
 }

@@ -74,7 +74,7 @@ const readyMessage = "successfully ensured downstream package variant"
 // is not changed.
 func calculateStatus(pv *configv1alpha1.PackageVariant, o *outcome) configv1alpha1.PackageVariantStatus {
 	out := pv.Status.DeepCopy()
-	conditions.Apply(&out.Conditions, pv.Generation, conditionEdits(pv, o)...)
+	conditions.Make(&out.Conditions, pv.Generation, conditionEdits(pv, o)...)
 	if o.paused || o.cleanup != nil || o.invalid != nil || o.conflictWith != nil {
 		// Everything else stays as the last sync left it.
 		return *out

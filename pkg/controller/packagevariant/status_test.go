@@ -65,19 +65,19 @@ func TestSetTargets(t *testing.T) {
 // setInvalid, setValid, setReady and setNotReady make the edits
 // calculateStatus makes (conditionEdits) on pv at its generation.
 func setInvalid(pv *configv1alpha1.PackageVariant, stalledMessage, readyMessage string) {
-	conditions.Apply(&pv.Status.Conditions, pv.Generation, conditions.StalledNotReady(ReasonValidationError, stalledMessage, ReasonError, readyMessage)...)
+	conditions.Make(&pv.Status.Conditions, pv.Generation, conditions.StalledNotReady(ReasonValidationError, stalledMessage, ReasonError, readyMessage)...)
 }
 
 func setValid(pv *configv1alpha1.PackageVariant) {
-	conditions.Apply(&pv.Status.Conditions, pv.Generation, conditions.Valid())
+	conditions.Make(&pv.Status.Conditions, pv.Generation, conditions.Valid())
 }
 
 func setReady(pv *configv1alpha1.PackageVariant, message string) {
-	conditions.Apply(&pv.Status.Conditions, pv.Generation, edit(ConditionReady, metav1.ConditionTrue, ReasonNoErrors, message))
+	conditions.Make(&pv.Status.Conditions, pv.Generation, edit(ConditionReady, metav1.ConditionTrue, ReasonNoErrors, message))
 }
 
 func setNotReady(pv *configv1alpha1.PackageVariant, reason, message string) {
-	conditions.Apply(&pv.Status.Conditions, pv.Generation, edit(ConditionReady, metav1.ConditionFalse, reason, message))
+	conditions.Make(&pv.Status.Conditions, pv.Generation, edit(ConditionReady, metav1.ConditionFalse, reason, message))
 }
 
 func TestConditionsCarryObservedGeneration(t *testing.T) {

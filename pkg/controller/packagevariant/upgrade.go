@@ -14,7 +14,6 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
 // createUpgrade makes an upgrade draft of a published downstream revision
@@ -176,21 +175,6 @@ func (c *Controller) replaced(ctx context.Context, st *state, d *porchv1alpha1.P
 	}
 }
 
-// authorOfStale is the authorship of stale draft d, whose files prr
-// holds (authorOf, and unrecordedWrite when the files changed since the
-// record).
-func (c *Controller) authorOfStale(ctx context.Context, st *state, d *porchv1alpha1.PackageRevision, prr *porchv1alpha1.PackageRevisionResources) authorship {
-	author := authorOf(st.applied, d, prr.Spec.Resources, prr.ResourceVersion)
-	if author != editedFiles {
-		return author
-	}
-	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(st.pv), c.objectGetter(ctx, st.pv))
-	if err != nil {
-		return author
-	}
-	return c.unrecordedWrite(ctx, st, d, author, res.Changed)
-}
-
 // uneditedLive reads a draft's files and then the draft itself from Porch,
 // not from the cache, and returns the draft when it is as the variant last
 // recorded it (authorOf) and still, at the same commit, a Draft the
@@ -206,10 +190,8 @@ func (c *Controller) uneditedLive(ctx context.Context, st *state, d *porchv1alph
 	if err != nil {
 		return nil, err
 	}
-	if author := c.authorOfStale(ctx, st, d, prr); author != ownFiles {
-		if author == unverifiedFiles {
-			st.recordUnverifiedFiles()
-		}
+	author := authorOf(st.applied, d, prr.Spec.Resources, prr.ResourceVersion)
+	if author = c.unrecordedWrite(ctx, st, d, author); author != ownFiles {
 		return nil, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})

@@ -84,7 +84,7 @@ func calculateStatus(pvs *configv1alpha2.PackageVariantSet, o outcome) configv1a
 			status.Rollout = rolloutOf(pvs, status.Rollout, w.rollout)
 		}
 	}
-	conditions.Apply(&status.Conditions, pvs.Generation, conditionEdits(pvs, o, status)...)
+	conditions.Make(&status.Conditions, pvs.Generation, conditionEdits(pvs, o, status)...)
 	return status
 }
 
