@@ -265,6 +265,44 @@ func TestLoopWriteUnrecordedBeforeARestartIsNoPersonsEdit(t *testing.T) {
 	}
 }
 
+// TestLoopFirstWriteUnrecordedBeforeARestartIsNoPersonsEdit: the first
+// write into a new draft fails, and the variant records the draft as
+// Porch made it (created@<resourceVersion>); the retry writes, its status
+// write fails and the controller restarts. The new one found the draft at
+// another resourceVersion than recorded and took it for a person's edit
+// (CI's soak, seed 11). The record has no inputs: the variant owed the
+// draft its changes, and the draft holds them: DraftUnverified.
+func TestLoopFirstWriteUnrecordedBeforeARestartIsNoPersonsEdit(t *testing.T) {
+	h := newHarness(t)
+	draft := helper.PackageRevisionName("deploy", "app", "packagevariant-1")
+	h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagerevisionresources", Name: draft, Times: 1})
+	var writes atomic.Int32
+	h.Sim.OnWrite(func(_, _, what string) {
+		// The first write fails (the fault above); the second's status
+		// write fails.
+		if what == "update packagerevisionresources "+draft && writes.Add(1) == 2 {
+			h.Sim.InjectFault(porchsim.Fault{Verb: "update", Resource: "packagevariants/status"})
+		}
+	})
+	pv := newVariant("app", "app")
+	pv.Spec.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	if _, err := h.Client.ConfigV1alpha1().PackageVariants(testNS).Create(h.Ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually("the new draft recorded as Porch made it", func() bool {
+		a := h.Variant("app").Status.Applied
+		return a != nil && strings.HasPrefix(a.ResourcesDigest, "created@")
+	})
+	h.Eventually("the variant's changes in its new draft", func() bool {
+		return strings.Contains(h.Files(draft)["package-context.yaml"], "tier: gold")
+	})
+	if a := h.Variant("app").Status.Applied; !strings.HasPrefix(a.ResourcesDigest, "created@") {
+		t.Fatalf("the write into the draft was recorded (%s); the test needs it unrecorded", a.ResourcesDigest)
+	}
+	h.restart(h.Sim.ClearFaults)
+	h.expectUnverifiedOnceUpstreamMoves()
+}
+
 // TestLoopLostWriteAnswerUnreadIsNoPersonsEdit: the answer to the
 // variant's write into its draft is lost (the write was made) and the
 // read that would tell fails too. The variant cannot know whose files the
