@@ -110,10 +110,11 @@ func (c *Controller) authorOfFiles(ctx context.Context, st *state, pr *porchv1al
 // write the variant owed the draft (writeOwed): the controller may have
 // made that write and gone down before the status that records it, and a
 // person's edit cannot be told from it: the draft is unverified, not
-// edited, and recorded so. A draft recorded as a person's stays so. applyTo asks only of a
-// draft that already holds all the variant asks; a stale draft on its way
-// to a replacement is not read for that (the variant's changes of the new
-// upstream are not what it owed the old one).
+// edited, and recorded so. A draft recorded as a person's stays so.
+// applyTo asks only of a draft that already holds all the variant asks; a
+// stale draft on its way to a replacement is not read for that (the
+// variant's changes for the new upstream are not what it owed the old
+// one).
 func (c *Controller) unrecordedWrite(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, author authorship) authorship {
 	a := st.applied
 	if author != editedFiles || a.ResourcesDigest == "" || !c.writeOwed(ctx, st.pv, a, pr.Name) {
