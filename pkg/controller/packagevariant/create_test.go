@@ -183,3 +183,39 @@ func TestRoutineForASet(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribes: a record is of a draft by name and, when both carry one,
+// by draft id. Records and drafts from before draft ids (a live fleet
+// upgraded) match by name; an id that is not the draft's (the draft made
+// again, or a value a person wrote) matches nothing.
+func TestDescribes(t *testing.T) {
+	draft := func(id string) *porchv1alpha1.PackageRevision {
+		pr := &porchv1alpha1.PackageRevision{ObjectMeta: metav1.ObjectMeta{Name: "deploy.app.packagevariant-1"}}
+		if id != "" {
+			pr.Annotations = map[string]string{configv1alpha1.DraftIDAnnotation: id}
+		}
+		return pr
+	}
+	record := func(name, id string) *configv1alpha1.AppliedState {
+		return &configv1alpha1.AppliedState{Downstream: name, DownstreamID: id, ResourcesDigest: "sha"}
+	}
+	cases := map[string]struct {
+		a    *configv1alpha1.AppliedState
+		pr   *porchv1alpha1.PackageRevision
+		want bool
+	}{
+		"no record":                              {nil, draft("a"), false},
+		"another draft's name":                   {record("deploy.app.packagevariant-2", "a"), draft("a"), false},
+		"same name and id":                       {record("deploy.app.packagevariant-1", "a"), draft("a"), true},
+		"same name, another id (made again)":     {record("deploy.app.packagevariant-1", "a"), draft("b"), false},
+		"a record from before draft ids":         {record("deploy.app.packagevariant-1", ""), draft("b"), true},
+		"a draft from before draft ids":          {record("deploy.app.packagevariant-1", ""), draft(""), true},
+		"an id on the record, none on the draft": {record("deploy.app.packagevariant-1", "a"), draft(""), false},
+		"a hostile id on the record":             {record("deploy.app.packagevariant-1", "<script>\n"), draft("a"), false},
+	}
+	for name, tc := range cases {
+		if got := describes(tc.a, tc.pr); got != tc.want {
+			t.Errorf("%s: describes = %v, want %v", name, got, tc.want)
+		}
+	}
+}
