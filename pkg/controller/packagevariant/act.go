@@ -3,19 +3,21 @@ package packagevariant
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
-// act makes the writes the plan calls for and records their outcome in
-// o. A problem of the package or the variant (a mutation that cannot be
-// applied, another owner's open draft) is recorded, not returned: retrying
-// does not help, a change does. A failed render is recorded and retried on
-// its own backoff.
+// act takes the plan's actions and records their outcome in o. A problem
+// of the package or the variant (a mutation that cannot be applied,
+// another owner's open draft) is recorded, not returned: retrying does not
+// help, a change does. A failed render is recorded and retried on its own
+// backoff.
 func (c *Controller) act(ctx context.Context, st *state, p plan, o *outcome) error {
 	err := c.actOn(ctx, st, p, o)
 	switch {
@@ -36,31 +38,59 @@ func (c *Controller) act(ctx context.Context, st *state, p plan, o *outcome) err
 	return err
 }
 
-// actOn makes the writes of one plan.
+// actOn takes the plan's actions in order, up to the first that ends the
+// pass, which leaves the downstream where o.progress says; after the
+// others it is where the plan says (p.done).
 func (c *Controller) actOn(ctx context.Context, st *state, p plan, o *outcome) error {
-	switch p.kind {
-	case planDrafts:
-		return c.actOnDrafts(ctx, st, p.steps, o)
-	case planProposed:
-		return c.actOnProposed(ctx, st, p.steps[0], o)
-	case planUpgrade:
-		o.noteUpgrade(p.steps[0].hold)
-		return c.createUpgrade(ctx, st, p.steps[0].rev, o)
-	case planPublished:
-		return c.actOnPublished(ctx, st, p.steps[0], o)
-	case planDeletionProposed:
-		// Restoring the downstream, or making a new draft, would overrule
-		// the person who proposed the deletion: wait for their decision.
-		o.noteUpgrade("")
-		o.progress = progress{kind: progressDeletionProposed, revision: st.deletionProposed}
+	logger := klog.FromContext(ctx)
+	for _, a := range p.actions {
+		o.noteUpgrade(a.hold)
+		if a.kind != actNone {
+			logger.V(4).Info("Acting on the plan", "action", a.kind, "packageRevision", klog.KObj(a.rev), "why", a.why)
+		}
+		if err := c.do(ctx, st, a, o); err != nil || a.ends() {
+			return err
+		}
+	}
+	o.progress = p.done
+	return nil
+}
+
+// do takes one action; one that ends the pass records where it left the
+// downstream in o.progress.
+func (c *Controller) do(ctx context.Context, st *state, a action, o *outcome) error {
+	switch a.kind {
+	case actNone:
 		return nil
-	case planForeign:
-		o.noteUpgrade("")
-		o.progress = progress{kind: progressForeign, others: st.foreign}
+	case actWrite, actRecord:
+		return c.applyRead(ctx, st, a.rev, a.base, a.read)
+	case actRenderWait:
+		return a.read.pending
+	case actBlocked:
+		return a.read.blocked
+	case actWait:
+		o.progress = a.wait
+		return nil
+	case actClone:
+		return c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name, o)
+	case actEdit:
+		return c.newDraft(ctx, st, editTask(a.rev), a.base, "edit of "+a.rev.Name+" to apply the variant's changes", o)
+	case actUpgrade:
+		return c.newDraft(ctx, st, upgradeTask(a.from, a.base, a.rev), a.base,
+			fmt.Sprintf("upgrade of %s from upstream revision %d to %d", a.rev.Name, a.from.Spec.Revision, a.base.Spec.Revision), o)
+	case actReplace:
+		replaced, err := c.replaceDraft(ctx, st, a.rev, o)
+		if err != nil || replaced {
+			return err
+		}
+		kind := progressDraftEdited
+		if recordedAuthor(st.applied, a.rev) == unverifiedFiles {
+			kind = progressDraftUnverified
+		}
+		o.progress = progress{kind: kind, revision: a.rev, upstream: st.upstream}
 		return nil
 	}
-	o.noteUpgrade("")
-	return c.newDraft(ctx, st, cloneTask(st.upstream), st.upstream, "clone of "+st.upstream.Name, o)
+	return fmt.Errorf("unknown action %d on %s", a.kind, klog.KObj(a.rev))
 }
 
 // newDraft makes the variant's next draft with task, applies the variant
@@ -79,82 +109,17 @@ func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1
 	}
 	st.created = draft
 	st.recordCreated(draft)
-	if _, err := c.applyTo(ctx, st, draft, base, true); err != nil {
-		return err
-	}
-	o.progress = progress{kind: progressReady}
-	return nil
-}
-
-// actOnDrafts keeps the variant's open drafts current. A draft based on an
-// old upstream is replaced only when nobody edited it since the controller
-// wrote it (Porch cannot upgrade a draft in place); an edited one is kept.
-func (c *Controller) actOnDrafts(ctx context.Context, st *state, steps []step, o *outcome) error {
-	for _, s := range steps {
-		o.noteUpgrade(s.hold)
-		if s.stale {
-			replaced, err := c.replaceDraft(ctx, st, s.rev, o)
-			if err != nil || replaced {
-				return err
-			}
-			kind := progressDraftEdited
-			if recordedAuthor(st.applied, s.rev) == unverifiedFiles {
-				kind = progressDraftUnverified
-			}
-			o.progress = progress{kind: kind, revision: s.rev, upstream: st.upstream}
-			return nil
-		}
-		if c.upToDate(ctx, st, s.rev, s.base) {
-			continue
-		}
-		if _, err := c.applyTo(ctx, st, s.rev, s.base, true); err != nil {
-			return err
-		}
-	}
-	o.progress = progress{kind: progressReady}
-	return nil
-}
-
-// actOnPublished handles a downstream whose latest revision is Published
-// on the selected upstream: an edit draft when the variant's mutations
-// would change the package, nothing otherwise.
-func (c *Controller) actOnPublished(ctx context.Context, st *state, s step, o *outcome) error {
-	o.noteUpgrade(s.hold)
-	if c.upToDate(ctx, st, s.rev, s.base) {
-		o.progress = progress{kind: progressReady}
-		return nil
-	}
-	changed, err := c.applyTo(ctx, st, s.rev, s.base, false)
+	rd, err := c.read(ctx, st, draft)
 	if err != nil {
 		return err
 	}
-	if changed {
-		return c.newDraft(ctx, st, editTask(s.rev), s.base, "edit of "+s.rev.Name+" to apply the variant's changes", o)
+	if rd.blocked != nil {
+		return rd.blocked
+	}
+	if err := c.applyRead(ctx, st, draft, base, rd); err != nil {
+		return err
 	}
 	o.progress = progress{kind: progressReady}
-	return nil
-}
-
-// actOnProposed: Porch refuses changes to a Proposed revision, so the
-// variant reports that it waits for the approval instead of failing (the
-// reference errors for ever) or making another draft.
-func (c *Controller) actOnProposed(ctx context.Context, st *state, s step, o *outcome) error {
-	o.noteUpgrade(s.hold)
-	if s.stale {
-		o.progress = progress{kind: progressApprovalBeforeUpgrade, revision: s.rev, upstream: st.upstream}
-		return nil
-	}
-	if !c.upToDate(ctx, st, s.rev, s.base) {
-		changed, err := c.applyTo(ctx, st, s.rev, s.base, false)
-		if err != nil {
-			return err
-		}
-		if changed {
-			o.progress = progress{kind: progressApprovalBeforeChanges, revision: s.rev}
-			return nil
-		}
-	}
-	o.progress = progress{kind: progressReadyProposed, revision: s.rev}
 	return nil
 }
 

@@ -13,117 +13,68 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
-// applyTo reads a revision's files, applies the variant's mutations and,
-// when write is true and something changed (or the last render of the
-// revision failed), stores them: Porch renders the pipeline and returns the
-// outcome, recorded in st.rendered. It records what it wrote in st.applied.
-// It returns whether the files needed a change. A pipeline that fails to
-// render is a *renderError.
-func (c *Controller) applyTo(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision, write bool) (bool, error) {
-	pv := st.pv
-	if write && renderFailed(pv, pr.Name) && c.inputsUnchanged(ctx, st, pr, upstream) {
-		// Only a retry of the failed render is left to do: on its
-		// backoff, not at every event.
-		if d := c.renderRetries.wait(pv.UID, pr.Name); d > 0 {
-			return false, &renderPending{draft: pr.Name, after: d}
+// applyRead applies the variant to revision pr, whose files rd read: it
+// stores the mutated files when they changed (or the last render of the
+// revision failed; writes), and records what the revision holds in
+// st.applied either way. Porch renders the pipeline and returns the
+// outcome, recorded in st.rendered. A pipeline that fails to render is a
+// *renderError.
+func (c *Controller) applyRead(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision, rd *reading) error {
+	if rd.unrecorded {
+		st.recordUnverifiedFiles()
+	}
+	if !writes(st.pv, pr, rd) {
+		st.recordApplied(pr, upstream, rd.res.Candidates, rd.prr.Spec.Resources, rd.author)
+		return nil
+	}
+	author, res := rd.author, rd.res
+	prr := rd.prr.DeepCopy()
+	prr.Spec.Resources = res.Files
+	updated, err := c.porch.updateResources(ctx, pr, prr)
+	if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
+		live, readErr := c.readBack(ctx, pr, prr.ResourceVersion, err)
+		switch {
+		case readErr != nil && author != editedFiles:
+			// Whether the write was made stays unknown: the draft's
+			// files can no longer be told from a person's.
+			st.recordUnverified(pr.Name)
+		case live != nil:
+			updated, err = live, nil
+			author = c.notOurs(ctx, pr, author, res.Files, updated.Spec.Resources)
 		}
 	}
-	prr, err := c.porch.getResources(ctx, pr)
-	if err != nil {
-		return false, err
-	}
-	if prr.Spec.Resources == nil {
-		return false, &mutationError{fmt.Errorf("package revision %s has no resources", pr.Name)}
-	}
-	// Whether a person changed the files since the variant last wrote
-	// them: once edited, a draft stays a person's, whatever the variant
-	// writes into it later.
-	author, res, err := c.authorOfFiles(ctx, st, pr, prr)
-	if err != nil {
-		return false, &mutationError{fmt.Errorf("cannot apply the variant to %s: %w", pr.Name, err)}
-	}
-	if !write {
-		if res.Changed {
-			return true, nil
-		}
-	} else if res.Changed || renderFailed(pv, pr.Name) {
-		prr = prr.DeepCopy()
-		prr.Spec.Resources = res.Files
-		updated, err := c.porch.updateResources(ctx, pr, prr)
-		if _, render := isRenderError(err); err != nil && !render && outcomeUnknown(err) {
-			live, readErr := c.readBack(ctx, pr, prr.ResourceVersion, err)
-			switch {
-			case readErr != nil && author != editedFiles:
-				// Whether the write was made stays unknown: the draft's
-				// files can no longer be told from a person's.
-				st.recordUnverified(pr.Name)
-			case live != nil:
-				updated, err = live, nil
-				author = c.notOurs(ctx, pr, author, res.Files, updated.Spec.Resources)
+	if rerr, ok := isRenderError(err); ok {
+		var kept map[string]string
+		if rerr.stored {
+			// Porch kept the files: remember them as the controller's
+			// own when they are what it wrote, so the draft is not taken
+			// for a person's edit later, and read what each function
+			// said from its Kptfile.
+			if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
+				kept = prr.Spec.Resources
+				author = c.notOurs(ctx, pr, author, res.Files, kept)
+				st.recordApplied(pr, upstream, res.Candidates, kept, author)
+				rerr.functions, _ = failedSteps(kept)
 			}
 		}
-		if rerr, ok := isRenderError(err); ok {
-			var kept map[string]string
-			if rerr.stored {
-				// Porch kept the files: remember them as the controller's
-				// own when they are what it wrote, so the draft is not taken
-				// for a person's edit later, and read what each function
-				// said from its Kptfile.
-				if prr, gerr := c.porch.getResources(ctx, pr); gerr == nil {
-					kept = prr.Spec.Resources
-					author = c.notOurs(ctx, pr, author, res.Files, kept)
-					st.recordApplied(pr, upstream, res.Candidates, kept, author)
-					rerr.functions, _ = failedSteps(kept)
-				}
-			}
-			st.rendered[pr.Name] = failedRender(rerr, kept)
-			return true, err
-		}
-		if err != nil {
-			return true, fmt.Errorf("update resources of %s: %w", pr.Name, err)
-		}
-		prr = updated
-		st.rendered[pr.Name] = updated.Status.RenderStatus
-		c.renderRetries.forget(pv.UID)
-		klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
+		st.rendered[pr.Name] = failedRender(rerr, kept)
+		return err
 	}
-	st.recordApplied(pr, upstream, res.Candidates, prr.Spec.Resources, author)
-	return res.Changed, nil
+	if err != nil {
+		return fmt.Errorf("update resources of %s: %w", pr.Name, err)
+	}
+	st.rendered[pr.Name] = updated.Status.RenderStatus
+	c.renderRetries.forget(st.pv.UID)
+	klog.FromContext(ctx).V(2).Info("Updated draft resources", "packageRevision", klog.KObj(pr))
+	st.recordApplied(pr, upstream, res.Candidates, updated.Spec.Resources, author)
+	return nil
 }
 
-// authorOfFiles says whose files draft pr holds (prr), as authorOf, and
-// applies the variant to them (res, and the error of applying it). A
-// draft whose files changed since the record and that already holds all
-// the variant asks (applying it changes nothing) may be the controller's
-// own unrecorded write (unrecordedWrite).
-func (c *Controller) authorOfFiles(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, prr *porchv1alpha1.PackageRevisionResources) (authorship, mutate.Result, error) {
-	author := authorOf(st.applied, pr, prr.Spec.Resources, prr.ResourceVersion)
-	res, err := mutate.Apply(prr.Spec.Resources, mutationInput(st.pv), c.objectGetter(ctx, st.pv))
-	if err != nil || res.Changed {
-		return author, res, err
-	}
-	return c.unrecordedWrite(ctx, st, pr, author), res, nil
-}
-
-// unrecordedWrite is the authorship of draft pr whose files changed since
-// the variant recorded them (author edited) when the record is of before a
-// write the variant owed the draft (writeOwed): the controller may have
-// made that write and gone down before the status that records it, and a
-// person's edit cannot be told from it: the draft is unverified, not
-// edited, and recorded so. A draft recorded as a person's stays so.
-// applyTo asks only of a draft that already holds all the variant asks; a
-// stale draft on its way to a replacement is not read for that (the
-// variant's changes for the new upstream are not what it owed the old
-// one).
-func (c *Controller) unrecordedWrite(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, author authorship) authorship {
-	a := st.applied
-	if author != editedFiles || a.ResourcesDigest == "" || !c.writeOwed(ctx, st.pv, a, pr.Name) {
-		return author
-	}
-	klog.FromContext(ctx).V(2).Info("A draft changed since the variant's record, which is of before a write the variant owed it: it may hold the controller's own unrecorded write",
-		"packageRevision", klog.KObj(pr))
-	st.recordUnverifiedFiles()
-	return unverifiedFiles
+// writes reports whether applying the variant to draft pr, as rd read it,
+// stores files: they need a change, or the last render of the draft
+// failed (the write is made again, so that Porch renders again).
+func writes(pv *configv1alpha1.PackageVariant, pr *porchv1alpha1.PackageRevision, rd *reading) bool {
+	return rd.res.Changed || renderFailed(pv, pr.Name)
 }
 
 // mutationError is a problem of the package or the variant that applying

@@ -8,17 +8,23 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
-// plan is what a sync does with the variant's downstream package, decided
-// from the caches alone (the state observe left) before anything is
-// written. Whether a revision is up to date, and whether the variant's
-// mutations would change a published one, depend on the injected objects
-// and the package's files: the act phase asks those as it works through
-// the steps.
+// plan is what a sync does with the variant's downstream package. It is
+// made in two pure steps around one read: planDownstream decides from the
+// caches alone (the state the claim step left) the situation and the
+// revisions to work through; observe reads, for those, what the decisions
+// need (is a revision up to date, what applying the variant to its files
+// gives); decide turns both into the actions, in order, each with the
+// decision that made it. act executes them and records their results.
 type plan struct {
 	kind planKind
-	// steps are the variant's revisions the act phase works through, in
-	// order, each with the upstream revision it is to be based on.
+	// steps are the variant's revisions the plan works through, in order,
+	// each with the upstream revision it is to be based on.
 	steps []step
+	// actions are what act does, in order (decide).
+	actions []action
+	// done is where the downstream is once every action is done without
+	// one ending the pass.
+	done progress
 }
 
 // planKind is the situation of the downstream package, and what it calls
@@ -149,4 +155,199 @@ func heldUpgrade(st *state, current *porchv1alpha1.PackageRevision) (*porchv1alp
 // revision without upgrading to it by itself.
 func manualUpgrades(pv *configv1alpha1.PackageVariant) bool {
 	return pv.Spec.UpgradePolicy == configv1alpha1.UpgradePolicyManual
+}
+
+// actionKind is what one action of a plan does.
+type actionKind int
+
+const (
+	// actClone: clone the upstream into a new draft and apply the variant
+	// to it.
+	actClone actionKind = iota
+	// actNone: the revision is up to date; nothing is read or written.
+	actNone
+	// actWrite: store the variant's changes (or the same files again, for
+	// a failed render) in a draft, and record them.
+	actWrite
+	// actRecord: the revision holds all the variant asks: record it, write
+	// nothing.
+	actRecord
+	// actRenderWait: the draft's last render failed and nothing changed;
+	// the retry waits for its backoff.
+	actRenderWait
+	// actEdit: the variant would change a published revision: make an
+	// edit draft of it and apply the variant to that.
+	actEdit
+	// actUpgrade: a published revision is based on an old upstream: make
+	// an upgrade draft and apply the variant to it.
+	actUpgrade
+	// actReplace: a draft is based on an old upstream: delete it when
+	// nobody edited it (checked live) and make its successor; keep it
+	// otherwise.
+	actReplace
+	// actWait: a person's decision comes first (an approval, a deletion
+	// proposal, another owner's package, an upstream revision gone): the
+	// variant reports it and writes nothing.
+	actWait
+	// actBlocked: the variant cannot be applied to the revision; a change
+	// of the variant or the package is needed.
+	actBlocked
+)
+
+// action is one thing a plan does, with the decision that made it.
+type action struct {
+	kind actionKind
+	// rev is the revision acted on (none for a clone); base the upstream
+	// revision it is to be based on; hold the UpgradeAvailable message
+	// ("" none), noted as act reaches the action.
+	rev, base *porchv1alpha1.PackageRevision
+	hold      string
+	// read is what observe read of rev (actWrite, actRecord,
+	// actRenderWait, actBlocked).
+	read *reading
+	// from is the upstream revision an upgrade merges from (actUpgrade).
+	from *porchv1alpha1.PackageRevision
+	// wait is what the variant reports (actWait).
+	wait progress
+	// why is the decision, in words: logged as act takes the action.
+	why string
+}
+
+// ends reports whether the action ends the pass: what comes after it
+// waits for the next sync.
+func (a action) ends() bool {
+	switch a.kind {
+	case actNone, actWrite, actRecord:
+		return false
+	}
+	return true
+}
+
+// decide turns the plan's steps, and what observe read of them (reads, by
+// revision name), into its actions. It reads and writes nothing.
+func (p *plan) decide(st *state, reads map[string]*reading) {
+	p.actions, p.done = nil, progress{kind: progressReady}
+	switch p.kind {
+	case planClone:
+		p.add(action{kind: actClone, base: st.upstream, why: "the package has no revision yet: clone " + st.upstream.Name})
+	case planDeletionProposed:
+		p.add(waitFor(progress{kind: progressDeletionProposed, revision: st.deletionProposed},
+			"a person proposed deleting the package: restoring it or making a new draft would overrule them"))
+	case planForeign:
+		p.add(waitFor(progress{kind: progressForeign, others: st.foreign}, "the package holds only revisions of other owners"))
+	case planUpgrade:
+		p.add(upgradeOf(st, p.steps[0]))
+	case planPublished:
+		p.add(publishedAction(p.steps[0], reads[p.steps[0].rev.Name]))
+	case planProposed:
+		s := p.steps[0]
+		p.done = progress{kind: progressReadyProposed, revision: s.rev}
+		p.add(proposedAction(st, s, reads[s.rev.Name]))
+	case planDrafts:
+		for _, s := range p.steps {
+			p.add(draftAction(st.pv, s, reads[s.rev.Name]))
+		}
+	}
+}
+
+func (p *plan) add(a action) { p.actions = append(p.actions, a) }
+
+func waitFor(pr progress, why string) action {
+	return action{kind: actWait, wait: pr, why: why}
+}
+
+// readAction is the action for a revision observe read, when the reading
+// alone decides it (nil: it does not).
+func readAction(s step, rd *reading) *action {
+	a := action{rev: s.rev, base: s.base, hold: s.hold, read: rd}
+	switch {
+	case rd.upToDate:
+		a.kind, a.why = actNone, "up to date: nothing the variant depends on changed since its last write"
+	case rd.pending != nil:
+		a.kind, a.why = actRenderWait, "its last render failed and nothing changed since: the retry waits for its backoff"
+	case rd.blocked != nil:
+		a.kind, a.why = actBlocked, rd.blocked.Error()
+	default:
+		return nil
+	}
+	return &a
+}
+
+// draftAction is what the variant does with one of its drafts: replace it
+// when it is stale, otherwise keep it current.
+func draftAction(pv *configv1alpha1.PackageVariant, s step, rd *reading) action {
+	if s.stale {
+		return action{kind: actReplace, rev: s.rev, base: s.base, hold: s.hold,
+			why: "based on an old upstream: replaced by a draft from " + s.base.Name + " when nobody edited it"}
+	}
+	if a := readAction(s, rd); a != nil {
+		return *a
+	}
+	a := action{kind: actRecord, rev: s.rev, base: s.base, hold: s.hold, read: rd, why: "holds all the variant asks"}
+	if writes(pv, s.rev, rd) {
+		a.kind, a.why = actWrite, "the variant's changes are not all in it, or its last render failed"
+	}
+	return a
+}
+
+// publishedAction is what the variant does with a published revision on
+// the selected upstream: an edit draft when the variant would change it.
+func publishedAction(s step, rd *reading) action {
+	if a := readAction(s, rd); a != nil {
+		return *a
+	}
+	if rd.res.Changed {
+		return action{kind: actEdit, rev: s.rev, base: s.base, hold: s.hold, why: "the variant would change it"}
+	}
+	return action{kind: actRecord, rev: s.rev, base: s.base, hold: s.hold, read: rd, why: "holds all the variant asks"}
+}
+
+// proposedAction: Porch refuses changes to a Proposed revision, so the
+// variant reports that it waits for the approval instead of failing (the
+// reference errors for ever) or making another draft.
+func proposedAction(st *state, s step, rd *reading) action {
+	if s.stale {
+		a := waitFor(progress{kind: progressApprovalBeforeUpgrade, revision: s.rev, upstream: st.upstream},
+			"it waits for approval: the upgrade follows its publication")
+		a.hold = s.hold
+		return a
+	}
+	if a := readAction(s, rd); a != nil {
+		return *a
+	}
+	if rd.res.Changed {
+		a := waitFor(progress{kind: progressApprovalBeforeChanges, revision: s.rev},
+			"it waits for approval: the variant's changes follow its publication")
+		a.hold = s.hold
+		return a
+	}
+	return action{kind: actRecord, rev: s.rev, base: s.base, hold: s.hold, read: rd, why: "holds all the variant asks"}
+}
+
+// upgradeOf is the upgrade of published revision s.rev to the selected
+// upstream: Porch merges from the upstream revision it is based on, so
+// one that is not published any more leaves nothing to merge from.
+func upgradeOf(st *state, s step) action {
+	var from *porchv1alpha1.PackageRevision
+	if rev, ok := helper.LockedUpstreamRevision(s.rev); ok {
+		from = helper.PublishedRevision(st.upRevs, rev)
+	}
+	if from == nil {
+		a := waitFor(progress{kind: progressCannotUpgrade, revision: s.rev, upstream: st.upstream},
+			"the upstream revision it is based on is not published any more: Porch has nothing to merge from")
+		a.hold = s.hold
+		return a
+	}
+	return action{kind: actUpgrade, rev: s.rev, base: st.upstream, from: from, hold: s.hold,
+		why: fmt.Sprintf("based on upstream revision %d: upgrade to %d", from.Spec.Revision, st.upstream.Spec.Revision)}
+}
+
+var actionNames = [...]string{actClone: "clone", actNone: "none", actWrite: "write", actRecord: "record",
+	actRenderWait: "renderWait", actEdit: "edit", actUpgrade: "upgrade", actReplace: "replace", actWait: "wait", actBlocked: "blocked"}
+
+func (k actionKind) String() string {
+	if int(k) < len(actionNames) {
+		return actionNames[k]
+	}
+	return fmt.Sprintf("action(%d)", int(k))
 }

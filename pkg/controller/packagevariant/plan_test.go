@@ -10,81 +10,72 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
+const (
+	draftLC     = porchv1alpha1.PackageRevisionLifecycleDraft
+	publishedLC = porchv1alpha1.PackageRevisionLifecyclePublished
+	proposedLC  = porchv1alpha1.PackageRevisionLifecycleProposed
+)
+
+// planVariant is the variant the plan tests plan for: deploy/app from
+// blueprints/app, whose upstream revisions v1..v3 are published.
+var planVariant = variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+
+// own is one of planVariant's revisions of deploy/app, in workspace ws,
+// based on upstreamRef ("app/v2").
+func own(ws string, lifecycle porchv1alpha1.PackageRevisionLifecycle, upstreamRef string) *porchv1alpha1.PackageRevision {
+	pr := withLock(revision("ns", "deploy", "app", ws, planVariant), upstreamRef)
+	pr.Spec.Lifecycle = lifecycle
+	return pr
+}
+
+func revs(prs ...*porchv1alpha1.PackageRevision) []*porchv1alpha1.PackageRevision { return prs }
+
+// planOf is the plan for pv (nil: planVariant) with downstream revisions
+// ds, its steps decided from the caches alone.
+func planOf(pv *configv1alpha1.PackageVariant, ds []*porchv1alpha1.PackageRevision) (*state, plan) {
+	if pv == nil {
+		pv = planVariant
+	}
+	up := revs(upstreamRev("v1", 1, publishedLC), upstreamRev("v2", 2, publishedLC), upstreamRev("v3", 3, publishedLC))
+	st := &state{pv: pv, upstream: up[2], upRevs: up, dsRevs: ds}
+	st.classify()
+	return st, planDownstream(st)
+}
+
+var foreignRev = revision("ns", "deploy", "app", "theirs", variant("ns", "other", "uid-2", [2]string{"b", "a"}, [2]string{"deploy", "app"}))
+
 // TestPlanDownstream: what a sync sets out to do, decided from the
 // revisions in the cache alone.
 func TestPlanDownstream(t *testing.T) {
-	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
-	manual := pv.DeepCopy()
+	manual := planVariant.DeepCopy()
 	manual.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
-	v2 := upstreamRev("v2", 2, porchv1alpha1.PackageRevisionLifecyclePublished)
-	v3 := upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecyclePublished)
-	own := func(ws string, lifecycle porchv1alpha1.PackageRevisionLifecycle, upstreamRef string) *porchv1alpha1.PackageRevision {
-		pr := withLock(revision("ns", "deploy", "app", ws, pv), upstreamRef)
-		pr.Spec.Lifecycle = lifecycle
-		return pr
-	}
-	draft, published, proposed := porchv1alpha1.PackageRevisionLifecycleDraft, porchv1alpha1.PackageRevisionLifecyclePublished, porchv1alpha1.PackageRevisionLifecycleProposed
-	foreign := revision("ns", "deploy", "app", "theirs", variant("ns", "other", "uid-2", [2]string{"b", "a"}, [2]string{"deploy", "app"}))
-
 	cases := map[string]struct {
 		reason string
 		pv     *configv1alpha1.PackageVariant
 		revs   []*porchv1alpha1.PackageRevision
 		want   []string
 	}{
-		"NothingYet": {
-			reason: "an empty downstream package is cloned",
-			want:   []string{"clone"},
-		},
-		"Foreign": {
-			reason: "a package of someone else's is left alone",
-			revs:   []*porchv1alpha1.PackageRevision{foreign},
-			want:   []string{"foreign"},
-		},
-		"DeletionProposed": {
-			reason: "a deletion proposal waits for its decision",
-			revs:   []*porchv1alpha1.PackageRevision{own("v1", porchv1alpha1.PackageRevisionLifecycleDeletionProposed, "app/v3")},
-			want:   []string{"deletionProposed"},
-		},
-		"PublishedCurrent": {
-			reason: "a published revision on the selected upstream is checked (and edited when the variant would change it)",
-			revs:   []*porchv1alpha1.PackageRevision{own("v1", published, "app/v3")},
-			want:   []string{"published", "deploy.app.v1 on blueprints.app.v3"},
-		},
-		"PublishedStale": {
-			reason: "a published revision on an old upstream is upgraded",
-			revs:   []*porchv1alpha1.PackageRevision{own("v1", published, "app/v2")},
-			want:   []string{"upgrade", "deploy.app.v1 on blueprints.app.v3 stale"},
-		},
-		"PublishedStaleHeld": {
-			reason: "spec.upgradePolicy: Manual keeps a published revision on its upstream and says an upgrade is available",
-			pv:     manual,
-			revs:   []*porchv1alpha1.PackageRevision{own("v1", published, "app/v2")},
-			want:   []string{"published", "deploy.app.v1 on blueprints.app.v2 held"},
-		},
-		"Proposed": {
-			reason: "a Proposed revision waits for approval, even beside a published one",
-			revs:   []*porchv1alpha1.PackageRevision{own("v1", published, "app/v3"), own("p1", proposed, "app/v2")},
-			want:   []string{"proposed", "deploy.app.p1 on blueprints.app.v3 stale"},
-		},
-		"DraftsUpToTheFirstStale": {
-			reason: "drafts are worked through by name; the first stale one ends the pass",
-			revs: []*porchv1alpha1.PackageRevision{own("d3", draft, "app/v3"), own("d2", draft, "app/v2"), own("d1", draft, "app/v3"),
-				own("v1", published, "app/v2")},
-			want: []string{"drafts", "deploy.app.d1 on blueprints.app.v3", "deploy.app.d2 on blueprints.app.v3 stale"},
-		},
+		"NothingYet": {reason: "an empty downstream package is cloned", want: []string{"clone"}},
+		"Foreign":    {reason: "a package of someone else's is left alone", revs: revs(foreignRev), want: []string{"foreign"}},
+		"DeletionProposed": {reason: "a deletion proposal waits for its decision",
+			revs: revs(own("v1", porchv1alpha1.PackageRevisionLifecycleDeletionProposed, "app/v3")), want: []string{"deletionProposed"}},
+		"PublishedCurrent": {reason: "a published revision on the selected upstream is checked (and edited when the variant would change it)",
+			revs: revs(own("v1", publishedLC, "app/v3")), want: []string{"published", "deploy.app.v1 on blueprints.app.v3"}},
+		"PublishedStale": {reason: "a published revision on an old upstream is upgraded",
+			revs: revs(own("v1", publishedLC, "app/v2")), want: []string{"upgrade", "deploy.app.v1 on blueprints.app.v3 stale"}},
+		"PublishedStaleHeld": {reason: "spec.upgradePolicy: Manual keeps a published revision on its upstream and says an upgrade is available",
+			pv: manual, revs: revs(own("v1", publishedLC, "app/v2")), want: []string{"published", "deploy.app.v1 on blueprints.app.v2 held"}},
+		"Proposed": {reason: "a Proposed revision waits for approval, even beside a published one",
+			revs: revs(own("v1", publishedLC, "app/v3"), own("p1", proposedLC, "app/v2")), want: []string{"proposed", "deploy.app.p1 on blueprints.app.v3 stale"}},
+		"DraftsUpToTheFirstStale": {reason: "drafts are worked through by name; the first stale one ends the pass",
+			revs: revs(own("d3", draftLC, "app/v3"), own("d2", draftLC, "app/v2"), own("d1", draftLC, "app/v3"), own("v1", publishedLC, "app/v2")),
+			want: []string{"drafts", "deploy.app.d1 on blueprints.app.v3", "deploy.app.d2 on blueprints.app.v3 stale"}},
 	}
 	kinds := map[planKind]string{planClone: "clone", planDrafts: "drafts", planProposed: "proposed", planUpgrade: "upgrade",
 		planPublished: "published", planDeletionProposed: "deletionProposed", planForeign: "foreign"}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := pv
-			if tc.pv != nil {
-				v = tc.pv
-			}
-			st := &state{pv: v, upstream: v3, upRevs: []*porchv1alpha1.PackageRevision{v2, v3}, dsRevs: tc.revs}
-			st.classify()
-			p := planDownstream(st)
+			_, p := planOf(tc.pv, tc.revs)
 			got := []string{kinds[p.kind]}
 			for _, s := range p.steps {
 				line := fmt.Sprintf("%s on %s", s.rev.Name, s.base.Name)
@@ -98,6 +89,91 @@ func TestPlanDownstream(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: plan (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestDecide: the actions a plan takes, decided from its steps and what
+// observe read of them, each with the decision that made it.
+func TestDecide(t *testing.T) {
+	failedRender := planVariant.DeepCopy()
+	failedRender.Status.DownstreamTargets = []configv1alpha1.DownstreamTarget{{Name: "deploy.app.d1", RenderStatus: porchv1alpha1.RenderStatus{Err: "render failed"}}}
+	upToDate := &reading{upToDate: true}
+	changed := &reading{prr: &porchv1alpha1.PackageRevisionResources{}}
+	changed.res.Changed = true
+	unchanged := &reading{prr: &porchv1alpha1.PackageRevisionResources{}}
+	pending := &reading{pending: &renderPending{draft: "deploy.app.d1"}}
+	blocked := &reading{blocked: &mutationError{fmt.Errorf("no package context")}}
+	read := func(name string, rd *reading) map[string]*reading { return map[string]*reading{name: rd} }
+	v1, p1, d1 := own("v1", publishedLC, "app/v3"), own("p1", proposedLC, "app/v3"), own("d1", draftLC, "app/v3")
+
+	cases := map[string]struct {
+		reason string
+		pv     *configv1alpha1.PackageVariant
+		revs   []*porchv1alpha1.PackageRevision
+		reads  map[string]*reading
+		want   []string
+	}{
+		"Clone":   {reason: "an empty package is cloned", want: []string{"clone", "done Ready"}},
+		"Foreign": {reason: "another owner's package waits", revs: revs(foreignRev), want: []string{"wait Foreign", "done Ready"}},
+		"DeletionProposed": {reason: "a deletion proposal waits",
+			revs: revs(own("v1", porchv1alpha1.PackageRevisionLifecycleDeletionProposed, "app/v3")), want: []string{"wait DeletionProposed", "done Ready"}},
+		"Upgrade": {reason: "a published revision on an old upstream is upgraded from the revision it is based on",
+			revs: revs(own("v1", publishedLC, "app/v2")), want: []string{"upgrade deploy.app.v1 from blueprints.app.v2 to blueprints.app.v3", "done Ready"}},
+		"UpgradeFromAGoneRevision": {reason: "an upstream revision no longer published leaves Porch nothing to merge from",
+			revs: revs(own("v1", publishedLC, "app/v9")), want: []string{"wait CannotUpgrade", "done Ready"}},
+		"PublishedUpToDate": {reason: "nothing changed since the last write",
+			revs: revs(v1), reads: read(v1.Name, upToDate), want: []string{"none deploy.app.v1", "done Ready"}},
+		"PublishedChanged": {reason: "the variant would change a published revision: an edit draft",
+			revs: revs(v1), reads: read(v1.Name, changed), want: []string{"edit deploy.app.v1", "done Ready"}},
+		"PublishedUnchanged": {reason: "a published revision that holds all the variant asks is recorded",
+			revs: revs(v1), reads: read(v1.Name, unchanged), want: []string{"record deploy.app.v1", "done Ready"}},
+		"PublishedBlocked": {reason: "a variant that cannot be applied blocks",
+			revs: revs(v1), reads: read(v1.Name, blocked), want: []string{"blocked deploy.app.v1", "done Ready"}},
+		"ProposedStale": {reason: "an upgrade waits for the approval of a Proposed revision",
+			revs: revs(own("p1", proposedLC, "app/v2")), want: []string{"wait ApprovalBeforeUpgrade", "done ReadyProposed"}},
+		"ProposedChanged": {reason: "the variant's changes wait for the approval of a Proposed revision",
+			revs: revs(p1), reads: read(p1.Name, changed), want: []string{"wait ApprovalBeforeChanges", "done ReadyProposed"}},
+		"ProposedUpToDate": {reason: "a Proposed revision with all the variant asks is ready, waiting for approval",
+			revs: revs(p1), reads: read(p1.Name, upToDate), want: []string{"none deploy.app.p1", "done ReadyProposed"}},
+		"Drafts": {reason: "drafts are kept current in order, and the first stale one is replaced",
+			revs:  revs(d1, own("d2", draftLC, "app/v3"), own("d3", draftLC, "app/v2"), own("d4", draftLC, "app/v3")),
+			reads: map[string]*reading{"deploy.app.d1": upToDate, "deploy.app.d2": changed},
+			want:  []string{"none deploy.app.d1", "write deploy.app.d2", "replace deploy.app.d3", "done Ready"}},
+		"DraftUnchanged": {reason: "a draft that holds all the variant asks is recorded, not written",
+			revs: revs(d1), reads: read(d1.Name, unchanged), want: []string{"record deploy.app.d1", "done Ready"}},
+		"DraftRenderFailed": {reason: "a draft whose last render failed is written again, so that Porch renders again",
+			pv: failedRender, revs: revs(d1), reads: read(d1.Name, unchanged), want: []string{"write deploy.app.d1", "done Ready"}},
+		"DraftRenderPending": {reason: "a failed render is retried on its backoff",
+			pv: failedRender, revs: revs(d1), reads: read(d1.Name, pending), want: []string{"renderWait deploy.app.d1", "done Ready"}},
+	}
+	progressNames := map[progressKind]string{progressReady: "Ready", progressReadyProposed: "ReadyProposed", progressForeign: "Foreign",
+		progressDeletionProposed: "DeletionProposed", progressCannotUpgrade: "CannotUpgrade",
+		progressApprovalBeforeUpgrade: "ApprovalBeforeUpgrade", progressApprovalBeforeChanges: "ApprovalBeforeChanges"}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			st, p := planOf(tc.pv, tc.revs)
+			p.decide(st, tc.reads)
+			var got []string
+			for _, a := range p.actions {
+				line := a.kind.String()
+				switch {
+				case a.kind == actWait:
+					line += " " + progressNames[a.wait.kind]
+				case a.kind == actUpgrade:
+					line += fmt.Sprintf(" %s from %s to %s", a.rev.Name, a.from.Name, a.base.Name)
+				case a.rev != nil:
+					line += " " + a.rev.Name
+				}
+				if a.why == "" {
+					t.Errorf("%s: action %s says no why", tc.reason, line)
+				}
+				got = append(got, line)
+			}
+			got = append(got, "done "+progressNames[p.done.kind])
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s: actions (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}

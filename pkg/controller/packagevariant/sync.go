@@ -102,7 +102,13 @@ func (c *Controller) manage(ctx context.Context, pv *configv1alpha1.PackageVaria
 		return err
 	}
 	o.st = st
-	return c.act(ctx, st, planDownstream(st), o)
+	p := planDownstream(st)
+	reads, err := c.observe(ctx, st, p)
+	if err != nil {
+		return err
+	}
+	p.decide(st, reads)
+	return c.act(ctx, st, p, o)
 }
 
 // invalidSpec is what validation finds wrong with the variant (nil:

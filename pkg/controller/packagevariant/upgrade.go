@@ -16,23 +16,6 @@ import (
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
 
-// createUpgrade makes an upgrade draft of a published downstream revision
-// to the selected upstream (three-way resource-merge in Porch), then
-// applies the variant to it.
-func (c *Controller) createUpgrade(ctx context.Context, st *state, local *porchv1alpha1.PackageRevision, o *outcome) error {
-	oldRev, ok := helper.LockedUpstreamRevision(local)
-	var oldUpstream *porchv1alpha1.PackageRevision
-	if ok {
-		oldUpstream = helper.PublishedRevision(st.upRevs, oldRev)
-	}
-	if oldUpstream == nil {
-		o.progress = progress{kind: progressCannotUpgrade, revision: local, upstream: st.upstream}
-		return nil
-	}
-	return c.newDraft(ctx, st, upgradeTask(oldUpstream, st.upstream, local), st.upstream,
-		fmt.Sprintf("upgrade of %s from upstream revision %d to %d", local.Name, oldUpstream.Spec.Revision, st.upstream.Spec.Revision), o)
-}
-
 func lockRef(pr *porchv1alpha1.PackageRevision) string {
 	if l := pr.Status.UpstreamLock; l != nil && l.Git != nil {
 		return l.Git.Ref
@@ -71,7 +54,8 @@ func (c *Controller) replaceDraft(ctx context.Context, st *state, d *porchv1alph
 	st.drafts = remaining
 	// Workspace numbers keep counting past the deleted draft.
 	if st.published != nil {
-		return true, c.createUpgrade(ctx, st, st.published, o)
+		next := upgradeOf(st, step{rev: st.published, base: st.upstream})
+		return true, c.do(ctx, st, next, o)
 	}
 	if len(st.proposed) > 0 || len(st.foreign) > 0 || len(st.drafts) > 0 {
 		// Porch clones only a package that does not exist yet.
@@ -191,7 +175,10 @@ func (c *Controller) uneditedLive(ctx context.Context, st *state, d *porchv1alph
 		return nil, err
 	}
 	author := authorOf(st.applied, d, prr.Spec.Resources, prr.ResourceVersion)
-	if author = c.unrecordedWrite(ctx, st, d, author); author != ownFiles {
+	if author == editedFiles && c.unrecordedWrite(ctx, st, d) {
+		st.recordUnverifiedFiles()
+	}
+	if author != ownFiles {
 		return nil, nil
 	}
 	live, err := c.client.PorchV1alpha1().PackageRevisions(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
