@@ -67,7 +67,7 @@ func (c *Controller) do(ctx context.Context, st *state, a action, o *outcome) er
 	case actRenderWait:
 		return a.read.pending
 	case actBlocked:
-		return a.read.blocked
+		return a.err
 	case actWait:
 		o.progress = a.wait
 		return nil

@@ -203,8 +203,11 @@ type action struct {
 	rev, base *porchv1alpha1.PackageRevision
 	hold      string
 	// read is what observe read of rev (actWrite, actRecord,
-	// actRenderWait, actBlocked).
+	// actRenderWait).
 	read *reading
+	// err is what blocks the action (actBlocked): a *mutationError, or an
+	// *otherDraftOpen that names whose draft is in the way.
+	err error
 	// from is the upstream revision an upgrade merges from (actUpgrade).
 	from *porchv1alpha1.PackageRevision
 	// wait is what the variant reports (actWait).
@@ -229,16 +232,16 @@ func (p *plan) decide(st *state, reads map[string]*reading) {
 	p.actions, p.done = nil, progress{kind: progressReady}
 	switch p.kind {
 	case planClone:
-		p.add(action{kind: actClone, base: st.upstream, why: "the package has no revision yet: clone " + st.upstream.Name})
+		p.add(unlessOthersOpen(st, action{kind: actClone, base: st.upstream, why: "the package has no revision yet: clone " + st.upstream.Name}))
 	case planDeletionProposed:
 		p.add(waitFor(progress{kind: progressDeletionProposed, revision: st.deletionProposed},
 			"a person proposed deleting the package: restoring it or making a new draft would overrule them"))
 	case planForeign:
 		p.add(waitFor(progress{kind: progressForeign, others: st.foreign}, "the package holds only revisions of other owners"))
 	case planUpgrade:
-		p.add(upgradeOf(st, p.steps[0]))
+		p.add(unlessOthersOpen(st, upgradeOf(st, p.steps[0])))
 	case planPublished:
-		p.add(publishedAction(p.steps[0], reads[p.steps[0].rev.Name]))
+		p.add(unlessOthersOpen(st, publishedAction(p.steps[0], reads[p.steps[0].rev.Name])))
 	case planProposed:
 		s := p.steps[0]
 		p.done = progress{kind: progressReadyProposed, revision: s.rev}
@@ -251,6 +254,23 @@ func (p *plan) decide(st *state, reads map[string]*reading) {
 }
 
 func (p *plan) add(a action) { p.actions = append(p.actions, a) }
+
+// unlessOthersOpen is a, unless a makes a draft (clone, edit, upgrade)
+// and the package has an open revision of another owner: a package has one
+// open draft at a time, so the variant is blocked by that owner.
+func unlessOthersOpen(st *state, a action) action {
+	switch a.kind {
+	case actClone, actEdit, actUpgrade:
+	default:
+		return a
+	}
+	open := otherOpenDrafts(st.pv, st.dsRevs)
+	if len(open) == 0 {
+		return a
+	}
+	err := &otherDraftOpen{pv: st.pv, revisions: open}
+	return action{kind: actBlocked, rev: a.rev, base: a.base, hold: a.hold, err: err, why: err.Error()}
+}
 
 func waitFor(pr progress, why string) action {
 	return action{kind: actWait, wait: pr, why: why}
@@ -266,7 +286,7 @@ func readAction(s step, rd *reading) *action {
 	case rd.pending != nil:
 		a.kind, a.why = actRenderWait, "its last render failed and nothing changed since: the retry waits for its backoff"
 	case rd.blocked != nil:
-		a.kind, a.why = actBlocked, rd.blocked.Error()
+		a.kind, a.err, a.why = actBlocked, rd.blocked, rd.blocked.Error()
 	default:
 		return nil
 	}

@@ -1,6 +1,7 @@
 package packagevariant
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -121,6 +122,8 @@ func TestDecide(t *testing.T) {
 			revs: revs(own("v1", porchv1alpha1.PackageRevisionLifecycleDeletionProposed, "app/v3")), want: []string{"wait DeletionProposed", "done Ready"}},
 		"Upgrade": {reason: "a published revision on an old upstream is upgraded from the revision it is based on",
 			revs: revs(own("v1", publishedLC, "app/v2")), want: []string{"upgrade deploy.app.v1 from blueprints.app.v2 to blueprints.app.v3", "done Ready"}},
+		"UpgradeBesideAnotherOwnersDraft": {reason: "another owner's open draft blocks the upgrade: a package has one open draft at a time",
+			revs: revs(own("v1", publishedLC, "app/v2"), foreignRev), want: []string{"blocked deploy.app.v1 by an open revision of PackageVariant other", "done Ready"}},
 		"UpgradeFromAGoneRevision": {reason: "an upstream revision no longer published leaves Porch nothing to merge from",
 			revs: revs(own("v1", publishedLC, "app/v9")), want: []string{"wait CannotUpgrade", "done Ready"}},
 		"PublishedUpToDate": {reason: "nothing changed since the last write",
@@ -161,6 +164,8 @@ func TestDecide(t *testing.T) {
 				switch {
 				case a.kind == actWait:
 					line += " " + progressNames[a.wait.kind]
+				case a.kind == actBlocked && errors.As(a.err, new(*otherDraftOpen)):
+					line += fmt.Sprintf(" %s by an open revision of PackageVariant %s", a.rev.Name, a.err.(*otherDraftOpen).revisions[0].OwnerReferences[0].Name)
 				case a.kind == actUpgrade:
 					line += fmt.Sprintf(" %s from %s to %s", a.rev.Name, a.from.Name, a.base.Name)
 				case a.rev != nil:

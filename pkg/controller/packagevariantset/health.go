@@ -14,6 +14,7 @@ import (
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchhelper "github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 	"github.com/porch-variants/variant-controller/pkg/health"
 )
@@ -94,7 +95,7 @@ func (c *Controller) gateOnHealth(ctx context.Context, hc *healthCheck, m *healt
 // when it has waited for it (the publication of its revision).
 func (c *Controller) judgeHealth(ctx context.Context, hc *healthCheck, m *healthMemo, pv *configv1alpha1.PackageVariant, repo *configv1alpha1.Repository) (health.Result, time.Time) {
 	d := pv.Spec.Downstream
-	published := porchhelper.Latest(c.packageRevisions(pv.Namespace, d.Repo, d.Package))
+	published := porchhelper.Latest(prindex.Revisions(c.prIndexer, pv.Namespace, d.Repo, d.Package))
 	if published == nil {
 		return health.Result{Status: health.InProgress, Message: fmt.Sprintf("no published revision of %s/%s in the cache yet", d.Repo, d.Package)}, time.Time{}
 	}

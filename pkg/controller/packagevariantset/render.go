@@ -1,6 +1,8 @@
 package packagevariantset
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -255,4 +257,14 @@ func objectOfRevision(pr *porchv1alpha1.PackageRevision) celtemplate.Object {
 		return celtemplate.Object{}
 	}
 	return celtemplate.Object{Name: pr.Name, Namespace: pr.Namespace, Labels: pr.Labels, Annotations: pr.Annotations}
+}
+
+// stopsRendering returns err when it ends the rendering of the whole set
+// rather than of one target.
+func stopsRendering(err error) error {
+	var overBudget *celtemplate.BudgetError
+	if errors.As(err, &overBudget) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
 }

@@ -1,10 +1,9 @@
 package packagevariantset
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,10 +11,68 @@ import (
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
+	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
-	"github.com/porch-variants/variant-controller/pkg/celtemplate"
-	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 )
+
+// Every sync of a set takes the same path: it expands and renders the
+// targets, reads the set's variants from the cache and plans the write of
+// each. No event handler keeps a record of what changed for the sync to go
+// on from; what the syncs keep are memos that check themselves against
+// what they were made from, so a change nobody reported is never missed:
+// a target's render against the set's generation, the upstream revision
+// and the resourceVersions the render read (below), the comparison of a
+// rendered spec with a variant's against the variant's UID and generation,
+// and where a variant stands with its change (rollout.go) against its
+// resourceVersion.
+
+// states holds what each set's syncs keep, by set UID.
+type states struct {
+	mu   sync.Mutex
+	sets map[types.UID]*setState
+}
+
+// setState is what the syncs of one set generation against one upstream
+// revision keep: the renders of its targets. Only the set's own sync uses
+// it (the queue syncs a set on one worker at a time).
+type setState struct {
+	generation int64
+	upstream   string
+	targets    map[targetKey]*rendered
+	// sweep numbers the syncs; a render not used by the last one is
+	// dropped.
+	sweep uint64
+}
+
+// upstreamKey identifies the upstream revision a set was rendered against.
+func upstreamKey(upstream *porchv1alpha1.PackageRevision) string {
+	return upstream.Name + "@" + upstream.ResourceVersion
+}
+
+// of returns the state of a set, empty when its generation or upstream
+// revision differs from what it was kept for.
+func (s *states) of(pvs *configv1alpha2.PackageVariantSet, upstream *porchv1alpha1.PackageRevision) *setState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	up := upstreamKey(upstream)
+	st := s.sets[pvs.UID]
+	if st == nil || st.generation != pvs.Generation || st.upstream != up {
+		st = &setState{generation: pvs.Generation, upstream: up, targets: map[targetKey]*rendered{}}
+		if s.sets == nil {
+			s.sets = map[types.UID]*setState{}
+		}
+		s.sets[pvs.UID] = st
+	}
+	return st
+}
+
+// forget drops a set's state: the set is gone, or a sync stopped midway.
+func (s *states) forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sets, uid)
+}
 
 // A set keeps what each of its targets rendered from one sync to the next,
 // so that a sync renders only the targets whose inputs changed: a set of
@@ -87,29 +144,6 @@ func (e *rendered) specOf(pv *configv1alpha1.PackageVariant) bool {
 	return e.equal
 }
 
-// progressOf is variantProgress(pv), worked out again only when pv changed.
-func (e *rendered) progressOf(pv *configv1alpha1.PackageVariant) progress {
-	if e.progressUID == "" || e.progressUID != pv.UID || e.progressRV != pv.ResourceVersion {
-		e.progressUID, e.progressRV, e.progress = pv.UID, pv.ResourceVersion, variantProgress(pv)
-	}
-	return e.progress
-}
-
-// waveIn is the index of the variant's wave (-1: none), worked out by m
-// once for each version of its downstream Repository (nil: none, or m
-// does not read it).
-func (e *rendered) waveIn(m *rollout.Matcher, repo *configv1alpha1.Repository) *int {
-	var version string
-	var repoLabels map[string]string
-	if repo != nil {
-		version, repoLabels = repo.ResourceVersion, repo.Labels
-	}
-	if !e.waveKnown || e.waveRepoVersion != version {
-		e.wave, e.waveKnown, e.waveRepoVersion = m.Wave(e.spec.Labels, repoLabels), true, version
-	}
-	return &e.wave
-}
-
 // render returns what target t renders: the earlier sync's render when
 // nothing it read has changed, else a new one. stopped is an error that
 // stops the rendering of every target (stopsRendering).
@@ -151,16 +185,6 @@ func (s *setState) end() {
 			delete(s.targets, k)
 		}
 	}
-}
-
-// stopsRendering returns err when it ends the rendering of the whole set
-// rather than of one target.
-func stopsRendering(err error) error {
-	var overBudget *celtemplate.BudgetError
-	if errors.As(err, &overBudget) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
 }
 
 // specEqual compares specs, taking nil and empty maps and lists as equal,

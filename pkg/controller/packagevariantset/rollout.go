@@ -2,6 +2,7 @@ package packagevariantset
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -245,4 +246,55 @@ func (c *Controller) now() time.Time {
 		return c.clock()
 	}
 	return time.Now()
+}
+
+// progressOf is variantProgress(pv), worked out again only when pv changed.
+func (e *rendered) progressOf(pv *configv1alpha1.PackageVariant) progress {
+	if e.progressUID == "" || e.progressUID != pv.UID || e.progressRV != pv.ResourceVersion {
+		e.progressUID, e.progressRV, e.progress = pv.UID, pv.ResourceVersion, variantProgress(pv)
+	}
+	return e.progress
+}
+
+// waveIn is the index of the variant's wave (-1: none), worked out by m
+// once for each version of its downstream Repository (nil: none, or m
+// does not read it).
+func (e *rendered) waveIn(m *rollout.Matcher, repo *configv1alpha1.Repository) *int {
+	var version string
+	var repoLabels map[string]string
+	if repo != nil {
+		version, repoLabels = repo.ResourceVersion, repo.Labels
+	}
+	if !e.waveKnown || e.waveRepoVersion != version {
+		e.wave, e.waveKnown, e.waveRepoVersion = m.Wave(e.spec.Labels, repoLabels), true, version
+	}
+	return &e.wave
+}
+
+// rolloutChanges are the writes of a rollout that opens the variants
+// named open: their updates and creates, and every other create when
+// createsNow, in target order. It reads the open names and the creates,
+// not every change: a rollout holds most of them back.
+func (f *fleet) rolloutChanges(open []string, createsNow bool) []change {
+	var out []change
+	for _, name := range open {
+		if ch, ok := f.changes[f.idOf[name]]; ok && ch.current != nil && ch.current.Name == name {
+			out = append(out, ch)
+		}
+	}
+	opened := func(string) bool { return true }
+	if !createsNow {
+		names := make(map[string]bool, len(open))
+		for _, name := range open {
+			names[name] = true
+		}
+		opened = func(name string) bool { return names[name] }
+	}
+	for id := range f.creates {
+		if ch := f.changes[id]; opened(ch.name) {
+			out = append(out, ch)
+		}
+	}
+	slices.SortFunc(out, func(a, b change) int { return f.pos[a.id] - f.pos[b.id] })
+	return out
 }

@@ -13,8 +13,6 @@ import (
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
-	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
@@ -56,28 +54,37 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 // (manage.go); the status, computed from both without a client
 // (status.go).
 func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
-	if confighelper.Paused(pvs) {
-		// Everything else stays as the last sync left it.
-		pvs.Status = calculateStatus(pvs, outcome{paused: true})
-		return nil
-	}
-	f := c.variantsOf(pvs)
-	w := c.wantedVariants(ctx, pvs, f)
-	var managed manageResult
-	var manageErr error
-	if w.writable() {
-		managed, manageErr = c.manageVariants(ctx, pvs, w)
-		if errors.Is(manageErr, errSetGoing) {
-			return manageErr
+	// A paused set: everything but its status stays as the last sync left
+	// it.
+	o := outcome{paused: confighelper.Paused(pvs)}
+	if !o.paused {
+		o.fleet = c.variantsOf(pvs)
+		o.wanted = c.wantedVariants(ctx, pvs, o.fleet)
+		if o.wanted.writable() {
+			o.managed, o.manageErr = c.manageVariants(ctx, pvs, o.wanted)
+			if errors.Is(o.manageErr, errSetGoing) {
+				return o.manageErr
+			}
+		}
+		if o.manageErr == nil {
+			c.reportRollout(pvs, o.wanted.rollout)
 		}
 	}
-	if manageErr == nil {
-		c.reportRollout(pvs, w.rollout)
+	pvs.Status = calculateStatus(pvs, o)
+	if o.paused {
+		return nil
 	}
-	pvs.Status = calculateStatus(pvs, outcome{fleet: f, wanted: w, managed: managed, manageErr: manageErr})
+	return c.settle(pvs, o)
+}
+
+// settle is what the work loop does after a sync of pvs: retry what
+// failed, wake the set when its rollout's soak ends or a deadline passes,
+// look again when a create the cache does not show yet is due.
+func (c *Controller) settle(pvs *configv1alpha2.PackageVariantSet, o outcome) error {
+	w, managed := o.wanted, o.managed
 	switch {
-	case manageErr != nil:
-		return manageErr
+	case o.manageErr != nil:
+		return o.manageErr
 	case w.targetsErr != nil:
 		return w.targetsErr
 	}
@@ -108,11 +115,6 @@ func (c *Controller) variantsOf(pvs *configv1alpha2.PackageVariantSet) *fleet {
 		}
 	}
 	return f
-}
-
-// packageRevisions lists the revisions of one package from the cache.
-func (c *Controller) packageRevisions(namespace, repo, pkg string) []*porchv1alpha1.PackageRevision {
-	return prindex.Revisions(c.prIndexer, namespace, repo, pkg)
 }
 
 func sortByName[T any](items []T, name func(T) string) {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	confighelper "github.com/porch-variants/variant-controller/pkg/apis/config/helper"
@@ -14,6 +17,8 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/apis/config/validation"
 	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/pkg/celtemplate"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
+	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
 	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
 )
 
@@ -73,6 +78,95 @@ type change struct {
 	current *configv1alpha1.PackageVariant
 }
 
+// fleet is a set's variants as a sync found them, and the write each
+// needs.
+type fleet struct {
+	// existing are the set's variants by identifier; byName all of them
+	// (a variant without a downstream has no identifier), and idOf the
+	// identifier under which each is in existing.
+	existing map[string]*configv1alpha1.PackageVariant
+	byName   map[string]*configv1alpha1.PackageVariant
+	idOf     map[string]string
+	// variants are the rendered specs, in target order (wanted's
+	// variants); rendered are the same by identifier.
+	variants []*rendered
+	rendered map[string]*rendered
+	// changes are the creates and updates that make the variants the
+	// rendered ones, by identifier, before a rollout holds any back;
+	// stale are the variants no rendered spec is for, by name.
+	// creates are the identifiers of changes that create a variant.
+	changes map[string]change
+	creates map[string]bool
+	stale   map[string]*configv1alpha1.PackageVariant
+	// ready counts the variants of byName that are Ready.
+	ready int
+	// pos is the position of each identifier in variants (target order).
+	pos map[string]int
+}
+
+func newFleet(n int) *fleet {
+	return &fleet{
+		existing: make(map[string]*configv1alpha1.PackageVariant, n),
+		byName:   make(map[string]*configv1alpha1.PackageVariant, n),
+		idOf:     make(map[string]string, n),
+		changes:  map[string]change{},
+		creates:  map[string]bool{},
+		stale:    map[string]*configv1alpha1.PackageVariant{},
+		rendered: make(map[string]*rendered, n),
+		pos:      make(map[string]int, n),
+	}
+}
+
+// fleets keeps, by set UID, the fleet of the set's last sync for the next
+// sync to fill again: a fleet is only used during its sync, and a set
+// syncs on one worker at a time, so its maps, with room for the whole
+// fleet, need not be made anew every time.
+type fleets struct{ m sync.Map }
+
+// empty returns the set's fleet, emptied, with room for n variants.
+func (fs *fleets) empty(uid types.UID, n int) *fleet {
+	v, ok := fs.m.Load(uid)
+	if !ok {
+		f := newFleet(n)
+		fs.m.Store(uid, f)
+		return f
+	}
+	f := v.(*fleet)
+	clear(f.existing)
+	clear(f.byName)
+	clear(f.idOf)
+	clear(f.changes)
+	clear(f.creates)
+	clear(f.stale)
+	clear(f.rendered)
+	clear(f.pos)
+	f.variants, f.ready = nil, 0
+	return f
+}
+
+func (fs *fleets) forget(uid types.UID) { fs.m.Delete(uid) }
+
+// add puts a variant of the set into the fleet. Of two variants with one
+// identifier (made by hand) the one with the expected name is kept.
+func (f *fleet) add(setName string, pv *configv1alpha1.PackageVariant) {
+	f.byName[pv.Name] = pv
+	if isReady(pv) {
+		f.ready++
+	}
+	if pv.Spec.Downstream == nil {
+		return
+	}
+	id := variantIdentifier(setName, pv.Spec.Downstream.Repo, pv.Spec.Downstream.Package)
+	if prev, dup := f.existing[id]; dup {
+		if prev.Name == variantName(id) {
+			return
+		}
+		delete(f.idOf, prev.Name)
+	}
+	f.existing[id] = pv
+	f.idOf[pv.Name] = id
+}
+
 // wantedVariants validates the set, resolves its upstream, expands and
 // renders its targets, and compares the result with the set's variants
 // (f, from variantsOf), planning the write of each.
@@ -85,7 +179,7 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 		return &wanted{stalled: &setProblem{ReasonValidationError, strings.Join(validation.Messages(errs), "; ")}}
 	}
 	up := pvs.Spec.Upstream
-	upstream, err := helper.ResolveUpstream(up, c.packageRevisions(pvs.Namespace, up.Repo, up.Package))
+	upstream, err := helper.ResolveUpstream(up, prindex.Revisions(c.prIndexer, pvs.Namespace, up.Repo, up.Package))
 	if err != nil {
 		return &wanted{stalled: &setProblem{ReasonUpstreamNotFound, err.Error()}}
 	}
@@ -127,22 +221,45 @@ func (c *Controller) wantedVariants(ctx context.Context, pvs *configv1alpha2.Pac
 	return w
 }
 
-// planWaveLabels adds the updates of the variants whose WaveLabel is not
-// their wave (or is there without a rollout) and that no other write
-// brings up to date: a label changes no package, so a rollout never holds
-// it back.
-func planWaveLabels(f *fleet, w *wanted) {
-	writes := make(map[string]bool, len(w.changes))
-	for _, ch := range w.changes {
-		writes[ch.name] = true
-	}
-	for _, v := range f.variants {
-		cur, ok := f.existing[v.id]
-		if !ok || cur.DeletionTimestamp != nil || writes[cur.Name] || cur.Labels[configv1alpha2.WaveLabel] == w.waveOf[cur.Name] {
+// desiredVariants renders every target into the spec of its variant,
+// rendering again only the targets whose inputs changed since s's last
+// sync. A
+// target that cannot be rendered, renders a spec the PackageVariant
+// controller would refuse, or renders the downstream of an earlier target
+// is a problem for the set's condition. renderFailed says that a target
+// has no valid spec: an existing variant may be that target's, so none may
+// be taken for stale.
+//
+// stopped is an error that stops the rendering of every target: the sync's
+// CEL budget spent (*celtemplate.BudgetError), or its context ended.
+func desiredVariants(s *setState, r *renderer, targets []target) (wants []*rendered, problems []string, renderFailed bool, stopped error) {
+	s.begin()
+	firstTarget := make(map[string]int, len(targets))
+	for _, t := range targets {
+		e, stop := s.render(r, t)
+		if stop != nil {
+			return nil, nil, false, stop
+		}
+		switch {
+		case e.err != nil:
+			renderFailed = true
+			problems = append(problems, e.err.Error())
+			continue
+		case e.invalid != "":
+			renderFailed = true
+			problems = append(problems, e.invalid)
 			continue
 		}
-		w.changes = append(w.changes, change{id: v.id, name: cur.Name, spec: &cur.Spec, current: cur})
+		if first, dup := firstTarget[e.id]; dup {
+			problems = append(problems, fmt.Sprintf("%s and %s both render downstream %s/%s; only the first is used: give each a different downstream",
+				confighelper.TargetPath(first), confighelper.TargetPath(t.index), e.spec.Downstream.Repo, e.spec.Downstream.Package))
+			continue
+		}
+		firstTarget[e.id] = t.index
+		wants = append(wants, e)
 	}
+	s.end()
+	return wants, problems, renderFailed, nil
 }
 
 // planChanges plans the write of every variant of f, rendered or stale,
@@ -199,43 +316,58 @@ func (c *Controller) planVariant(pvs *configv1alpha2.PackageVariantSet, f *fleet
 	}
 }
 
-// desiredVariants renders every target into the spec of its variant,
-// rendering again only the targets whose inputs changed since s's last
-// sync. A
-// target that cannot be rendered, renders a spec the PackageVariant
-// controller would refuse, or renders the downstream of an earlier target
-// is a problem for the set's condition. renderFailed says that a target
-// has no valid spec: an existing variant may be that target's, so none may
-// be taken for stale.
-//
-// stopped is an error that stops the rendering of every target: the sync's
-// CEL budget spent (*celtemplate.BudgetError), or its context ended.
-func desiredVariants(s *setState, r *renderer, targets []target) (wants []*rendered, problems []string, renderFailed bool, stopped error) {
-	s.begin()
-	firstTarget := make(map[string]int, len(targets))
-	for _, t := range targets {
-		e, stop := s.render(r, t)
-		if stop != nil {
-			return nil, nil, false, stop
-		}
-		switch {
-		case e.err != nil:
-			renderFailed = true
-			problems = append(problems, e.err.Error())
-			continue
-		case e.invalid != "":
-			renderFailed = true
-			problems = append(problems, e.invalid)
-			continue
-		}
-		if first, dup := firstTarget[e.id]; dup {
-			problems = append(problems, fmt.Sprintf("%s and %s both render downstream %s/%s; only the first is used: give each a different downstream",
-				confighelper.TargetPath(first), confighelper.TargetPath(t.index), e.spec.Downstream.Repo, e.spec.Downstream.Package))
-			continue
-		}
-		firstTarget[e.id] = t.index
-		wants = append(wants, e)
+// plan records the change of an identifier; unplan drops it.
+func (f *fleet) plan(ch change) {
+	f.changes[ch.id] = ch
+	if ch.current == nil {
+		f.creates[ch.id] = true
+	} else {
+		delete(f.creates, ch.id)
 	}
-	s.end()
-	return wants, problems, renderFailed, nil
+}
+
+func (f *fleet) unplan(id string) {
+	delete(f.changes, id)
+	delete(f.creates, id)
+}
+
+// apply lists the fleet's writes in w: the creates and updates in target
+// order (when withChanges; a rollout picks them itself, planRollout), the
+// stale variants in name order.
+func (f *fleet) apply(w *wanted, withChanges bool) {
+	w.changes, w.stale = nil, nil
+	if withChanges && len(f.changes) > 0 {
+		for _, v := range w.variants {
+			if ch, ok := f.changes[v.id]; ok {
+				w.changes = append(w.changes, ch)
+			}
+		}
+	}
+	for _, pv := range f.stale {
+		w.stale = append(w.stale, pv)
+	}
+	sortByName(w.stale, func(pv *configv1alpha1.PackageVariant) string { return pv.Name })
+}
+
+// planWaveLabels adds the updates of the variants whose WaveLabel is not
+// their wave (or is there without a rollout) and that no other write
+// brings up to date: a label changes no package, so a rollout never holds
+// it back.
+func planWaveLabels(f *fleet, w *wanted) {
+	writes := make(map[string]bool, len(w.changes))
+	for _, ch := range w.changes {
+		writes[ch.name] = true
+	}
+	for _, v := range f.variants {
+		cur, ok := f.existing[v.id]
+		if !ok || cur.DeletionTimestamp != nil || writes[cur.Name] || cur.Labels[configv1alpha2.WaveLabel] == w.waveOf[cur.Name] {
+			continue
+		}
+		w.changes = append(w.changes, change{id: v.id, name: cur.Name, spec: &cur.Spec, current: cur})
+	}
+}
+
+// isReady says whether a variant reports Ready=True.
+func isReady(pv *configv1alpha1.PackageVariant) bool {
+	return meta.IsStatusConditionTrue(pv.Status.Conditions, conditions.Ready)
 }

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
+	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 )
 
 // decision is one Compute in progress.
@@ -286,65 +288,6 @@ func (d *decision) event(warning bool, reason, format string, args ...any) {
 	d.plan.Events = append(d.plan.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
 }
 
-// summarise sets the progress, the RolledOut condition and the events that
-// follow from it.
-func (d *decision) summarise() {
-	st := d.plan.Status
-	var finished, total int32
-	for _, w := range st.Waves {
-		finished += w.Finished
-		total += w.Variants
-	}
-	total += st.Unassigned
-	st.Progress = fmt.Sprintf("%d/%d", finished, total)
-	if st.Unassigned > 0 && d.stop == nil {
-		d.stop = &stopped{wave: st.Waves[len(st.Waves)-1], reason: ReasonVariantsWithoutWave}
-	}
-	if total == 0 && d.stop == nil {
-		// Nothing to roll out is not rolled out: kubectl wait
-		// --for=condition=RolledOut must not pass on a selector that
-		// selects nothing.
-		d.plan.Condition = Condition{Status: metav1.ConditionFalse, Reason: ReasonNoVariants, Message: fmt.Sprintf(
-			"rollout %s (upstream revision %d) has no variant to roll out: the set's targets render none; check spec.targets (a repositorySelector or objectSelector that matches nothing?)", d.in.ID, d.in.UpstreamRevision)}
-		return
-	}
-	if d.stop == nil {
-		d.plan.Condition = Condition{Status: metav1.ConditionTrue, Reason: ReasonRolledOut, Message: fmt.Sprintf(
-			"rollout %s (upstream revision %d) is complete: every wave finished, %d of %d variants published it", d.in.ID, d.in.UpstreamRevision, finished, total)}
-		if d.in.PreviousReason != ReasonRolledOut || d.in.Previous == nil || d.in.Previous.ID != d.in.ID {
-			d.event(false, EventRolloutComplete, "%s", d.plan.Condition.Message)
-		}
-		return
-	}
-	reason := d.stop.reason
-	if d.in.Spec.Paused {
-		reason = ReasonPaused
-	}
-	message := fmt.Sprintf("rollout %s (upstream revision %d), wave %q: %s", d.in.ID, d.in.UpstreamRevision, d.stop.wave.Name, d.stop.detail)
-	if d.stop.reason == ReasonVariantsWithoutWave {
-		message = fmt.Sprintf("rollout %s (upstream revision %d): every wave finished", d.in.ID, d.in.UpstreamRevision)
-	}
-	message += d.unassigned() + d.staleAnnotations()
-	if d.in.Spec.Paused && d.stop.reason != ReasonPaused {
-		message += "; spec.rollout.paused is true: nothing new starts until it is false"
-	}
-	if d.in.Spec.Paused {
-		message += d.heldWhilePaused()
-	}
-	d.plan.Condition = Condition{Status: metav1.ConditionFalse, Reason: reason, Message: message}
-	if reason == d.in.PreviousReason {
-		return
-	}
-	switch reason {
-	case ReasonHalted:
-		d.event(true, EventRolloutHalted, "%s", message)
-	case ReasonProgressDeadlineExceeded:
-		d.event(true, EventProgressDeadlineExceeded, "%s", message)
-	case ReasonVariantsWithoutWave:
-		d.event(true, EventVariantsWithoutWave, "%s", message)
-	}
-}
-
 func intOr(p *int32, def int) int {
 	if p == nil {
 		return def
@@ -352,60 +295,161 @@ func intOr(p *int32, def int) int {
 	return int(*p)
 }
 
-// heldWhilePaused says what a paused rollout keeps from happening
-// besides its waves: creates and deletes ("" when nothing).
-func (d *decision) heldWhilePaused() string {
-	var parts []string
-	if d.heldCreates > 0 {
-		parts = append(parts, fmt.Sprintf("%d variants of new targets are not created", d.heldCreates))
-	}
-	if d.in.HeldDeletes > 0 {
-		parts = append(parts, fmt.Sprintf("%d variants of vanished targets are not deleted", d.in.HeldDeletes))
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "; while paused, " + strings.Join(parts, " and ")
+// listed is how many names a message lists before "and N more".
+const listed = 3
+
+// tally is what one pass over a wave's variants finds, once the open ones
+// carry the change (Decide makes one or two such passes per wave).
+type tally struct {
+	States
+	// updated carry the change, the open ones included; started carry it
+	// without having finished or failed it, the open ones left out (a
+	// failed variant frees its maxConcurrent slot: within maxFailures the
+	// wave goes on); notUpdated do not carry it, the open ones counted as
+	// not carrying it.
+	updated, started, notUpdated int
+	// done: every variant carries the change (none just opened) and
+	// finished it or failed (whether the failures are within maxFailures
+	// is the caller's to check).
+	done bool
 }
 
-// unassigned says which variants no wave takes ("" when none).
-func (d *decision) unassigned() string {
-	st := d.plan.Status
-	if st.Unassigned == 0 {
-		return ""
+func tallyOf(vs []Variant, open map[string]bool) tally {
+	t := tally{done: true}
+	for _, v := range vs {
+		if v.Skipped {
+			t.Skipped++
+			if v.Updated {
+				t.updated++
+			}
+			continue
+		}
+		opened := len(open) > 0 && open[v.Name]
+		switch {
+		case v.Failed != "":
+			t.Failed++
+		case v.Updated && v.Finished:
+			t.Finished++
+		case v.Updated || opened:
+			t.Open++
+		default:
+			t.Pending++
+		}
+		if v.Updated || opened {
+			t.updated++
+		}
+		if !v.Updated {
+			t.notUpdated++
+		} else if !v.Finished && v.Failed == "" {
+			t.started++
+		}
+		if !v.Updated || opened || (v.Failed == "" && !v.Finished) {
+			t.done = false
+		}
 	}
-	shown := st.UnassignedVariants[:min(len(st.UnassignedVariants), listed)]
-	names := strings.Join(shown, ", ")
-	if more := int(st.Unassigned) - len(shown); more > 0 {
-		names += fmt.Sprintf(" and %d more (status.rollout.unassignedVariants)", more)
-	}
-	return fmt.Sprintf("; %d variants are in no wave, held on what they carry: %s; give them a wave (a selector over their labels, or a repositorySelector over their Repository's; a wave with neither takes every variant left)",
-		st.Unassigned, names)
+	return t
 }
 
-// staleAnnotations says which of the set's skip and resume annotations
-// do nothing in this rollout, and why ("" when none).
-func (d *decision) staleAnnotations() string {
-	var out []string
-	if v := d.in.Skip; v != "" && d.skip == nil {
-		if sk, ok := helper.ParseSkip(v); !ok {
-			out = append(out, fmt.Sprintf("%s=%q skips nothing: it is not <variant>[,<variant>...]@<rollout id>", configv1alpha2.SkipVariantsAnnotation, v))
-		} else {
-			out = append(out, fmt.Sprintf("%s=%s skips nothing: it names rollout %s, not the current %s", configv1alpha2.SkipVariantsAnnotation, v, sk.ID, d.in.ID))
+// fill sets a wave's counts: its variants, those carrying the change once
+// the open ones get it, those that finished it, and those that failed.
+func (t tally) fill(ws *configv1alpha2.WaveStatus, variants int) {
+	ws.Variants, ws.Finished, ws.Failed, ws.Updated, ws.Skipped = int32(variants), int32(t.Finished), int32(t.Failed), int32(t.updated), int32(t.Skipped)
+}
+
+func failedList(vs []Variant) string {
+	var items []string
+	for _, v := range vs {
+		if v.Failed != "" && !v.Skipped {
+			items = append(items, fmt.Sprintf("%s (%s)", v.Name, v.Failed))
 		}
 	}
-	if d.resumed != "" && !slices.ContainsFunc(d.in.Spec.Waves, func(w configv1alpha2.Wave) bool { return w.Name == d.resumed }) {
-		out = append(out, fmt.Sprintf("%s=%s resumes nothing: the rollout has no wave %q", configv1alpha2.ResumeWaveAnnotation, d.in.Resume, d.resumed))
-	}
-	if v := d.in.Resume; v != "" && d.resumed == "" {
-		if r, ok := helper.ParseApproval(v); !ok {
-			out = append(out, fmt.Sprintf("%s=%q resumes nothing: it is not <wave>@<rollout id>", configv1alpha2.ResumeWaveAnnotation, v))
-		} else {
-			out = append(out, fmt.Sprintf("%s=%s resumes nothing: it names rollout %s, not the current %s", configv1alpha2.ResumeWaveAnnotation, v, r.ID, d.in.ID))
+	return conditions.List(items, listed)
+}
+
+// progress says where a progressing wave stands: "2 of 5 finished, 1
+// waiting for approval (a.b.packagevariant-2), 2 not started yet".
+func progress(vs []Variant, open map[string]bool) string {
+	var finished, skipped int
+	var waiting, blocked, failed, pending []string
+	for _, v := range vs {
+		switch {
+		case v.Skipped:
+			skipped++
+		case v.Failed != "":
+			failed = append(failed, fmt.Sprintf("%s (%s)", v.Name, v.Failed))
+		case !v.Updated && !open[v.Name]:
+			pending = append(pending, v.Name)
+		case v.Finished && v.Updated:
+			finished++
+		case v.Blocked != "":
+			blocked = append(blocked, fmt.Sprintf("%s (%s)", v.Name, v.Blocked))
+		case v.WaitingFor != "":
+			waiting = append(waiting, v.WaitingFor)
 		}
 	}
-	if len(out) == 0 {
-		return ""
+	parts := []string{fmt.Sprintf("%d of %d finished", finished, len(vs))}
+	if len(waiting) > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting for approval (%s)", len(waiting), conditions.List(waiting, listed)))
 	}
-	return "; " + strings.Join(out, "; ")
+	if len(blocked) > 0 {
+		parts = append(parts, fmt.Sprintf("%d blocked (%s)", len(blocked), conditions.List(blocked, listed)))
+	}
+	if len(failed) > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed (%s)", len(failed), conditions.List(failed, listed)))
+	}
+	if len(pending) > 0 {
+		parts = append(parts, fmt.Sprintf("%d not started yet", len(pending)))
+	}
+	if skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", skipped))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// listStates lists in ws the variants of vs a person looks for (see
+// WaveStatus.VariantStates): those that failed or are skipped, and with
+// unfinished (the wave has not finished), every one that carries the
+// change once the open ones get it.
+func listStates(ws *configv1alpha2.WaveStatus, vs []Variant, open map[string]bool, unfinished bool) {
+	ws.VariantStates, ws.VariantStatesNotListed = nil, 0
+	for _, v := range vs {
+		s := configv1alpha2.VariantState{Name: v.Name}
+		switch {
+		case v.Skipped:
+			s.State = configv1alpha2.VariantSkipped
+		case v.Failed != "":
+			s.State, s.Detail = configv1alpha2.VariantFailed, v.Failed
+		case !unfinished || !(v.Updated || open[v.Name]):
+			continue
+		case v.Finished && v.Updated:
+			s.State = configv1alpha2.VariantFinished
+		case v.Blocked != "":
+			s.State, s.Detail = configv1alpha2.VariantBlocked, v.Blocked
+		case v.WaitingFor != "":
+			s.State, s.Detail = configv1alpha2.VariantWaitingForApproval, v.WaitingFor
+		default:
+			s.State = configv1alpha2.VariantOpen
+		}
+		ws.VariantStates = append(ws.VariantStates, s)
+	}
+	slices.SortFunc(ws.VariantStates, func(a, b configv1alpha2.VariantState) int { return strings.Compare(a.Name, b.Name) })
+	if n := len(ws.VariantStates); n > configv1alpha2.MaxVariantStatesListed {
+		ws.VariantStates, ws.VariantStatesNotListed = ws.VariantStates[:configv1alpha2.MaxVariantStatesListed:configv1alpha2.MaxVariantStatesListed], int32(n-configv1alpha2.MaxVariantStatesListed)
+	}
+}
+
+// MaxConcurrent is how many variants of a wave of n may have an unfinished
+// change at once: all of them by default, a percentage rounded up, never
+// less than 1.
+func MaxConcurrent(w configv1alpha2.Wave, n int) int {
+	if w.MaxConcurrent == nil {
+		return max(n, 1)
+	}
+	v, err := intstr.GetScaledValueFromIntOrPercent(w.MaxConcurrent, n, true)
+	if err != nil || v < 1 {
+		// Validation refuses both; a set that slipped through opens one
+		// variant at a time rather than none or all.
+		return 1
+	}
+	return v
 }

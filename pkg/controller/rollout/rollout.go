@@ -28,7 +28,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/porch-variants/variant-controller/pkg/apis/config/helper"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
@@ -285,22 +284,6 @@ func (m *Matcher) Wave(variantLabels, repositoryLabels map[string]string) int {
 		}
 	}
 	return -1
-}
-
-// MaxConcurrent is how many variants of a wave of n may have an unfinished
-// change at once: all of them by default, a percentage rounded up, never
-// less than 1.
-func MaxConcurrent(w configv1alpha2.Wave, n int) int {
-	if w.MaxConcurrent == nil {
-		return max(n, 1)
-	}
-	v, err := intstr.GetScaledValueFromIntOrPercent(w.MaxConcurrent, n, true)
-	if err != nil || v < 1 {
-		// Validation refuses both; a set that slipped through opens one
-		// variant at a time rather than none or all.
-		return 1
-	}
-	return v
 }
 
 // approved reports whether the Manual wave i of the rollout id is approved:
