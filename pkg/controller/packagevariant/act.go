@@ -62,8 +62,11 @@ func (c *Controller) do(ctx context.Context, st *state, a action, o *outcome) er
 	switch a.kind {
 	case actNone:
 		return nil
-	case actWrite, actRecord:
-		return c.applyRead(ctx, st, a.rev, a.base, a.read)
+	case actWrite:
+		return c.writeRead(ctx, st, a.rev, a.base, a.read)
+	case actRecord:
+		st.recordRead(a.rev, a.base, a.read)
+		return nil
 	case actRenderWait:
 		return a.read.pending
 	case actBlocked:
@@ -116,7 +119,9 @@ func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1
 	if rd.blocked != nil {
 		return rd.blocked
 	}
-	if err := c.applyRead(ctx, st, draft, base, rd); err != nil {
+	if !writes(st.pv, draft, rd) {
+		st.recordRead(draft, base, rd)
+	} else if err := c.writeRead(ctx, st, draft, base, rd); err != nil {
 		return err
 	}
 	o.progress = progress{kind: progressReady}

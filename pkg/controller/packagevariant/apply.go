@@ -13,19 +13,21 @@ import (
 	"github.com/porch-variants/variant-controller/pkg/mutate"
 )
 
-// applyRead applies the variant to revision pr, whose files rd read: it
-// stores the mutated files when they changed (or the last render of the
-// revision failed; writes), and records what the revision holds in
-// st.applied either way. Porch renders the pipeline and returns the
-// outcome, recorded in st.rendered. A pipeline that fails to render is a
-// *renderError.
-func (c *Controller) applyRead(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision, rd *reading) error {
+// recordRead records in st.applied what revision pr holds as rd read it,
+// when the variant writes nothing into it: the files hold all it asks.
+func (st *state) recordRead(pr, upstream *porchv1alpha1.PackageRevision, rd *reading) {
+	st.recordApplied(pr, upstream, rd.res.Candidates, rd.prr.Spec.Resources, rd.author)
+}
+
+// writeRead stores in draft pr the variant applied to the files rd read,
+// and records what the draft holds then in st.applied. Porch renders the
+// pipeline and returns the outcome, recorded in st.rendered. A pipeline
+// that fails to render is a *renderError.
+func (c *Controller) writeRead(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision, rd *reading) error {
 	if rd.unrecorded {
+		// Recorded before the write: a write whose outcome stays unknown
+		// leaves the draft unverified.
 		st.recordUnverifiedFiles()
-	}
-	if !writes(st.pv, pr, rd) {
-		st.recordApplied(pr, upstream, rd.res.Candidates, rd.prr.Spec.Resources, rd.author)
-		return nil
 	}
 	author, res := rd.author, rd.res
 	prr := rd.prr.DeepCopy()

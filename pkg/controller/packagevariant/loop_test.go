@@ -88,6 +88,30 @@ func TestLoopUpToDateVariantMakesNoRequests(t *testing.T) {
 	h.expectRevisions("app-eu", "packagevariant-1:Published")
 }
 
+// TestLoopPublishedRevisionIsNotWrittenForARenderFailureOnRecord: the
+// variant's status still names a failed render of a revision that has
+// since been published (a person fixed the draft and published it before
+// the variant synced again). A failed render is retried by writing the
+// draft again; a published revision takes no files, so the variant, which
+// has nothing to change in it, only records it.
+func TestLoopPublishedRevisionIsNotWrittenForARenderFailureOnRecord(t *testing.T) {
+	h := newHarness(t)
+	published := h.publishedGold()
+	h.Sim.ResetRequests()
+	pv := h.Variant("app")
+	pv.Status.DownstreamTargets = []configv1alpha1.DownstreamTarget{{Name: published, RenderStatus: porchv1alpha1.RenderStatus{Err: "render failed"}}}
+	if _, err := h.Client.ConfigV1alpha1().PackageVariants(testNS).UpdateStatus(h.Ctx, pv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.resync("app")
+	h.Settle()
+	if n := h.Sim.Requests()["update packagerevisionresources"]; n != 0 {
+		t.Errorf("%d resource updates of the published revision, want none", n)
+	}
+	h.waitReady("app")
+	h.expectRevisions("app", "packagevariant-1:Published")
+}
+
 // TestLoopSpecChangeEditsDraftInPlace: a changed spec is applied to the
 // open draft, no second draft is made.
 func TestLoopSpecChangeEditsDraftInPlace(t *testing.T) {
