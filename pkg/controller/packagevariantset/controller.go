@@ -90,8 +90,9 @@ type Controller struct {
 	// celBudget is Options.CELBudget.
 	celBudget uint64
 	cel       *celtemplate.Cache
-	// states are what each set's syncs keep for the next (state.go), and
-	// fleets the maps each set's syncs fill again.
+	// states are what each set's syncs keep for the next (the renders,
+	// rendered.go), and fleets the maps each set's syncs fill again
+	// (wanted.go).
 	states states
 	fleets fleets
 	// readinessDelay batches wake-ups by variants' readiness changes.
