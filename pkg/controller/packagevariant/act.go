@@ -116,12 +116,8 @@ func (c *Controller) newDraft(ctx context.Context, st *state, task porchv1alpha1
 	if err != nil {
 		return err
 	}
-	if rd.blocked != nil {
-		return rd.blocked
-	}
-	if !writes(st.pv, draft, rd) {
-		st.recordRead(draft, base, rd)
-	} else if err := c.writeRead(ctx, st, draft, base, rd); err != nil {
+	// The new draft is kept current as any of the variant's drafts is.
+	if err := c.do(ctx, st, draftAction(st.pv, step{rev: draft, base: base}, rd), o); err != nil {
 		return err
 	}
 	o.progress = progress{kind: progressReady}

@@ -77,13 +77,6 @@ func (c *Controller) readNow(ctx context.Context, pv *configv1alpha1.PackageVari
 	return out
 }
 
-// upToDate reports whether the variant's last write went to pr, rendered,
-// and nothing it depends on has changed since: then nothing needs reading or
-// writing.
-func (c *Controller) upToDate(ctx context.Context, st *state, pr, upstream *porchv1alpha1.PackageRevision) bool {
-	return c.inputsUnchanged(ctx, st, pr, upstream) && !renderFailed(st.pv, pr.Name)
-}
-
 // inputsUnchanged reports whether the variant's last write went to pr and
 // nothing it was made from (the upstream, the variant's spec, the injected
 // objects) has changed since.

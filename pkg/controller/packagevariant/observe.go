@@ -16,8 +16,8 @@ import (
 // pending, blocked and prr is set.
 type reading struct {
 	// upToDate: the variant's record says nothing it depends on changed
-	// since its last write went to the revision (upToDate); its files were
-	// not read.
+	// since its last write went to the revision, which rendered; its files
+	// were not read.
 	upToDate bool
 	// pending: the last render of the draft failed and nothing changed
 	// since; the retry waits for its backoff. The files were not read.
@@ -57,13 +57,17 @@ func (c *Controller) observe(ctx context.Context, st *state, p plan) (map[string
 }
 
 // observeStep is the reading of one step's revision; draft: the variant
-// writes into it (a failed render is retried, on its backoff).
+// writes into it (a failed render is retried, on its backoff). The
+// revision is up to date when the variant's last write went to it,
+// rendered, and nothing that write was made from has changed since.
 func (c *Controller) observeStep(ctx context.Context, st *state, s step, draft bool) (*reading, error) {
 	pv := st.pv
-	if c.upToDate(ctx, st, s.rev, s.base) {
+	unchanged := c.inputsUnchanged(ctx, st, s.rev, s.base)
+	failed := renderFailed(pv, s.rev.Name)
+	if unchanged && !failed {
 		return &reading{upToDate: true}, nil
 	}
-	if draft && renderFailed(pv, s.rev.Name) && c.inputsUnchanged(ctx, st, s.rev, s.base) {
+	if draft && unchanged {
 		// Only a retry of the failed render is left to do: on its
 		// backoff, not at every event.
 		if d := c.renderRetries.wait(pv.UID, s.rev.Name); d > 0 {

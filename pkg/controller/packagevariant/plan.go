@@ -272,14 +272,36 @@ func unlessOthersOpen(st *state, a action) action {
 	return action{kind: actBlocked, rev: a.rev, base: a.base, hold: a.hold, err: err, why: err.Error()}
 }
 
+// waitFor waits for a person's decision, reporting pr.
 func waitFor(pr progress, why string) action {
 	return action{kind: actWait, wait: pr, why: why}
+}
+
+// on is an action of kind on step s's revision.
+func on(s step, kind actionKind, why string) action {
+	return action{kind: kind, rev: s.rev, base: s.base, hold: s.hold, why: why}
+}
+
+// recordRead records what observe read of s's revision, which holds all
+// the variant asks.
+func recordRead(s step, rd *reading) action {
+	a := on(s, actRecord, "holds all the variant asks")
+	a.read = rd
+	return a
+}
+
+// waitOn is waitFor for step s, noting its UpgradeAvailable message.
+func waitOn(s step, pr progress, why string) action {
+	a := waitFor(pr, why)
+	a.hold = s.hold
+	return a
 }
 
 // readAction is the action for a revision observe read, when the reading
 // alone decides it (nil: it does not).
 func readAction(s step, rd *reading) *action {
-	a := action{rev: s.rev, base: s.base, hold: s.hold, read: rd}
+	a := on(s, actNone, "")
+	a.read = rd
 	switch {
 	case rd.upToDate:
 		a.kind, a.why = actNone, "up to date: nothing the variant depends on changed since its last write"
@@ -297,13 +319,12 @@ func readAction(s step, rd *reading) *action {
 // when it is stale, otherwise keep it current.
 func draftAction(pv *configv1alpha1.PackageVariant, s step, rd *reading) action {
 	if s.stale {
-		return action{kind: actReplace, rev: s.rev, base: s.base, hold: s.hold,
-			why: "based on an old upstream: replaced by a draft from " + s.base.Name + " when nobody edited it"}
+		return on(s, actReplace, "based on an old upstream: replaced by a draft from "+s.base.Name+" when nobody edited it")
 	}
 	if a := readAction(s, rd); a != nil {
 		return *a
 	}
-	a := action{kind: actRecord, rev: s.rev, base: s.base, hold: s.hold, read: rd, why: "holds all the variant asks"}
+	a := recordRead(s, rd)
 	if writes(pv, s.rev, rd) {
 		a.kind, a.why = actWrite, "the variant's changes are not all in it, or its last render failed"
 	}
@@ -317,9 +338,9 @@ func publishedAction(s step, rd *reading) action {
 		return *a
 	}
 	if rd.res.Changed {
-		return action{kind: actEdit, rev: s.rev, base: s.base, hold: s.hold, why: "the variant would change it"}
+		return on(s, actEdit, "the variant would change it")
 	}
-	return action{kind: actRecord, rev: s.rev, base: s.base, hold: s.hold, read: rd, why: "holds all the variant asks"}
+	return recordRead(s, rd)
 }
 
 // proposedAction: Porch refuses changes to a Proposed revision, so the
@@ -327,21 +348,17 @@ func publishedAction(s step, rd *reading) action {
 // reference errors for ever) or making another draft.
 func proposedAction(st *state, s step, rd *reading) action {
 	if s.stale {
-		a := waitFor(progress{kind: progressApprovalBeforeUpgrade, revision: s.rev, upstream: st.upstream},
+		return waitOn(s, progress{kind: progressApprovalBeforeUpgrade, revision: s.rev, upstream: st.upstream},
 			"it waits for approval: the upgrade follows its publication")
-		a.hold = s.hold
-		return a
 	}
 	if a := readAction(s, rd); a != nil {
 		return *a
 	}
 	if rd.res.Changed {
-		a := waitFor(progress{kind: progressApprovalBeforeChanges, revision: s.rev},
+		return waitOn(s, progress{kind: progressApprovalBeforeChanges, revision: s.rev},
 			"it waits for approval: the variant's changes follow its publication")
-		a.hold = s.hold
-		return a
 	}
-	return action{kind: actRecord, rev: s.rev, base: s.base, hold: s.hold, read: rd, why: "holds all the variant asks"}
+	return recordRead(s, rd)
 }
 
 // upgradeOf is the upgrade of published revision s.rev to the selected
@@ -353,13 +370,12 @@ func upgradeOf(st *state, s step) action {
 		from = helper.PublishedRevision(st.upRevs, rev)
 	}
 	if from == nil {
-		a := waitFor(progress{kind: progressCannotUpgrade, revision: s.rev, upstream: st.upstream},
+		return waitOn(s, progress{kind: progressCannotUpgrade, revision: s.rev, upstream: st.upstream},
 			"the upstream revision it is based on is not published any more: Porch has nothing to merge from")
-		a.hold = s.hold
-		return a
 	}
-	return action{kind: actUpgrade, rev: s.rev, base: st.upstream, from: from, hold: s.hold,
-		why: fmt.Sprintf("based on upstream revision %d: upgrade to %d", from.Spec.Revision, st.upstream.Spec.Revision)}
+	a := on(s, actUpgrade, fmt.Sprintf("based on upstream revision %d: upgrade to %d", from.Spec.Revision, st.upstream.Spec.Revision))
+	a.base, a.from = st.upstream, from
+	return a
 }
 
 var actionNames = [...]string{actClone: "clone", actNone: "none", actWrite: "write", actRecord: "record",
