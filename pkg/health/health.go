@@ -1,9 +1,10 @@
 // Package health judges whether the in-cluster object that says what a
 // variant's cluster runs (a Flux Kustomization, an Argo CD Application,
 // Config Sync's RootSync ...) reports the variant's published revision as
-// running and healthy. It is the judging half of a rollout's health check
-// (issue 37); naming the object for a variant, reading it and gating waves
-// on the result belong to the set's controller.
+// running and healthy. It compiles and runs a rollout's health check
+// (issue 37): the expression that names each variant's object, and those
+// that judge it; reading the object and gating waves on the result belong
+// to the set's controller.
 //
 // A check is three CEL expressions in the shape of Flux's healthCheckExprs:
 // inProgress, failed and current, each a bool over two variables: object,
@@ -34,11 +35,10 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/interpreter"
+	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-
-	"github.com/porch-variants/variant-controller/pkg/celtemplate"
 )
 
 // Status is what a health check says of a variant's cluster.
@@ -92,18 +92,27 @@ const costLimit = celtemplate.DefaultCostLimit
 // maxExpressionLength bounds an expression's text.
 const maxExpressionLength = 5000
 
-var env = func() *cel.Env {
-	e, err := cel.NewEnv(
-		cel.Variable("object", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("revision", cel.MapType(cel.StringType, cel.DynType)),
-		cel.OptionalTypes(),
-		cel.ParserExpressionSizeLimit(maxExpressionLength),
-	)
+// env is the environment of the judging expressions; nameEnv, of the name
+// expression.
+var (
+	env     = newEnv("checks", "object", "revision")
+	nameEnv = newEnv("names", "variant", "repository", "revision")
+)
+
+// newEnv is a CEL environment whose variables vars are maps by string,
+// with optional field access and the length limit; what names it in the
+// panic of a bug.
+func newEnv(what string, vars ...string) *cel.Env {
+	opts := []cel.EnvOption{cel.OptionalTypes(), cel.ParserExpressionSizeLimit(maxExpressionLength)}
+	for _, v := range vars {
+		opts = append(opts, cel.Variable(v, cel.MapType(cel.StringType, cel.DynType)))
+	}
+	e, err := cel.NewEnv(opts...)
 	if err != nil {
-		panic(fmt.Sprintf("health: the CEL environment: %v", err))
+		panic(fmt.Sprintf("health: the CEL environment of %s: %v", what, err))
 	}
 	return e
-}()
+}
 
 // Compile compiles a check's expressions; fldPath is where they stand (the
 // errors name each field). Current is required when any is given: a check
@@ -226,4 +235,93 @@ func describe(obj *unstructured.Unstructured) string {
 		return fmt.Sprintf("%s %s", obj.GetKind(), obj.GetName())
 	}
 	return fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+}
+
+// A check names each variant's object with a CEL string expression over
+// three maps: variant (name, namespace, labels, annotations, downstream:
+// repo and package), repository (the variant's downstream Repository:
+// name, namespace, labels, annotations) and revision (as the judging
+// expressions see it).
+
+// Variant is what a name expression knows of a variant.
+type Variant struct {
+	Name, Namespace         string
+	Labels, Annotations     map[string]string
+	DownstreamRepo, Package string
+}
+
+// Repository is what a name expression knows of a variant's downstream
+// Repository.
+type Repository struct {
+	Name, Namespace     string
+	Labels, Annotations map[string]string
+}
+
+// Namer is a compiled name expression, safe for concurrent use.
+type Namer struct {
+	prg cel.Program
+}
+
+// CompileName compiles a name expression (at fldPath, for the error).
+func CompileName(expr string, fldPath *field.Path) (n *Namer, errs field.ErrorList) {
+	defer func() {
+		if r := recover(); r != nil {
+			n, errs = nil, field.ErrorList{field.Invalid(fldPath, expr, fmt.Sprintf("internal error compiling the expression: %v", r))}
+		}
+	}()
+	if expr == "" {
+		return nil, field.ErrorList{field.Required(fldPath, "name the object that says what the variant's cluster runs")}
+	}
+	ast, iss := nameEnv.Compile(expr)
+	if err := iss.Err(); err != nil {
+		return nil, field.ErrorList{field.Invalid(fldPath, expr, err.Error())}
+	}
+	switch t := ast.OutputType(); t.Kind() {
+	case types.StringKind, types.DynKind, types.AnyKind:
+	default:
+		return nil, field.ErrorList{field.Invalid(fldPath, expr, "must evaluate to a string, got "+t.String())}
+	}
+	prg, err := nameEnv.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(fldPath, expr, err.Error())}
+	}
+	return &Namer{prg: prg}, nil
+}
+
+// Name is the name of the object of variant v, whose downstream Repository
+// is repo and published revision rev.
+func (n *Namer) Name(v Variant, repo Repository, rev Revision) (string, error) {
+	vars := map[string]any{
+		"variant": map[string]any{
+			"name": v.Name, "namespace": v.Namespace, "labels": orEmpty(v.Labels), "annotations": orEmpty(v.Annotations),
+			"downstream": map[string]any{"repo": v.DownstreamRepo, "package": v.Package},
+		},
+		"repository": map[string]any{
+			"name": repo.Name, "namespace": repo.Namespace, "labels": orEmpty(repo.Labels), "annotations": orEmpty(repo.Annotations),
+		},
+		"revision": revisionVar(rev),
+	}
+	out, _, err := n.prg.Eval(vars)
+	if err != nil {
+		return "", err
+	}
+	s, ok := out.Value().(string)
+	if !ok {
+		return "", fmt.Errorf("got %s, not a string", out.Type().TypeName())
+	}
+	if s == "" {
+		return "", fmt.Errorf("it names no object (an empty string)")
+	}
+	return s, nil
+}
+
+func revisionVar(rev Revision) map[string]any {
+	return map[string]any{"name": rev.Name, "revision": int64(rev.Revision), "published": rev.Published, "commit": rev.Commit}
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }

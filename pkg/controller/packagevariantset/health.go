@@ -8,10 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchhelper "github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/pkg/controller/access"
 	"github.com/porch-variants/variant-controller/pkg/controller/prindex"
@@ -36,29 +34,6 @@ type healthCheck struct {
 	namer     *health.Namer
 	judge     *health.Judge
 	account   string
-}
-
-// compileHealth compiles the set's health check (nil when it has none).
-// Validation has compiled it already: an error here is a bug's.
-func compileHealth(spec *configv1alpha2.Rollout) (*healthCheck, error) {
-	h := spec.Health
-	if h == nil {
-		return nil, nil
-	}
-	path := field.NewPath("spec", "rollout", "health")
-	gv, err := schema.ParseGroupVersion(h.APIVersion)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path.Child("apiVersion"), err)
-	}
-	namer, errs := health.CompileName(h.NameExpr, path.Child("nameExpr"))
-	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	judge, errs := health.Compile(health.Exprs{Current: h.Current, InProgress: h.InProgress, Failed: h.Failed}, path)
-	if len(errs) > 0 {
-		return nil, errs.ToAggregate()
-	}
-	return &healthCheck{gvk: gv.WithKind(h.Kind), namespace: h.Namespace, namer: namer, judge: judge, account: h.ServiceAccountName}, nil
 }
 
 // healthMemo is what the syncs of a set keep of one variant's health

@@ -15,6 +15,8 @@ import (
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/expectations"
+	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/pkg/metrics"
 )
 
 // manageResult is what manageVariants did.
@@ -248,4 +250,31 @@ func setWaveLabel(pv *configv1alpha1.PackageVariant, wave string) {
 		pv.Labels = map[string]string{}
 	}
 	pv.Labels[configv1alpha2.WaveLabel] = wave
+}
+
+// reportRollout sends the events of a rollout decision on the set and
+// puts its wave counts in the metrics (the status is calculateStatus's).
+// A set without a rollout has no counts; a set whose sync stopped before
+// deciding keeps what it had.
+func (c *Controller) reportRollout(pvs *configv1alpha2.PackageVariantSet, plan *rollout.Plan) {
+	if pvs.Spec.Rollout == nil {
+		c.metrics.SetRollout(pvs.Namespace, pvs.Name, nil)
+		return
+	}
+	if plan == nil {
+		return
+	}
+	for _, e := range plan.Events {
+		eventType := corev1.EventTypeNormal
+		if e.Warning {
+			eventType = corev1.EventTypeWarning
+		}
+		c.recorder.Event(pvs, eventType, e.Reason, e.Message)
+	}
+	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
+	for i, ws := range plan.Status.Waves {
+		s := plan.States[i]
+		waves = append(waves, metrics.WaveVariants{Wave: ws.Name, Pending: s.Pending, Open: s.Open, Finished: s.Finished, Failed: s.Failed, Skipped: s.Skipped})
+	}
+	c.metrics.SetRollout(pvs.Namespace, pvs.Name, waves)
 }

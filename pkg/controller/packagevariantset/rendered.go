@@ -67,7 +67,7 @@ func (s *states) of(pvs *configv1alpha2.PackageVariantSet, upstream *porchv1alph
 	return st
 }
 
-// forget drops a set's state: the set is gone, or a sync stopped midway.
+// forget drops a set's state: the set is gone.
 func (s *states) forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -175,18 +175,6 @@ func (s *setState) render(r *renderer, t target) (e *rendered, stopped error) {
 	return e, nil
 }
 
-// begin starts a sync's use of the renders.
-func (s *setState) begin() { s.sweep++ }
-
-// end drops the renders of targets the sync did not have.
-func (s *setState) end() {
-	for k, e := range s.targets {
-		if e.used != s.sweep {
-			delete(s.targets, k)
-		}
-	}
-}
-
 // specEqual compares specs, taking nil and empty maps and lists as equal,
 // and a package context with no data and no keys to remove as none. It
 // runs for every variant on every sync of a set, so it copies nothing.
@@ -205,4 +193,51 @@ func withoutEmptyContext(s *configv1alpha1.PackageVariantSpec) *configv1alpha1.P
 	out := *s
 	out.PackageContext = nil
 	return &out
+}
+
+// desiredVariants renders every target into the spec of its variant,
+// rendering again only the targets whose inputs changed since s's last
+// sync, and keeps in s the renders of this sync's targets only. A target
+// that cannot be rendered, renders a spec the PackageVariant controller
+// would refuse, or renders the downstream of an earlier target is a
+// problem for the set's condition. renderFailed says that a target has no
+// valid spec: an existing variant may be that target's, so none may be
+// taken for stale.
+//
+// stopped is an error that stops the rendering of every target: the sync's
+// CEL budget spent (*celtemplate.BudgetError), or its context ended. Then
+// s keeps no render at all.
+func desiredVariants(s *setState, r *renderer, targets []target) (wants []*rendered, problems []string, renderFailed bool, stopped error) {
+	s.sweep++
+	firstTarget := make(map[string]int, len(targets))
+	for _, t := range targets {
+		e, stop := s.render(r, t)
+		if stop != nil {
+			clear(s.targets)
+			return nil, nil, false, stop
+		}
+		switch {
+		case e.err != nil:
+			renderFailed = true
+			problems = append(problems, e.err.Error())
+			continue
+		case e.invalid != "":
+			renderFailed = true
+			problems = append(problems, e.invalid)
+			continue
+		}
+		if first, dup := firstTarget[e.id]; dup {
+			problems = append(problems, fmt.Sprintf("%s and %s both render downstream %s/%s; only the first is used: give each a different downstream",
+				confighelper.TargetPath(first), confighelper.TargetPath(t.index), e.spec.Downstream.Repo, e.spec.Downstream.Package))
+			continue
+		}
+		firstTarget[e.id] = t.index
+		wants = append(wants, e)
+	}
+	for k, e := range s.targets {
+		if e.used != s.sweep {
+			delete(s.targets, k)
+		}
+	}
+	return wants, problems, renderFailed, nil
 }

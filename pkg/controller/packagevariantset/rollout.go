@@ -2,19 +2,21 @@ package packagevariantset
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
 	"github.com/porch-variants/variant-controller/pkg/controller/conditions"
 	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
-	"github.com/porch-variants/variant-controller/pkg/metrics"
+	"github.com/porch-variants/variant-controller/pkg/health"
 )
 
 // A set with spec.rollout pins the upstream revision it resolved into each
@@ -31,23 +33,15 @@ import (
 // planRollout decides the rollout of the set's change and lists in
 // w.changes the writes of f it does not hold back.
 func (c *Controller) planRollout(ctx context.Context, pvs *configv1alpha2.PackageVariantSet, f *fleet, w *wanted, upstream *porchv1alpha1.PackageRevision) error {
-	src, err := c.factSource(ctx, pvs)
-	if err != nil {
-		return err
-	}
-	g, err := f.rolloutWaves(pvs.Spec.Rollout, src)
-	if err != nil {
-		return err
-	}
+	spec := pvs.Spec.Rollout
 	var previousReason string
 	if cond := meta.FindStatusCondition(pvs.Status.Conditions, rollout.ConditionRolledOut); cond != nil {
 		previousReason = cond.Reason
 	}
-	plan := rollout.Decide(rollout.Input{
-		Spec:             pvs.Spec.Rollout,
+	in := rollout.Input{
+		Spec:             spec,
 		Previous:         pvs.Status.Rollout,
 		PreviousReason:   previousReason,
-		ID:               rollout.ID(upstream.Spec.Revision, templatesOf(pvs)),
 		UpstreamRevision: upstream.Spec.Revision,
 		Approval:         pvs.Annotations[configv1alpha2.ApproveWaveAnnotation],
 		Skip:             pvs.Annotations[configv1alpha2.SkipVariantsAnnotation],
@@ -55,17 +49,35 @@ func (c *Controller) planRollout(ctx context.Context, pvs *configv1alpha2.Packag
 		Now:              c.now(),
 		Namespace:        pvs.Namespace,
 		Set:              pvs.Name,
-		HeldDeletes:      heldDeletes(pvs.Spec.Rollout, w),
-	}, g)
-	w.changes = f.rolloutChanges(plan.Open, rollout.CreatesNow(pvs.Spec.Rollout))
-	if pvs.Spec.Rollout.Paused {
+		HeldDeletes:      heldDeletes(spec, w),
+	}
+	// The change to roll out is the upstream revision with the targets'
+	// templates (in.ID, once the waves are known).
+	templates := templatesOf(pvs)
+	src, err := c.factSource(ctx, pvs)
+	if err != nil {
+		return err
+	}
+	// What the rollout knows of each rendered variant, in their waves.
+	facts := make([]rollout.Variant, 0, len(f.variants))
+	for _, v := range f.variants {
+		facts = append(facts, f.factOf(v, src))
+	}
+	g, err := rollout.Waves(spec, facts)
+	if err != nil {
+		return err
+	}
+	in.ID = rollout.ID(upstream.Spec.Revision, templates)
+	plan := rollout.Decide(in, g)
+	w.changes = f.rolloutChanges(plan.Open, src.createsNow)
+	if spec.Paused {
 		w.stale = nil
 	}
 	w.rollout = &plan
 	w.waveOf = make(map[string]string, len(f.variants))
 	for i, vs := range g.Waves {
 		for _, v := range vs {
-			w.waveOf[v.Name] = pvs.Spec.Rollout.Waves[i].Name
+			w.waveOf[v.Name] = spec.Waves[i].Name
 		}
 	}
 	return nil
@@ -88,11 +100,11 @@ type factSource struct {
 }
 
 func (c *Controller) factSource(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) (*factSource, error) {
-	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
+	hc, err := compileHealth(pvs.Spec.Rollout)
 	if err != nil {
 		return nil, err
 	}
-	hc, err := compileHealth(pvs.Spec.Rollout)
+	matcher, err := rollout.NewMatcher(pvs.Spec.Rollout)
 	if err != nil {
 		return nil, err
 	}
@@ -111,14 +123,27 @@ func (c *Controller) factSource(ctx context.Context, pvs *configv1alpha2.Package
 	return src, nil
 }
 
-// rolloutWaves are what a rollout knows of each rendered variant, in
-// their waves.
-func (f *fleet) rolloutWaves(spec *configv1alpha2.Rollout, src *factSource) (rollout.Grouping, error) {
-	facts := make([]rollout.Variant, 0, len(f.variants))
-	for _, v := range f.variants {
-		facts = append(facts, f.factOf(v, src))
+// compileHealth compiles the set's health check (nil when it has none).
+// Validation has compiled it already: an error here is a bug's.
+func compileHealth(spec *configv1alpha2.Rollout) (*healthCheck, error) {
+	h := spec.Health
+	if h == nil {
+		return nil, nil
 	}
-	return rollout.Waves(spec, facts)
+	path := field.NewPath("spec", "rollout", "health")
+	gv, err := schema.ParseGroupVersion(h.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path.Child("apiVersion"), err)
+	}
+	namer, errs := health.CompileName(h.NameExpr, path.Child("nameExpr"))
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	judge, errs := health.Compile(health.Exprs{Current: h.Current, InProgress: h.InProgress, Failed: h.Failed}, path)
+	if len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
+	return &healthCheck{gvk: gv.WithKind(h.Kind), namespace: h.Namespace, namer: namer, judge: judge, account: h.ServiceAccountName}, nil
 }
 
 // heldDeletes is how many stale variants of w a paused rollout keeps.
@@ -211,33 +236,6 @@ func templatesOf(pvs *configv1alpha2.PackageVariantSet) []*configv1alpha2.Packag
 		out = append(out, pvs.Spec.Targets[i].Template)
 	}
 	return out
-}
-
-// reportRollout sends the events of a rollout decision on the set and
-// puts its wave counts in the metrics (the status is calculateStatus's).
-// A set without a rollout has no counts; a set whose sync stopped before
-// deciding keeps what it had.
-func (c *Controller) reportRollout(pvs *configv1alpha2.PackageVariantSet, plan *rollout.Plan) {
-	if pvs.Spec.Rollout == nil {
-		c.metrics.SetRollout(pvs.Namespace, pvs.Name, nil)
-		return
-	}
-	if plan == nil {
-		return
-	}
-	for _, e := range plan.Events {
-		eventType := corev1.EventTypeNormal
-		if e.Warning {
-			eventType = corev1.EventTypeWarning
-		}
-		c.recorder.Event(pvs, eventType, e.Reason, e.Message)
-	}
-	waves := make([]metrics.WaveVariants, 0, len(plan.Status.Waves))
-	for i, ws := range plan.Status.Waves {
-		s := plan.States[i]
-		waves = append(waves, metrics.WaveVariants{Wave: ws.Name, Pending: s.Pending, Open: s.Open, Finished: s.Finished, Failed: s.Failed, Skipped: s.Skipped})
-	}
-	c.metrics.SetRollout(pvs.Namespace, pvs.Name, waves)
 }
 
 // now is the controller's clock (tests set it).

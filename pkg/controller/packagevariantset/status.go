@@ -84,7 +84,8 @@ func calculateStatus(pvs *configv1alpha2.PackageVariantSet, o outcome) configv1a
 			status.Rollout = rolloutOf(pvs, status.Rollout, w.rollout)
 		}
 	}
-	conditions.Make(&status.Conditions, pvs.Generation, conditionEdits(pvs, o, status)...)
+	edits := conditionEdits(pvs, o, status)
+	conditions.Make(&status.Conditions, pvs.Generation, edits...)
 	return status
 }
 

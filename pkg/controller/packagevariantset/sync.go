@@ -50,9 +50,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 
 // reconcile does the work and records the outcome in pvs.Status (pvs is
 // the caller's copy), in the phases of the ReplicaSet controller: what the
-// set wants, read from the caches (wanted.go); the writes that get there
-// (manage.go); the status, computed from both without a client
-// (status.go).
+// set wants, read from the caches (wanted.go), and the writes that get
+// there (changes.go); the writes made, and the rollout's events and
+// metrics (manage.go); the status, computed from both without a client
+// (status.go). Then what the work loop does next: retry what failed, wake
+// the set when its rollout's soak ends or a deadline passes, look again
+// when a create the cache does not show yet is due.
 func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageVariantSet) error {
 	// A paused set: everything but its status stays as the last sync left
 	// it.
@@ -71,18 +74,10 @@ func (c *Controller) reconcile(ctx context.Context, pvs *configv1alpha2.PackageV
 		}
 	}
 	pvs.Status = calculateStatus(pvs, o)
-	if o.paused {
-		return nil
-	}
-	return c.settle(pvs, o)
-}
-
-// settle is what the work loop does after a sync of pvs: retry what
-// failed, wake the set when its rollout's soak ends or a deadline passes,
-// look again when a create the cache does not show yet is due.
-func (c *Controller) settle(pvs *configv1alpha2.PackageVariantSet, o outcome) error {
 	w, managed := o.wanted, o.managed
 	switch {
+	case o.paused:
+		return nil
 	case o.manageErr != nil:
 		return o.manageErr
 	case w.targetsErr != nil:

@@ -30,10 +30,3 @@ func Messages(errs field.ErrorList) []string {
 func notSupported(fldPath *field.Path, value any, message string) *field.Error {
 	return &field.Error{Type: field.ErrorTypeNotSupported, Field: fldPath.String(), BadValue: value, Detail: message}
 }
-
-// standard makes the Detail of an error that has no reference wording the
-// error's whole standard text ("<field>: <type>: <detail>").
-func standard(e *field.Error) *field.Error {
-	e.Detail = e.Error()
-	return e
-}

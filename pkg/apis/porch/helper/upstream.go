@@ -76,3 +76,33 @@ func ResolveUpstream(up *configv1alpha1.Upstream, revs []*porchv1alpha1.PackageR
 	}
 	return nil, &UpstreamError{fmt.Sprintf("%s has no published revision yet; publish one", where)}
 }
+
+// LatestAsSeen is the latest revision of one package as a reader of Porch's
+// answers finds it: the Published revision labelled kpt.dev/latest-revision
+// (the higher one, when a cache briefly shows the label on two), else the
+// highest-numbered published one (Latest).
+func LatestAsSeen(revs []*porchv1alpha1.PackageRevision) *porchv1alpha1.PackageRevision {
+	var labelled *porchv1alpha1.PackageRevision
+	for _, pr := range revs {
+		if IsPlaceholder(pr) || pr.Spec.Lifecycle != porchv1alpha1.PackageRevisionLifecyclePublished ||
+			pr.Labels[porchv1alpha1.LatestPackageRevisionLabel] != "true" {
+			continue
+		}
+		if labelled == nil || pr.Spec.Revision > labelled.Spec.Revision {
+			labelled = pr
+		}
+	}
+	if labelled != nil {
+		return labelled
+	}
+	var highest *porchv1alpha1.PackageRevision
+	for _, pr := range revs {
+		if IsPlaceholder(pr) || !IsPublished(pr) {
+			continue
+		}
+		if highest == nil || pr.Spec.Revision > highest.Spec.Revision {
+			highest = pr
+		}
+	}
+	return highest
+}
