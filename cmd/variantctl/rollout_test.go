@@ -134,6 +134,22 @@ func (f *rolloutFixture) set(t *testing.T) *configv1alpha2.PackageVariantSet {
 	return pvs
 }
 
+// status is rollout status's options on the fixture, its clock at statusAt.
+func (f *rolloutFixture) status() *rolloutStatusOptions {
+	return &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
+}
+
+// wantStatus runs rollout status edge -n fleet and checks what it prints.
+func (f *rolloutFixture) wantStatus(t *testing.T, want string) {
+	t.Helper()
+	if err := f.run(t, f.status(), "edge", "-n", "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, f.out.String()); diff != "" {
+		t.Errorf("status (-want +got):\n%s", diff)
+	}
+}
+
 // wantEvents checks the Events recorded, "reason: message".
 func (f *rolloutFixture) wantEvents(t *testing.T, want ...string) {
 	t.Helper()
@@ -410,11 +426,7 @@ func TestRolloutStatusHalted(t *testing.T) {
 		}
 		st.Unassigned, st.UnassignedVariants = 2, []string{"edge-x-app", "edge-y-app"}
 	}), edgeVariants(map[string]string{"edge-c1-app": "canary", "edge-p1-app": "prod", "edge-p2-app": "prod", "edge-r1-app": "rest", "edge-x-app": ""})...)
-	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
-	if err := f.run(t, o, "edge", "-n", "fleet"); err != nil {
-		t.Fatal(err)
-	}
-	want := `packagevariantset fleet/edge: rollout abc123 of upstream revision 2, 1/6 finished
+	f.wantStatus(t, `packagevariantset fleet/edge: rollout abc123 of upstream revision 2, 1/6 finished
 RolledOut=False WaitingForApproval: wave prod waits for approval
 WAVE    PHASE     VARIANTS  UPDATED  FINISHED  FAILED  APPROVAL   STARTED
 canary  Finished  1         1        1         0       Automatic  5m ago
@@ -430,19 +442,12 @@ wave canary: 1 variants skipped in this rollout (config.porch.kpt.dev/skip-varia
 wave canary is resumed: its failures halt nothing in this rollout (config.porch.kpt.dev/resume-wave)
 2 variants are in no wave, held on what they carry: edge-x-app, edge-y-app
 wave prod halted on its failures: let it go on beside them with variantctl rollout resume edge -n fleet, or skip them with variantctl rollout skip edge VARIANT... -n fleet
-`
-	if diff := cmp.Diff(want, f.out.String()); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
-	}
+`)
 }
 
 func TestRolloutStatus(t *testing.T) {
 	f := newRolloutFixture(edgeSet(func(p *configv1alpha2.PackageVariantSet) { p.Spec.Rollout.Paused = true }), edgeVariants(sixVariants)...)
-	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
-	if err := f.run(t, o, "edge", "-n", "fleet"); err != nil {
-		t.Fatal(err)
-	}
-	want := `packagevariantset fleet/edge: rollout abc123 of upstream revision 2, 1/6 finished
+	f.wantStatus(t, `packagevariantset fleet/edge: rollout abc123 of upstream revision 2, 1/6 finished
 RolledOut=False WaitingForApproval: wave prod waits for approval
 WAVE    PHASE               VARIANTS  UPDATED  FINISHED  FAILED  APPROVAL   STARTED
 canary  Finished            1         1        1         0       Automatic  5m ago
@@ -457,17 +462,14 @@ edge-r2-app  rest    pending    its wave has not started
 edge-r3-app  rest    pending    its wave has not started
 paused: no new wave or variant change starts; resume with: variantctl rollout resume edge -n fleet
 wave prod waits for approval: variantctl rollout approve edge prod -n fleet
-`
-	if diff := cmp.Diff(want, f.out.String()); diff != "" {
-		t.Errorf("status (-want +got):\n%s", diff)
-	}
+`)
 }
 
 // TestRolloutStatusWatch: --watch prints the rollout, then again at each
 // change, and returns once it is RolledOut for the set's generation.
 func TestRolloutStatusWatch(t *testing.T) {
 	f := newRolloutFixture(edgeSet(nil), edgeVariants(sixVariants)...)
-	o := &rolloutStatusOptions{rolloutFlags: f.flags(), now: func() time.Time { return statusAt }}
+	o := f.status()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)

@@ -7,32 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
-
-// lockedBuffer is a stderr the controllers' logs (-v 2) may write to from
-// their goroutines while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // parsed parses a command line as variantctl does and returns the
 // options of the command it names, complete and valid, without running
@@ -114,7 +96,9 @@ func TestHelpExamples(t *testing.T) {
 				args[i+1] = t.TempDir() // not into the repository
 			}
 			var stdout bytes.Buffer
-			var stderr lockedBuffer
+			// the controllers' logs (-v 2) write to stderr from their
+			// goroutines while the test reads it
+			var stderr e2eutil.SyncBuffer
 			code := run(context.Background(), args, &stdout, &stderr)
 			if code != exitOK && code != exitNotReady {
 				t.Errorf("exit status %d, want 0 or 1\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
