@@ -37,9 +37,7 @@ func testDiffPackage(t *testing.T, b *backend) {
 	variants := map[string]string{"edge-edge-1-app": "edge-1", "edge-edge-2-app": "edge-2"}
 	set := diffSet(ns)
 	set.Spec.Upstream.Revision = 0 // follow the latest revision
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, ctx, set)
 	s.waitFor(t, step{name: "2 Ready variants with one draft each", want: map[string]readyWant{"edge-edge-1-app": ready, "edge-edge-2-app": ready}})
 	for v := range variants {
 		s.publishDraftOf(t, v)

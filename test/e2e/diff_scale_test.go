@@ -49,9 +49,7 @@ func testDiffScale(t *testing.T, b *backend, n int) {
 	set.Spec.Upstream.Revision = 0
 	set.Spec.Targets[0].Template.Injectors = nil
 	start := time.Now()
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, ctx, set)
 	eventuallyWithin(t, ctrl, 30*time.Minute, fmt.Sprintf("the set settled on its %d variants", n), func() (bool, string) {
 		s, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Get(ctx, "edge", metav1.GetOptions{})
 		if err != nil {

@@ -46,13 +46,11 @@ func testDiff(t *testing.T, b *backend) {
 	s, v1 := diffFleet(t, b, "diff")
 	ns := s.ns
 	publishRevision(t, ns, repoBlueprints, "app", "v2", editTask(v1), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
+		"deployment.yaml": appDeployment(2),
 		"settings.yaml":   diffSettings,
 	}, false)
 	set := diffSet(ns)
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(ns).Create(ctx, set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, ctx, set)
 	s.waitFor(t, step{name: "2 Ready variants with one draft each", want: map[string]readyWant{"edge-edge-1-app": ready, "edge-edge-2-app": ready}})
 	// The expectations below name the revisions the controller made, and
 	// those the offline run predicts, <repo>.<package>.<workspace>: make
@@ -175,7 +173,7 @@ func diffFleet(t *testing.T, b *backend, name string) (*scenario, string) {
 	repository(t, ns, "edge-2", true, map[string]string{"env": "prod", "region": "r2"})
 	repository(t, ns, "edge-3", true, map[string]string{"env": "staging", "region": "r3"})
 	v1 := publishRevision(t, ns, repoBlueprints, "app", "v1", initTask("e2e blueprint"), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
+		"deployment.yaml": appDeployment(1),
 		"settings.yaml":   diffSettings,
 	}, false)
 	for _, r := range []string{"r1", "r2", "r3"} {

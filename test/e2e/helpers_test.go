@@ -155,13 +155,18 @@ func publishRevision(t *testing.T, ns, repo, pkg, ws string, task porchv1alpha1.
 	return name
 }
 
+// appDeployment is the blueprint's Deployment app with that many replicas.
+func appDeployment(replicas int) string {
+	return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: %d\n", replicas)
+}
+
 // publishUpstream makes blueprints/app revision 1 in ns: a Deployment, with
-// the package the init task made.
-func publishUpstream(t *testing.T, ns string) {
+// the package the init task made. It returns the revision's name.
+func publishUpstream(t *testing.T, ns string) string {
 	t.Helper()
 	repository(t, ns, "blueprints", false, nil)
-	publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
+	return publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
+		"deployment.yaml": appDeployment(1),
 	}, false)
 }
 

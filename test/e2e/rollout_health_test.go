@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
 
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
@@ -197,15 +196,12 @@ func testHealthGated(t *testing.T, b *backend, dyn dynamic.Interface, h healthOb
 	ns := createNamespace(t, b.ns("e2e-health-"+strings.ToLower(h.check().Kind)))
 	ctx := context.Background()
 	publishUpstream(t, ns)
-	repository(t, ns, "edge-1", true, map[string]string{"env": "prod", "tier": "canary"})
-	repository(t, ns, "edge-2", true, map[string]string{"env": "prod", "tier": "rest"})
+	tieredSites(t, ns, map[string]string{"edge-1": "canary", "edge-2": "rest"})
 	for _, repo := range []string{"edge-1", "edge-2"} {
 		h.write(t, ctx, dyn, ns, repo, "", false)
 	}
 	ctrl := startController(t, "controller", ns)
-	set := prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
-		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")}},
-	})
+	set := tieredSet(ns)
 	set.Spec.Rollout = &configv1alpha2.Rollout{
 		Waves: []configv1alpha2.Wave{
 			{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}},

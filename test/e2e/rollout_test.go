@@ -33,18 +33,10 @@ func TestRolloutInWaves(t *testing.T) {
 func testRolloutInWaves(t *testing.T, b *backend) {
 	ns := createNamespace(t, b.ns("e2e-rollout"))
 	ctx := context.Background()
-	repository(t, ns, "blueprints", false, nil)
-	v1 := publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
-	}, false)
-	tiers := map[string]string{"edge-1": "canary", "edge-2": "prod", "edge-3": "prod", "edge-4": "rest", "edge-5": "rest", "edge-6": "rest"}
-	for repo, tier := range tiers {
-		repository(t, ns, repo, true, map[string]string{"env": "prod", "tier": tier})
-	}
+	v1 := publishUpstream(t, ns)
+	tieredSites(t, ns, map[string]string{"edge-1": "canary", "edge-2": "prod", "edge-3": "prod", "edge-4": "rest", "edge-5": "rest", "edge-6": "rest"})
 	ctrl := startController(t, "controller", ns)
-	set := prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
-		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")}},
-	})
+	set := tieredSet(ns)
 	set.Spec.Rollout = &configv1alpha2.Rollout{Waves: []configv1alpha2.Wave{
 		{Name: "canary", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, MaxConcurrent: ptr.To(intstr.FromInt32(1))},
 		{Name: "prod", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}, Approval: configv1alpha2.WaveApprovalManual},
@@ -62,7 +54,7 @@ func testRolloutInWaves(t *testing.T, b *backend) {
 
 	// Revision 2: the bump goes wave by wave.
 	publishRevision(t, ns, "blueprints", "app", "v2", editTask(v1), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
+		"deployment.yaml": appDeployment(2),
 	}, false)
 	r.step("edge-edge-1-app")
 	r.waitPhases("canary:Finished prod:WaitingForApproval rest:Pending")
@@ -92,6 +84,24 @@ func testRolloutInWaves(t *testing.T, b *backend) {
 			t.Errorf("%s: spec.upstream.revision %d at the end, want 2", name, rev)
 		}
 	}
+}
+
+// tieredSites makes the deployment repositories of tiers (name: tier),
+// labelled env: prod and their tier.
+func tieredSites(t *testing.T, ns string, tiers map[string]string) {
+	t.Helper()
+	for repo, tier := range tiers {
+		repository(t, ns, repo, true, map[string]string{"env": "prod", "tier": tier})
+	}
+}
+
+// tieredSet is the set edge of blueprints/app over ns's env: prod
+// repositories, each variant labelled with its repository's tier (what
+// the waves select).
+func tieredSet(ns string) *configv1alpha2.PackageVariantSet {
+	return prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
+		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")}},
+	})
 }
 
 // rolloutRun is a person working through a rollout.
@@ -261,17 +271,10 @@ func TestRolloutAdoptedByALiveSet(t *testing.T) {
 func testRolloutAdopted(t *testing.T, b *backend) {
 	ns := createNamespace(t, b.ns("e2e-adopt"))
 	ctx := context.Background()
-	repository(t, ns, "blueprints", false, nil)
-	v1 := publishRevision(t, ns, "blueprints", "app", "v1", initTask("e2e blueprint"), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n",
-	}, false)
-	for repo, tier := range map[string]string{"edge-1": "canary", "edge-2": "rest", "edge-3": "rest"} {
-		repository(t, ns, repo, true, map[string]string{"env": "prod", "tier": tier})
-	}
+	v1 := publishUpstream(t, ns)
+	tieredSites(t, ns, map[string]string{"edge-1": "canary", "edge-2": "rest", "edge-3": "rest"})
 	ctrl := startController(t, "controller", ns)
-	createSet(t, ctx, prodSet(ns, "edge", &configv1alpha2.PackageVariantTemplate{
-		LabelExprs: []configv1alpha2.MapExpr{{Key: ptr.To("tier"), ValueExpr: ptr.To("repository.labels['tier']")}},
-	}))
+	createSet(t, ctx, tieredSet(ns))
 	eventually(t, ctrl, "3 Ready variants with one draft each", func() (bool, string) { return fleetReady(ctx, ns, 3) })
 	r := &rolloutRun{t: t, ctx: ctx, ns: ns, ctrl: ctrl}
 	r.publishDrafts(r.open())
@@ -286,7 +289,7 @@ func testRolloutAdopted(t *testing.T, b *backend) {
 
 	// A new blueprint revision: only the canary gets its draft.
 	publishRevision(t, ns, "blueprints", "app", "v2", editTask(v1), map[string]string{
-		"deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 2\n",
+		"deployment.yaml": appDeployment(2),
 	}, false)
 	eventually(t, ctrl, "the canary's upgrade draft, and the rest wave's upgrades held by the set", func() (bool, string) {
 		open := r.open()

@@ -370,9 +370,7 @@ func (s *scenario) createSet(t *testing.T) {
 			}},
 		},
 	}
-	if _, err := env.admin.ConfigV1alpha2().PackageVariantSets(s.ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createSet(t, context.Background(), set)
 }
 
 func (s *scenario) deleteVariant(t *testing.T, name string) {
