@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -226,9 +225,7 @@ func TestPackageVariantErrorFields(t *testing.T) {
 		{Type: field.ErrorTypeRequired, Field: "spec.injectors[0].name", BadValue: ""},
 		{Type: field.ErrorTypeRequired, Field: "spec.pipeline.mutators[0].image", BadValue: ""},
 	}
-	if diff := cmp.Diff(want, ValidatePackageVariant(pv), cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
-		t.Errorf("errors (-want +got):\n%s", diff)
-	}
+	checkErrorFields(t, want, ValidatePackageVariant(pv))
 }
 
 // TestValidatePackageVariantSpecPath: the messages name the fields from

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -246,7 +245,5 @@ func TestPackageVariantSetErrorFields(t *testing.T) {
 		{Type: field.ErrorTypeInvalid, Field: "spec.targets[1].template.labelExprs[0].valueExpr", BadValue: "bad"},
 		{Type: field.ErrorTypeRequired, Field: "spec.targets[1].template.pipeline.mutators[0].image", BadValue: ""},
 	}
-	if diff := cmp.Diff(want, ValidatePackageVariantSet(s, f.check), cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
-		t.Errorf("errors (-want +got):\n%s", diff)
-	}
+	checkErrorFields(t, want, ValidatePackageVariantSet(s, f.check))
 }

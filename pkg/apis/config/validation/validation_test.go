@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -27,5 +28,15 @@ func testChanges[T any](t *testing.T, cases map[string]changeCase[T], valid func
 				t.Errorf("%s messages (-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// checkErrorFields compares errors with want by what they are about (type,
+// field and bad value), not by their detail: the messages are what the
+// other tests compare.
+func checkErrorFields(t *testing.T, want, errs field.ErrorList) {
+	t.Helper()
+	if diff := cmp.Diff(want, errs, cmpopts.IgnoreFields(field.Error{}, "Detail")); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
 	}
 }
