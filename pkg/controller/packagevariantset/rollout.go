@@ -63,10 +63,8 @@ func (c *Controller) planRollout(ctx context.Context, pvs *configv1alpha2.Packag
 	for _, v := range f.variants {
 		facts = append(facts, f.factOf(v, src))
 	}
-	g, err := rollout.Waves(spec, facts)
-	if err != nil {
-		return err
-	}
+	// The matcher the facts' waves came from, compiled once per sync.
+	g := src.matcher.Waves(facts)
 	in.ID = rollout.ID(upstream.Spec.Revision, templates)
 	plan := rollout.Decide(in, g)
 	w.changes = f.rolloutChanges(plan.Open, src.createsNow)

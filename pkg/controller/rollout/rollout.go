@@ -214,7 +214,13 @@ func Waves(spec *configv1alpha2.Rollout, variants []Variant) (Grouping, error) {
 	if err != nil {
 		return Grouping{}, err
 	}
-	g := Grouping{Waves: make([][]Variant, len(spec.Waves))}
+	return m.Waves(variants), nil
+}
+
+// Waves is the package's Waves with m's selectors: a variant whose Wave
+// is given is put there, any other where m.Wave says.
+func (m *Matcher) Waves(variants []Variant) Grouping {
+	g := Grouping{Waves: make([][]Variant, len(m.selectors))}
 	for _, v := range variants {
 		i := 0
 		if v.Wave != nil {
@@ -233,7 +239,7 @@ func Waves(spec *configv1alpha2.Rollout, variants []Variant) (Grouping, error) {
 		slices.SortFunc(w, byName)
 	}
 	slices.SortFunc(g.None, byName)
-	return g, nil
+	return g
 }
 
 // Matcher tells a variant's wave from its labels and its Repository's.
