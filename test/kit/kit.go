@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -89,7 +90,8 @@ type Harness struct {
 // of two overlapping writes) and that they stopped without an error.
 func Start(t *testing.T, o Options) *Harness {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
+	// Logs go to the test's log, and are kept for Logs.
+	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true))))
 	sim := porchsim.New()
 	sim.AddRepository(o.Namespace, UpstreamRepo, false, nil)
 	for _, name := range slices.Sorted(maps.Keys(o.Repositories)) {
@@ -117,6 +119,11 @@ func Start(t *testing.T, o Options) *Harness {
 		h.stop()
 	})
 	return h
+}
+
+// Logs are the controllers' log lines so far, in klog's text format.
+func (h *Harness) Logs() string {
+	return klog.FromContext(h.Ctx).GetSink().(ktesting.Underlier).GetBuffer().String()
 }
 
 func (h *Harness) start() {

@@ -48,8 +48,12 @@ type monitor struct {
 	personDeleted map[string]bool
 	// going are variants being deleted or gone, by UID.
 	going map[types.UID]string
-	// history is what happened to each object ("PackageRevision x").
+	// history is what happened to each object ("PackageRevision x"), logs
+	// what the controllers logged of it (logSink).
 	history map[string][]string
+	logs    map[string][]loggedLine
+	// noted counts the lines ever noted in each object's history.
+	noted map[string]int
 	// changed, when not nil, collects the objects that change.
 	changed    map[string]bool
 	events     []string
@@ -72,6 +76,8 @@ func newMonitor(start time.Time, ro *rolloutMonitor) *monitor {
 		personDeleted: map[string]bool{},
 		going:         map[types.UID]string{},
 		history:       map[string][]string{},
+		logs:          map[string][]loggedLine{},
+		noted:         map[string]int{},
 		ro:            ro,
 	}
 }
@@ -101,6 +107,7 @@ func (m *monitor) noteLocked(object, line string) {
 	if m.changed != nil && !strings.HasPrefix(line, "a person") {
 		m.changed[object] = true
 	}
+	m.noted[object]++
 	h := append(m.history[object], m.stamp()+" "+line)
 	if len(h) > historyLen {
 		h = h[len(h)-historyLen:]
@@ -306,8 +313,8 @@ func (m *monitor) report(t *testing.T, seed int64) int {
 		objects = objects[:12]
 	}
 	for _, o := range objects {
-		fmt.Fprintf(&b, "history of %s:\n", o)
-		for _, line := range m.history[o] {
+		fmt.Fprintf(&b, "history of %s, with the controllers' log lines that name it:\n", o)
+		for _, line := range m.timelineLocked(o) {
 			fmt.Fprintf(&b, "    %s\n", line)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,7 +146,6 @@ func newWorld(t *testing.T, cfg config) *world {
 	w := &world{
 		t:            t,
 		cfg:          cfg,
-		ctx:          klog.NewContext(context.Background(), klog.Logger{}),
 		sim:          porchsim.New(),
 		counts:       newCounts(),
 		rng:          rand.New(rand.NewPCG(uint64(cfg.seed), 1)),
@@ -167,6 +167,7 @@ func newWorld(t *testing.T, cfg config) *world {
 	}
 	w.mon = newMonitor(w.start, newRolloutMonitor(w.rolloutSet().Spec.Rollout, min(cfg.sites, rolloutSites), cfg.health))
 	w.sim.Observe(w.mon.observe)
+	w.ctx = klog.NewContext(context.Background(), logr.New(&logSink{mon: w.mon}))
 	w.sim.AddRepository(ns, "blueprints", false, nil)
 	if _, err := w.sim.AddPublished(ns, "blueprints", "app", 1, blueprint(1)); err != nil {
 		t.Fatal(err)
@@ -398,7 +399,8 @@ func (w *world) startControllers() {
 	w.mu.Lock()
 	objects := w.objects
 	w.mu.Unlock()
-	r, err := offline.Start(w.ctx, w.sim, offline.Options{
+	ctx := klog.NewContext(w.ctx, klog.FromContext(w.ctx).WithValues("run", w.incarnation))
+	r, err := offline.Start(ctx, w.sim, offline.Options{
 		Objects:        objects,
 		Workers:        4,
 		ReadinessDelay: 20 * time.Millisecond,

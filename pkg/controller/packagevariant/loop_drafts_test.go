@@ -1,6 +1,7 @@
 package packagevariant_test
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,13 @@ func TestLoopEditedStaleDraftIsKept(t *testing.T) {
 	publishV2(t, h.Sim)
 	cond := h.WaitVariantCondition("app", packagevariant.ConditionReady, metav1.ConditionFalse, packagevariant.ReasonDraftEdited)
 	mustContain(t, "DraftEdited message", cond.Message, draft, "blueprints.app.v2", "publish it", "delete it")
+	// The log tells when, and from which record, the draft was taken for
+	// a person's.
+	if !slices.ContainsFunc(strings.Split(h.Logs(), "\n"), func(l string) bool {
+		return strings.Contains(l, "taking them for a person's edit") && strings.Contains(l, draft) && strings.Contains(l, "recorded=")
+	}) {
+		t.Errorf("no log line says that %s was taken for a person's edit", draft)
+	}
 	h.Settle()
 	h.expectEditedDraftKept(draft)
 

@@ -101,7 +101,21 @@ func (c *Controller) read(ctx context.Context, st *state, pr *porchv1alpha1.Pack
 	if !rd.res.Changed && rd.author == editedFiles && c.unrecordedWrite(ctx, st, pr) {
 		rd.author, rd.unrecorded = unverifiedFiles, true
 	}
+	if rd.author == editedFiles {
+		logEdited(ctx, st, pr, prr.ResourceVersion)
+	}
 	return rd, nil
+}
+
+// logEdited logs the moment a draft recorded as the variant's own is taken
+// for a person's (its files changed since the record, and nothing says the
+// change is the controller's own): what the record said, for whoever has
+// to tell why the variant says DraftEdited.
+func logEdited(ctx context.Context, st *state, pr *porchv1alpha1.PackageRevision, resourceVersion string) {
+	if a := st.applied; a.ResourcesDigest != "" {
+		klog.FromContext(ctx).V(2).Info("A draft's files changed since the variant recorded them: taking them for a person's edit, kept and never replaced",
+			"packageRevision", klog.KObj(pr), "resourceVersion", resourceVersion, "recorded", a.ResourcesDigest, "recordedDraftID", a.DownstreamID)
+	}
 }
 
 // unrecordedWrite reports whether draft pr, whose files changed since the

@@ -175,8 +175,12 @@ func (c *Controller) uneditedLive(ctx context.Context, st *state, d *porchv1alph
 		return nil, err
 	}
 	author := authorOf(st.applied, d, prr.Spec.Resources, prr.ResourceVersion)
-	if author == editedFiles && c.unrecordedWrite(ctx, st, d) {
-		st.recordUnverifiedFiles()
+	if author == editedFiles {
+		if c.unrecordedWrite(ctx, st, d) {
+			st.recordUnverifiedFiles()
+		} else {
+			logEdited(ctx, st, d, prr.ResourceVersion)
+		}
 	}
 	if author != ownFiles {
 		return nil, nil
