@@ -151,8 +151,9 @@ func (l *Loop) HasSynced() bool {
 // WaitAndRun waits for the caches in Synced, then runs the workers as Run
 // does. If ctx ends first, it shuts the queue down and says so.
 func (l *Loop) WaitAndRun(ctx context.Context, workers int) error {
+	// Run names the controller in the logs of the syncs: ctx is passed on
+	// as it came, not with the name added a second time.
 	logger := klog.FromContext(ctx).WithValues("controller", l.Name)
-	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForNamedCacheSync(l.Name, ctx.Done(), l.Synced...) {
 		l.Queue.ShutDown()

@@ -67,7 +67,6 @@ func (s *logSink) keep(msg string, kv []any) {
 	var objects []string
 	var loop, key string
 	line := "log: " + msg
-	seen := map[string]bool{}
 	for i := 0; i+1 < len(all); i += 2 {
 		k := fmt.Sprint(all[i])
 		switch v := all[i+1].(type) {
@@ -83,10 +82,7 @@ func (s *logSink) keep(msg string, kv []any) {
 				key = v
 			}
 		}
-		if pair := fmt.Sprintf(" %s=%v", k, all[i+1]); !seen[pair] {
-			seen[pair] = true // the work loop names its controller twice
-			line += pair
-		}
+		line += fmt.Sprintf(" %s=%v", k, all[i+1])
 	}
 	if kind := loopKinds[loop]; kind != "" && key != "" {
 		_, name, _ := strings.Cut(key, "/")
