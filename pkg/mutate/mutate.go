@@ -3,6 +3,7 @@ package mutate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"unicode/utf8"
 
@@ -153,20 +154,8 @@ func Apply(files map[string]string, in Input, get ObjectGetter) (Result, error) 
 	}
 	res.Injected = outcomes
 	res.Candidates = candidates
-	res.Changed = !equalFiles(files, res.Files)
+	res.Changed = !maps.Equal(files, res.Files)
 	return res, nil
-}
-
-func equalFiles(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // sortCandidates sorts and deduplicates, so the controller's watch list is

@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -348,13 +349,8 @@ func apply(t *testing.T, files map[string]string, in Input, get ObjectGetter) Re
 // withChanges is files with the changed ones replaced: what Apply returns
 // when it changes exactly those.
 func withChanges(files, changed map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range files {
-		out[k] = v
-	}
-	for k, v := range changed {
-		out[k] = v
-	}
+	out := maps.Clone(files)
+	maps.Copy(out, changed)
 	return out
 }
 

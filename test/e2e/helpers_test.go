@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -105,9 +106,7 @@ func setFiles(t *testing.T, ns, name string, files map[string]string, replace bo
 	if replace || prr.Spec.Resources == nil {
 		prr.Spec.Resources = map[string]string{}
 	}
-	for k, v := range files {
-		prr.Spec.Resources[k] = v
-	}
+	maps.Copy(prr.Spec.Resources, files)
 	if _, err := prrs.Update(context.Background(), prr, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("store the files of %s/%s: %v", ns, name, err)
 	}

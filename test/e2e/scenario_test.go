@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,12 +189,10 @@ func steps() []step {
 	}
 }
 
-func merge(maps ...map[string]readyWant) map[string]readyWant {
+func merge(parts ...map[string]readyWant) map[string]readyWant {
 	out := map[string]readyWant{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
+	for _, m := range parts {
+		maps.Copy(out, m)
 	}
 	return out
 }

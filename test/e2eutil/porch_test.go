@@ -1,6 +1,7 @@
 package e2eutil
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -126,12 +127,11 @@ func TestPorchLoadedFunctionConfigs(t *testing.T) {
 }
 
 func without(m map[string]string, key string) map[string]string {
-	out := map[string]string{}
-	for k, v := range m {
-		if k != key {
-			out[k] = v
-		}
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
 	}
+	delete(out, key)
 	return out
 }
 

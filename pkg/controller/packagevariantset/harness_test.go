@@ -2,6 +2,8 @@ package packagevariantset_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"testing"
 
@@ -86,12 +88,7 @@ func (h *harness) resync(name string) {
 }
 
 func names[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m))
 }
 
 func (h *harness) waitVariants(want ...string) map[string]configv1alpha1.PackageVariant {

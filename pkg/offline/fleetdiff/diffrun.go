@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -408,12 +409,12 @@ func (c *fileCache) read() []string {
 	return out
 }
 
+// copyMap is a copy of m, empty but never nil.
 func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
+	if m == nil {
+		return map[string]string{}
 	}
-	return out
+	return maps.Clone(m)
 }
 
 // diffFiles reads files for Compare: before from the cache (what the
