@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
@@ -33,23 +30,13 @@ func readRepositories(path string) ([]*configv1alpha1.Repository, error) {
 		return nil, fmt.Errorf("--repositories-from: %w", err)
 	}
 	var repos []*configv1alpha1.Repository
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for doc := 1; ; doc++ {
-		var raw map[string]any
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("%s: document %d: %w", path, doc, err)
-		}
-		if len(raw) == 0 {
-			continue // an empty document
-		}
+	err = input.EachDocument(data, func(raw map[string]any) error {
 		got, err := repositoriesOf(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, doc, err)
-		}
 		repos = append(repos, got...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return repos, nil
 }

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
-	porchv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/porch/v1alpha1"
+	"github.com/porch-variants/variant-controller/pkg/apis/porch/helper"
 	"github.com/porch-variants/variant-controller/test/e2eutil"
 )
 
@@ -246,7 +246,11 @@ func (s *scenario) snapshot(t *testing.T) snapshot {
 			r.Owners = append(r.Owners, fmt.Sprintf("%s/%s controller=%v", ref.Kind, owner, ref.Controller != nil && *ref.Controller))
 		}
 		for _, task := range pr.Spec.Tasks {
-			r.Tasks = append(r.Tasks, norm(describeTask(task)))
+			described := helper.DescribeTask(task)
+			if task.Upgrade != nil {
+				described += " (" + string(task.Upgrade.Strategy) + ")"
+			}
+			r.Tasks = append(r.Tasks, norm(described))
 		}
 		for _, g := range pr.Spec.ReadinessGates {
 			r.ReadinessGates = append(r.ReadinessGates, g.ConditionType)
@@ -271,19 +275,6 @@ func (s *scenario) snapshot(t *testing.T) snapshot {
 		snap.Revisions[pr.Name] = r
 	}
 	return snap
-}
-
-func describeTask(task porchv1alpha1.Task) string {
-	switch {
-	case task.Clone != nil && task.Clone.Upstream.UpstreamRef != nil:
-		return "clone " + task.Clone.Upstream.UpstreamRef.Name
-	case task.Edit != nil && task.Edit.Source != nil:
-		return "edit " + task.Edit.Source.Name
-	case task.Upgrade != nil:
-		return fmt.Sprintf("upgrade %s from %s to %s (%s)", task.Upgrade.LocalPackageRevisionRef.Name, task.Upgrade.OldUpstream.Name,
-			task.Upgrade.NewUpstream.Name, task.Upgrade.Strategy)
-	}
-	return string(task.Type)
 }
 
 var sha = regexp.MustCompile(`\b[0-9a-f]{40}\b`)

@@ -5,15 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -136,34 +135,28 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for doc := 1; ; doc++ {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: document %d: %w", path, doc, err)
-		}
-		if len(obj) == 0 {
-			continue
-		}
+	err = input.EachDocument(data, func(obj map[string]any) error {
 		u := &unstructured.Unstructured{Object: obj}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
-			return nil, fmt.Errorf("%s: document %d has no apiVersion or kind", path, doc)
+			return errors.New("no apiVersion or kind")
 		}
-		if u.IsList() {
-			list, err := u.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", path, doc, err)
-			}
-			for i := range list.Items {
-				out = append(out, &list.Items[i])
-			}
-			continue
+		if !u.IsList() {
+			out = append(out, u)
+			return nil
 		}
-		out = append(out, u)
+		list, err := u.ToList()
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return out, nil
 }
 
 // InstallPorchManifests applies the CRDs, waits until they are Established,

@@ -1,20 +1,17 @@
 package e2eutil
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -197,20 +194,11 @@ func readRBAC(dir string) (*rbacObjects, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for doc := 1; ; doc++ {
-			var raw map[string]any
-			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", f, doc, err)
-			}
-			if raw == nil {
-				continue
-			}
-			if err := objs.add(raw, filepath.Base(f)); err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", f, doc, err)
-			}
+		err = input.EachDocument(data, func(raw map[string]any) error {
+			return objs.add(raw, filepath.Base(f))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 	}
 	return objs, nil

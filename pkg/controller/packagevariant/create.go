@@ -61,7 +61,7 @@ func (c *Controller) createDraft(ctx context.Context, pv *configv1alpha1.Package
 			Tasks:          []porchv1alpha1.Task{task},
 		},
 	}
-	made := describeTask(task)
+	made := helper.DescribeTask(task)
 	if d := c.renderRetries.wait(pv.UID, createRetryKey(pr.Name, made)); d > 0 {
 		// Its render failed, and it would be made from the same revisions.
 		return nil, &renderPending{draft: pr.Name, after: d}
@@ -177,19 +177,6 @@ func otherOpenDrafts(pv *configv1alpha1.PackageVariant, revs []*porchv1alpha1.Pa
 		}
 	}
 	return out
-}
-
-// describeTask says what a draft is made from, as people read it.
-func describeTask(task porchv1alpha1.Task) string {
-	switch {
-	case task.Clone != nil && task.Clone.Upstream.UpstreamRef != nil:
-		return "clone of " + task.Clone.Upstream.UpstreamRef.Name
-	case task.Edit != nil && task.Edit.Source != nil:
-		return "edit of " + task.Edit.Source.Name
-	case task.Upgrade != nil:
-		return fmt.Sprintf("upgrade of %s from %s to %s", task.Upgrade.LocalPackageRevisionRef.Name, task.Upgrade.OldUpstream.Name, task.Upgrade.NewUpstream.Name)
-	}
-	return string(task.Type)
 }
 
 // pipelineFunctions lists the functions of the pipeline Porch ran when it

@@ -186,3 +186,18 @@ func TaskUpstream(t porchv1alpha1.Task) string {
 	}
 	return ""
 }
+
+// DescribeTask says what a task makes a revision from, as people read it:
+// "clone of R", "edit of R", "upgrade of R from OLD to NEW"; otherwise the
+// task's type.
+func DescribeTask(t porchv1alpha1.Task) string {
+	switch {
+	case t.Clone != nil && t.Clone.Upstream.UpstreamRef != nil:
+		return "clone of " + t.Clone.Upstream.UpstreamRef.Name
+	case t.Edit != nil && t.Edit.Source != nil:
+		return "edit of " + t.Edit.Source.Name
+	case t.Upgrade != nil:
+		return fmt.Sprintf("upgrade of %s from %s to %s", t.Upgrade.LocalPackageRevisionRef.Name, t.Upgrade.OldUpstream.Name, t.Upgrade.NewUpstream.Name)
+	}
+	return string(t.Type)
+}

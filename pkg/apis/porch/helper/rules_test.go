@@ -403,21 +403,25 @@ func TestTaskUpstream(t *testing.T) {
 		return porchv1alpha1.PackageRevisionRef{Name: name}
 	}
 	cases := map[string]struct {
-		task porchv1alpha1.Task
-		want string
+		task          porchv1alpha1.Task
+		want          string
+		wantDescribed string
 	}{
 		"clone names its upstreamRef": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{
-			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: "up.v1"}}}}, "up.v1"},
-		"clone from git names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{}}, ""},
+			Upstream: porchv1alpha1.UpstreamPackage{UpstreamRef: &porchv1alpha1.PackageRevisionRef{Name: "up.v1"}}}}, "up.v1", "clone of up.v1"},
+		"clone from git names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeClone, Clone: &porchv1alpha1.PackageCloneTaskSpec{}}, "", "clone"},
 		"upgrade names its new upstream": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeUpgrade, Upgrade: &porchv1alpha1.PackageUpgradeTaskSpec{
-			OldUpstream: ref("up.v1"), NewUpstream: ref("up.v2"), LocalPackageRevisionRef: ref("down.v1")}}, "up.v2"},
-		"edit names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeEdit, Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: "down.v1"}}}, ""},
-		"init names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit}, ""},
+			OldUpstream: ref("up.v1"), NewUpstream: ref("up.v2"), LocalPackageRevisionRef: ref("down.v1")}}, "up.v2", "upgrade of down.v1 from up.v1 to up.v2"},
+		"edit names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeEdit, Edit: &porchv1alpha1.PackageEditTaskSpec{Source: &porchv1alpha1.PackageRevisionRef{Name: "down.v1"}}}, "", "edit of down.v1"},
+		"init names none": {porchv1alpha1.Task{Type: porchv1alpha1.TaskTypeInit}, "", "init"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if got := TaskUpstream(tc.task); got != tc.want {
 				t.Errorf("TaskUpstream = %q, want %q", got, tc.want)
+			}
+			if got := DescribeTask(tc.task); got != tc.wantDescribed {
+				t.Errorf("DescribeTask = %q, want %q", got, tc.wantDescribed)
 			}
 		})
 	}
