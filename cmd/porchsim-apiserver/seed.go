@@ -32,8 +32,11 @@ func readRepositories(path string) ([]*configv1alpha1.Repository, error) {
 	var repos []*configv1alpha1.Repository
 	err = input.EachDocument(data, func(raw map[string]any) error {
 		got, err := repositoriesOf(raw)
+		if err != nil {
+			return err
+		}
 		repos = append(repos, got...)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

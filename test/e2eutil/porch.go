@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 // What the end-to-end suite needs of a Porch a user brings (PORCH_BIN and

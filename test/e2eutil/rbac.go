@@ -8,12 +8,13 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/porch-variants/variant-controller/pkg/offline/input"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/porch-variants/variant-controller/pkg/offline/input"
 )
 
 // Grant is one verb on one resource that a binding of a manifest gives a

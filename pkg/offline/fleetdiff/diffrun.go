@@ -409,7 +409,7 @@ func (c *fileCache) read() []string {
 	return out
 }
 
-// copyMap is a copy of m, empty but never nil.
+// copyMap is a copy of m, and an empty map (never nil) for a nil m.
 func copyMap(m map[string]string) map[string]string {
 	if m == nil {
 		return map[string]string{}
