@@ -118,9 +118,13 @@ type Controller struct {
 
 	queue workloop.Queue
 	// delayed holds the wake-ups waiting for the readiness delay.
-	delayed  *workloop.Delayed
-	recorder record.EventRecorder
-	metrics  *metrics.Metrics
+	delayed *workloop.Delayed
+	// progressWrites holds the sets whose status write waits for the
+	// progress pace (progressWait): work in hand, as the write is the
+	// controller's own and not done yet.
+	progressWrites *workloop.Delayed
+	recorder       record.EventRecorder
+	metrics        *metrics.Metrics
 
 	// clock, when set, is the time rollouts decide by (tests set it).
 	clock func() time.Time
@@ -174,11 +178,13 @@ func New(ctx context.Context, client versioned.Interface,
 	c.loop = workloop.NewLoop(ControllerName, m, opts.Tracker, c.sync)
 	c.queue = c.loop.Queue
 	c.delayed = workloop.NewDelayed(c.queue)
+	c.progressWrites = workloop.NewDelayed(c.queue)
 	if opts.ReadinessDelay != nil {
 		c.readinessDelay = *opts.ReadinessDelay
 	}
 	if opts.Tracker != nil {
 		opts.Tracker.Watch(c.delayed.Pending)
+		opts.Tracker.Watch(c.progressWrites.Pending)
 	}
 
 	if objects == nil {

@@ -35,6 +35,8 @@ type fixture struct {
 	repos    []*configv1alpha1.Repository
 	// revisions go into the PackageRevision indexer only.
 	revisions []*porchv1alpha1.PackageRevision
+	// opts are the controller's options.
+	opts Options
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -51,7 +53,7 @@ func (f *fixture) newInformerController(ctx context.Context) (*Controller, infor
 			factory.Config().V1alpha1().PackageVariants(),
 			factory.Config().V1alpha1().Repositories(),
 			factory.Porch().V1alpha1().PackageRevisions(),
-			nil, record.NewFakeRecorder(10), nil, Options{})
+			nil, record.NewFakeRecorder(10), nil, f.opts)
 	})
 	return c, f.Factory
 }

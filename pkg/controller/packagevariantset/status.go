@@ -156,7 +156,7 @@ func (c *Controller) writeStatus(ctx context.Context, old, pvs *configv1alpha2.P
 	if wait := c.progressWait(old, pvs); wait > 0 {
 		// The counts are written with the next change a person acts on,
 		// or when the wait is over.
-		c.queue.AddAfter(cache.MetaObjectToName(pvs), wait)
+		c.progressWrites.AddAfter(cache.MetaObjectToName(pvs), wait)
 		return nil
 	}
 	sets := c.client.ConfigV1alpha2().PackageVariantSets(pvs.Namespace)

@@ -1,6 +1,7 @@
 package packagevariantset
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -9,11 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	configv1alpha1 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha1"
 	configv1alpha2 "github.com/porch-variants/variant-controller/pkg/apis/config/v1alpha2"
 	"github.com/porch-variants/variant-controller/pkg/controller/rollout"
+	"github.com/porch-variants/variant-controller/pkg/workloop"
 )
 
 // setVariants are the variants a set's sync starts from: ready of them
@@ -419,5 +422,41 @@ func TestProgressWait(t *testing.T) {
 				t.Errorf("%s: waits %v", tc.reason, wait)
 			}
 		})
+	}
+}
+
+// TestProgressWriteWaitingIsWorkInHand: a status write that waits for the
+// progress pace is the controller's own work, not done yet: a Tracker
+// counts it until the set is queued again, so that nobody (variantctl, the
+// soak, the tests) takes the controllers for idle while the set's counts
+// are still to be written.
+func TestProgressWriteWaitingIsWorkInHand(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	tracker := workloop.NewTracker()
+	f.opts = Options{Tracker: tracker, ReadinessDelay: ptr.To(20 * time.Millisecond)}
+	old := set("ns", "s", "uid-s", [2]string{"blueprints", "app"}, byName("edge-0"))
+	old.Status = configv1alpha2.PackageVariantSetStatus{DesiredVariants: 4, ExistingVariants: 4, ReadyVariants: 2}
+	f.Objects = append(f.Objects, old)
+	c, _ := f.newController(ctx)
+	c.statusWrites.Store(old.UID, &lastWrites{at: time.Now()})
+
+	progressed := old.DeepCopy()
+	progressed.Status.ReadyVariants = 3
+	if err := c.writeStatus(ctx, old, progressed); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.WriteActions(); len(w) != 0 {
+		t.Fatalf("the progress was written at once: %v", w)
+	}
+	if n := tracker.Queued(); n != 1 {
+		t.Fatalf("Tracker.Queued() = %d while the write waits, want 1", n)
+	}
+	queued := func(context.Context) (bool, error) { return c.queue.Len() == 1, nil }
+	if err := wait.PollUntilContextTimeout(ctx, time.Millisecond, 10*time.Second, true, queued); err != nil {
+		t.Fatalf("the set was not queued again once the pace allowed its write: %v", err)
+	}
+	if n := tracker.Queued(); n != 1 {
+		t.Errorf("Tracker.Queued() = %d with the set queued and nothing waiting, want 1", n)
 	}
 }
