@@ -67,8 +67,16 @@ const DefaultReadinessDelay = time.Second
 // sync reads the whole fleet, so a bigger fleet waits longer between them
 // (on two busy cores, 10,000 variants: 3 to 8 s; up to about 2,000 the
 // readiness delay is longer) and costs little more CPU per variant than a
-// small one, as kube-proxy's minimum sync period bounds its full syncs.
+// small one, as kube-proxy's minimum sync period bounds its full syncs. A
+// sync's writes count too: a slow server is synced against less often.
 const syncShare = 80
+
+// maxBatchedWait bounds that spacing: however long the last sync took (the
+// one that creates a 10,000-variant fleet takes about a second, one behind
+// a slow or rate-limited server far longer), a variant's readiness change
+// reaches its set's status and rollout within this and one sync. A
+// readiness delay set longer wins.
+const maxBatchedWait = 10 * time.Second
 
 // Controller is the PackageVariantSet controller.
 type Controller struct {
@@ -98,7 +106,8 @@ type Controller struct {
 	// readinessDelay batches wake-ups by variants' readiness changes.
 	readinessDelay time.Duration
 	// syncTook holds, by set key, how long its last sync took
-	// (time.Duration): the batched wake-ups wait syncShare times that.
+	// (time.Duration): the batched wake-ups wait syncShare times that,
+	// up to maxBatchedWait (batchedWait).
 	syncTook sync.Map
 	// expectations are the variants created that the cache does not show
 	// yet.

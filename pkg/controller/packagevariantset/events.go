@@ -72,7 +72,7 @@ func (c *Controller) handleVariant(logger klog.Logger, obj interface{}, delay ti
 }
 
 // wakeBatched queues the set key after delay, batched with its other
-// wake-ups and spaced by what its syncs cost (syncShare); at once when
+// wake-ups and spaced by what its syncs cost (batchedWait); at once when
 // delay is 0.
 func (c *Controller) wakeBatched(key cache.ObjectName, delay time.Duration) {
 	if delay <= 0 {
@@ -80,9 +80,16 @@ func (c *Controller) wakeBatched(key cache.ObjectName, delay time.Duration) {
 		return
 	}
 	if took, ok := c.syncTook.Load(key); ok {
-		delay = max(delay, syncShare*took.(time.Duration))
+		delay = batchedWait(delay, took.(time.Duration))
 	}
 	c.delayed.AddAfter(key, delay)
+}
+
+// batchedWait is how long a batched wake-up of a set waits: delay, or
+// syncShare times its last sync (syncTook) when that is longer, but no
+// longer than maxBatchedWait unless delay is.
+func batchedWait(delay, took time.Duration) time.Duration {
+	return max(delay, min(syncShare*took, maxBatchedWait))
 }
 
 // noteVariant notes an event of a PackageVariant (the cache shows the
