@@ -5,7 +5,7 @@ BIN := bin
 BINARIES := variant-controller variantctl porchsim-apiserver
 GO_PACKAGES := ./...
 
-.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help verify-deps vet help
+.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help verify-deps verify-layout vet help
 
 all: build
 
@@ -31,7 +31,7 @@ bench: ## Run the fleet benchmark: 100, 1,000 and 10,000 variants, each phase on
 generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
 	hack/update-codegen.sh
 
-verify: verify-codegen verify-gofmt verify-make-help verify-deps vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions, the controller binary links no kpt.
+verify: verify-codegen verify-gofmt verify-make-help verify-deps verify-layout vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions, the controller binary links no kpt, the README's Layout names every directory.
 
 verify-codegen:
 	hack/verify-codegen.sh
@@ -45,6 +45,9 @@ verify-make-help:
 
 verify-deps:
 	@hack/verify-deps.sh
+
+verify-layout:
+	@hack/verify-layout.sh
 
 vet:
 	$(GO) vet $(GO_PACKAGES)
