@@ -5,7 +5,7 @@ BIN := bin
 BINARIES := variant-controller variantctl porchsim-apiserver
 GO_PACKAGES := ./...
 
-.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help verify-deps verify-layout vet help
+.PHONY: all build test bench example generate verify verify-codegen verify-gofmt verify-make-help verify-deps verify-layout verify-sizes vet help
 
 all: build
 
@@ -31,7 +31,7 @@ bench: ## Run the fleet benchmark: 100, 1,000 and 10,000 variants, each phase on
 generate: ## Regenerate deepcopy, clients, listers, informers and CRDs from pkg/apis.
 	hack/update-codegen.sh
 
-verify: verify-codegen verify-gofmt verify-make-help verify-deps verify-layout vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions, the controller binary links no kpt, the README's Layout names every directory.
+verify: verify-codegen verify-gofmt verify-make-help verify-deps verify-layout verify-sizes vet ## Generated code current, gofmt clean, go vet clean, make help lists what the README mentions, the controller binary links no kpt, the README's Layout names every directory, no hand-written Go file over 500 lines or function over 80.
 
 verify-codegen:
 	hack/verify-codegen.sh
@@ -48,6 +48,9 @@ verify-deps:
 
 verify-layout:
 	@hack/verify-layout.sh
+
+verify-sizes:
+	@$(GO) run ./hack/sizes
 
 vet:
 	$(GO) vet $(GO_PACKAGES)
