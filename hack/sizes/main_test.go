@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/porch-variants/variant-controller/test/kit/ctrlfixture"
 )
 
 func TestCheckNamesWhatIsOverItsLimit(t *testing.T) {
@@ -23,15 +25,7 @@ func TestCheckNamesWhatIsOverItsLimit(t *testing.T) {
 		"pkg/generated/x/x.go":           "package x\n\nfunc gen() {\n" + body(600) + "}\n",
 		"pkg/a/testdata/t.go":            "package t\n\nfunc data() {\n" + body(600) + "}\n",
 	}
-	for name, content := range files {
-		path := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctrlfixture.WriteFiles(t, root, files)
 	problems, err := check(root)
 	if err != nil {
 		t.Fatal(err)
