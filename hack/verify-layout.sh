@@ -4,7 +4,7 @@
 # named nowhere: neither a row of its own, nor named in backticks, relative
 # to it, in the row of the nearest directory above it that has one
 # (`internal/live` in the row of cmd/variantctl). testdata directories go
-# with their package; pkg/generated is generated whole and its row names it.
+# with their package.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/init.sh"
 cd "${ROOT}"
 
@@ -28,7 +28,6 @@ named() {
         above="$(dirname "${above}")"
     done
     [ "${above}" = "." ] && return 1
-    [ "${above}" = "pkg/generated" ] && return 0
     rel="${dir#"${above}/"}"
     while IFS= read -r mention; do
         mention="${mention%/}"
