@@ -188,9 +188,31 @@ type runFlags struct {
 // no namespace go when --namespace is not given.
 func (f *runFlags) add(fs *pflag.FlagSet, namespaceDefault string) {
 	fs.StringVarP(&f.namespace, "namespace", "n", "", "namespace of objects that name none (default: "+namespaceDefault+")")
-	fs.DurationVar(&f.timeout, "timeout", offline.DefaultTimeout, "how long the controllers may take to settle")
+	f.timeout = offline.DefaultTimeout
+	fs.Var((*positiveDuration)(&f.timeout), "timeout", "how long the controllers may take to settle (above 0)")
 	fs.IntVarP(&f.verbosity, "v", "v", 0, "log verbosity of the controllers (0: no logs; 2: each sync)")
 }
+
+// positiveDuration is a duration flag that refuses 0 and less: a timeout
+// that bounds nothing is a mistake to name, not one to replace silently
+// with the default.
+type positiveDuration time.Duration
+
+func (d *positiveDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v <= 0 {
+		return fmt.Errorf("want a duration above 0, such as 2m")
+	}
+	*d = positiveDuration(v)
+	return nil
+}
+
+func (d *positiveDuration) String() string { return time.Duration(*d).String() }
+
+func (d *positiveDuration) Type() string { return "duration" }
 
 // configureLogs sends the controllers' logs to stderr at the chosen
 // verbosity, or nowhere.

@@ -181,6 +181,8 @@ func TestUsageErrors(t *testing.T) {
 		"unknown shorthand":        {[]string{"expand", "-f", "a.yaml", "-x"}, "variantctl expand: unknown shorthand flag: 'x' in -x"},
 		"flag of another command":  {[]string{"validate", "-f", "a.yaml", "--timeout", "1s"}, "variantctl validate: unknown flag: --timeout"},
 		"bad duration":             {[]string{"render", "-f", "a.yaml", "--timeout", "soon"}, `variantctl render: invalid argument "soon" for "--timeout" flag`},
+		"a timeout of 0":           {[]string{"render", "-f", "a.yaml", "--timeout", "0s"}, `variantctl render: invalid argument "0s" for "--timeout" flag: want a duration above 0, such as 2m`},
+		"a negative timeout":       {[]string{"diff", "-f", "a.yaml", "--timeout=-5s"}, `variantctl diff: invalid argument "-5s" for "--timeout" flag: want a duration above 0`},
 		"bad verbosity":            {[]string{"render", "-f", "a.yaml", "-v", "x"}, `variantctl render: invalid argument "x" for "-v, --v" flag`},
 		"bad boolean":              {[]string{"diff", "-f", "a.yaml", "--delete=maybe"}, `variantctl diff: invalid argument "maybe" for "--delete" flag`},
 		"missing value":            {[]string{"diff", "-f"}, "variantctl diff: flag needs an argument: 'f' in -f"},
