@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariant"
 	"github.com/porch-variants/variant-controller/pkg/controller/packagevariantset"
@@ -90,8 +91,11 @@ func (o *options) validate() error {
 	if o.resyncPeriod < 0 {
 		errs = append(errs, fmt.Sprintf("--resync-period must not be negative, got %s", o.resyncPeriod))
 	}
-	if o.leaderElect && o.leaseDuration <= o.renewDeadline {
-		errs = append(errs, fmt.Sprintf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s)", o.leaseDuration, o.renewDeadline))
+	if o.shutdownDeadline < 0 {
+		errs = append(errs, fmt.Sprintf("--shutdown-grace-period must not be negative, got %s", o.shutdownDeadline))
+	}
+	if o.leaderElect {
+		errs = append(errs, o.leaseTimingErrors()...)
 	}
 	if a := o.defaultAccount; a != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(a) {
@@ -105,6 +109,24 @@ func (o *options) validate() error {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// leaseTimingErrors are client-go's rules for the leader election's
+// durations, in the flags' names: the lease outlasts the renew deadline,
+// which outlasts a retry period and its jitter, which is above 0.
+func (o *options) leaseTimingErrors() []string {
+	var errs []string
+	if o.retryPeriod <= 0 {
+		errs = append(errs, fmt.Sprintf("--leader-election-retry-period must be positive, got %s", o.retryPeriod))
+	}
+	if o.leaseDuration <= o.renewDeadline {
+		errs = append(errs, fmt.Sprintf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s)", o.leaseDuration, o.renewDeadline))
+	}
+	if withJitter := time.Duration(leaderelection.JitterFactor * float64(o.retryPeriod)); o.retryPeriod > 0 && o.renewDeadline <= withJitter {
+		errs = append(errs, fmt.Sprintf("--leader-election-renew-deadline (%s) must be longer than --leader-election-retry-period (%s) times %.1f, client-go's jitter: %s",
+			o.renewDeadline, o.retryPeriod, leaderelection.JitterFactor, withJitter))
+	}
+	return errs
 }
 
 // enabledReconcilers decides which control loops run. The flag wins when it
