@@ -71,6 +71,12 @@ soak: ## Chaos soak: both controllers on porchsim under faults, restarts and peo
 	$(GO) test -race -count=1 -timeout 90m -run '^TestSoak$$' ./test/soak -soak.seeds $(SOAK_SEEDS) -soak.duration $(SOAK_DURATION) -soak.report $(CURDIR)/soak-report.md
 	@cat soak-report.md
 
+.PHONY: fuzz
+
+FUZZTIME ?= 1m
+fuzz: ## Run every fuzz target (Go's native fuzzing) for FUZZTIME each (1m); a failure leaves its input in the package's testdata/fuzz/.
+	FUZZTIME=$(FUZZTIME) GO=$(GO) hack/fuzz.sh
+
 .PHONY: sbom
 
 sbom: ## SBOM of the variant-controller binary from the modules it links, as the image builds it: CycloneDX JSON in sbom/ (cyclonedx-gomod v1.10.0 from the Go module proxy).
