@@ -144,26 +144,17 @@ func TestRunExitCodes(t *testing.T) {
 			wantCode:   exitUsage,
 			wantStderr: "--workers must be at least 1",
 		},
-		"a negative shutdown grace period exits 2": {
-			args:       []string{"--reconcilers=*", "--shutdown-grace-period=-1s"},
-			wantCode:   exitUsage,
-			wantStderr: "--shutdown-grace-period must not be negative, got -1s",
-		},
-		"a retry period of 0 exits 2": {
-			args:       []string{"--reconcilers=*", "--leader-election-retry-period=0"},
-			wantCode:   exitUsage,
-			wantStderr: "--leader-election-retry-period must be positive, got 0s",
-		},
-		"a renew deadline within a retry period and its jitter exits 2": {
-			args:       []string{"--reconcilers=*", "--leader-election-retry-period=10s"},
-			wantCode:   exitUsage,
-			wantStderr: "--leader-election-renew-deadline (10s) must be longer than --leader-election-retry-period (10s) times 1.2, client-go's jitter: 12s",
-		},
+		// Durations client-go would refuse only later, once connected.
+		"a negative shutdown grace period exits 2": {args: []string{"--reconcilers=*", "--shutdown-grace-period=-1s"},
+			wantCode: exitUsage, wantStderr: "--shutdown-grace-period must not be negative, got -1s"},
+		"a retry period of 0 exits 2": {args: []string{"--reconcilers=*", "--leader-election-retry-period=0"},
+			wantCode: exitUsage, wantStderr: "--leader-election-retry-period must be positive, got 0s"},
+		"a renew deadline within a retry period and its jitter exits 2": {args: []string{"--reconcilers=*", "--leader-election-retry-period=10s"}, wantCode: exitUsage,
+			wantStderr: "--leader-election-renew-deadline (10s) must be longer than --leader-election-retry-period (10s) times 1.2, client-go's jitter: 12s"},
 		"lease timings are not checked without leader election": {
 			args: []string{"--reconcilers=*", "--leader-elect=false", "--leader-election-retry-period=0", "--kubeconfig=/nonexistent/kubeconfig",
 				"--health-probe-bind-address=", "--metrics-bind-address="},
-			wantCode:   exitError,
-			wantStderr: "load kubeconfig /nonexistent/kubeconfig",
+			wantCode: exitError, wantStderr: "load kubeconfig /nonexistent/kubeconfig",
 		},
 		"a certificate directory for plain HTTP exits 2": {
 			args:       []string{"--reconcilers=*", "--metrics-secure=false", "--metrics-cert-dir=/etc/tls"},
