@@ -278,6 +278,62 @@ func TestLoopManualUpgradePolicy(t *testing.T) {
 	}
 }
 
+// TestLoopManualKeepsADraftOnAGoneRevision: a Manual variant's draft ends
+// up based on an upstream revision that is gone: the variant's edit draft
+// of its published revision, after a person deleted that published
+// revision and then the upstream revision it was cloned from (Porch
+// refuses the latter while a clone of it exists). The variant keeps the
+// draft, since moving it to the latest revision would be an upgrade by
+// itself, and says what holds it and what moves it; pinning the variant
+// ends the hold.
+func TestLoopManualKeepsADraftOnAGoneRevision(t *testing.T) {
+	h := newHarness(t)
+	pv := newVariant("app", "app")
+	pv.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
+	h.createReady(pv)
+	h.publish(h.revisions("app")[0].Name)
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) {
+		s.PackageContext = &configv1alpha1.PackageContext{Data: map[string]string{"tier": "gold"}}
+	})
+	edit := h.waitRevisions("app", "packagevariant-1:Published", "packagevariant-2:Draft")[1].Name
+	h.waitReady("app")
+	publishV2(t, h.Sim)
+	h.WaitVariantCondition("app", packagevariant.ConditionUpgradeAvailable, metav1.ConditionTrue, packagevariant.ReasonNewRevision)
+
+	for _, name := range []string{"deploy.app.packagevariant-1", "blueprints.app.v1"} {
+		h.personDeletesPublished(name)
+	}
+	h.waitNotReady("app", packagevariant.ReasonError)
+	h.Settle()
+	h.expectRevisions("app", "packagevariant-2:Draft")
+	mustContain(t, "Ready message", h.condition("app", packagevariant.ConditionReady).Message,
+		"draft "+edit+" is based on upstream", "not a published revision of blueprints/app any more", "spec.upgradePolicy is Manual",
+		"set spec.upstream.revision to 2")
+
+	// Pinning lifts the hold: the unedited draft is replaced. Its
+	// successor is a clone, which Porch refuses while the package lives on
+	// in its main branch; the variant says so.
+	h.UpdateVariantSpec("app", func(s *configv1alpha1.PackageVariantSpec) { s.Upstream.Revision = 2 })
+	h.waitRevisions("app")
+	h.waitNotReady("app", packagevariant.ReasonRefused)
+	mustContain(t, "Ready message", h.condition("app", packagevariant.ConditionReady).Message, "the package still exists in the repository")
+}
+
+// personDeletesPublished deletes a published revision as a person does:
+// proposes its deletion, then deletes it.
+func (h *harness) personDeletesPublished(name string) {
+	h.T.Helper()
+	person := h.Sim.ClientsetAs("person").PorchV1alpha1().PackageRevisions(testNS)
+	pr := h.Revision(name)
+	pr.Spec.Lifecycle = porchv1alpha1.PackageRevisionLifecycleDeletionProposed
+	if _, err := person.Update(h.Ctx, pr, metav1.UpdateOptions{}); err != nil {
+		h.T.Fatalf("propose deleting %s: %v", name, err)
+	}
+	if err := person.Delete(h.Ctx, name, metav1.DeleteOptions{}); err != nil {
+		h.T.Fatalf("delete %s: %v", name, err)
+	}
+}
+
 // TestLoopInjectedConfigMapChange: a change to an injected ConfigMap in
 // the cluster reaches the variant through the on-demand watch: the open
 // draft is updated, and once published a new draft carries the new data.

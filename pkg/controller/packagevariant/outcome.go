@@ -100,6 +100,11 @@ const (
 	// progressCannotUpgrade: revision is based on an upstream revision
 	// that is not published any more, so Porch cannot merge.
 	progressCannotUpgrade
+	// progressHeldOnGone: draft revision is based on an upstream revision
+	// that is not published any more, and the variant's upgrades are held
+	// (spec.upgradePolicy: Manual, or its set's rollout): moving it to the
+	// latest revision is a person's (or the wave's) decision.
+	progressHeldOnGone
 )
 
 // progress is where the act phase left the downstream, with the revisions

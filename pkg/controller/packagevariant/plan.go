@@ -66,7 +66,9 @@ type step struct {
 	// hold is the UpgradeAvailable message ("" when no upgrade is held).
 	hold string
 	// stale: rev is based on another upstream revision than the selected
-	// one, and no upgrade is held: it is upgraded (or waits).
+	// one, and no upgrade is held on it: it is upgraded (or waits). With
+	// hold set too, the upgrade is held but the revision it would be held
+	// on is not published any more.
 	stale bool
 }
 
@@ -316,8 +318,14 @@ func readAction(s step, rd *reading) *action {
 }
 
 // draftAction is what the variant does with one of its drafts: replace it
-// when it is stale, otherwise keep it current.
+// when it is stale, otherwise keep it current. A stale draft whose upgrade
+// is held (s.hold: the upstream revision it is held on is not published
+// any more) is kept: a replacement would move the variant by itself.
 func draftAction(pv *configv1alpha1.PackageVariant, s step, rd *reading) action {
+	if s.stale && s.hold != "" {
+		return waitOn(s, progress{kind: progressHeldOnGone, revision: s.rev, upstream: s.base},
+			"based on an upstream revision that is not published any more, and its upgrades are held: a person (or its wave) decides")
+	}
 	if s.stale {
 		return on(s, actReplace, "based on an old upstream: replaced by a draft from "+s.base.Name+" when nobody edited it")
 	}

@@ -98,6 +98,8 @@ func TestPlanDownstream(t *testing.T) {
 // TestDecide: the actions a plan takes, decided from its steps and what
 // observe read of them, each with the decision that made it.
 func TestDecide(t *testing.T) {
+	manual := planVariant.DeepCopy()
+	manual.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
 	failedRender := planVariant.DeepCopy()
 	failedRender.Status.DownstreamTargets = []configv1alpha1.DownstreamTarget{{Name: "deploy.app.d1", RenderStatus: porchv1alpha1.RenderStatus{Err: "render failed"}}}
 	upToDate := &reading{upToDate: true}
@@ -150,9 +152,13 @@ func TestDecide(t *testing.T) {
 			pv: failedRender, revs: revs(d1), reads: read(d1.Name, unchanged), want: []string{"write deploy.app.d1", "done Ready"}},
 		"DraftRenderPending": {reason: "a failed render is retried on its backoff",
 			pv: failedRender, revs: revs(d1), reads: read(d1.Name, pending), want: []string{"renderWait deploy.app.d1", "done Ready"}},
+		"DraftHeldOnAGoneRevision": {reason: "spec.upgradePolicy: Manual keeps a draft based on an upstream revision no longer published: replacing it would move the variant by itself",
+			pv: manual, revs: revs(own("d1", draftLC, "app/v9")), want: []string{"wait HeldOnGone", "done Ready"}},
+		"DraftOnAGoneRevision": {reason: "without a hold, a draft based on an upstream revision no longer published is replaced from the selected one",
+			revs: revs(own("d1", draftLC, "app/v9")), want: []string{"replace deploy.app.d1", "done Ready"}},
 	}
 	progressNames := map[progressKind]string{progressReady: "Ready", progressReadyProposed: "ReadyProposed", progressForeign: "Foreign",
-		progressDeletionProposed: "DeletionProposed", progressCannotUpgrade: "CannotUpgrade",
+		progressDeletionProposed: "DeletionProposed", progressCannotUpgrade: "CannotUpgrade", progressHeldOnGone: "HeldOnGone",
 		progressApprovalBeforeUpgrade: "ApprovalBeforeUpgrade", progressApprovalBeforeChanges: "ApprovalBeforeChanges"}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -241,8 +241,21 @@ func readiness(pv *configv1alpha1.PackageVariant, o *outcome) (string, string) {
 	case progressCannotUpgrade:
 		return ReasonError, fmt.Sprintf("cannot upgrade %s to %s: the upstream revision it is based on (%s) is not a published revision of %s any more, so Porch cannot merge; make the change by hand",
 			p.revision.Name, p.upstream.Name, lockRef(p.revision), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package))
+	case progressHeldOnGone:
+		return ReasonError, heldOnGoneMessage(pv, o.st, p)
 	}
 	return "", ""
+}
+
+// heldOnGoneMessage says why a draft based on an upstream revision that is
+// gone is kept (progressHeldOnGone), and what moves it.
+func heldOnGoneMessage(pv *configv1alpha1.PackageVariant, st *state, p progress) string {
+	why, next := "spec.upgradePolicy is Manual", fmt.Sprintf("set spec.upstream.revision to %d", p.upstream.Spec.Revision)
+	if !manualUpgrades(pv) && st != nil && st.rolloutSet != "" {
+		why, next = fmt.Sprintf("PackageVariantSet %s rolls upstream changes out in waves", st.rolloutSet), "its wave sets spec.upstream.revision when it opens"
+	}
+	return fmt.Sprintf("draft %s is based on upstream %s, which is not a published revision of %s any more; %s, so the variant does not move the draft to %s (revision %d) by itself: %s, or delete the draft",
+		p.revision.Name, lockRef(p.revision), describePackage(pv.Spec.Upstream.Repo, pv.Spec.Upstream.Package), why, p.upstream.Name, p.upstream.Spec.Revision, next)
 }
 
 // conflictMessage says which variant manages pv's downstream instead.

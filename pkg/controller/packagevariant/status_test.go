@@ -439,6 +439,35 @@ func TestCalculateStatus(t *testing.T) {
 	}
 }
 
+// TestHeldOnGoneMessage: a draft kept on an upstream revision that is gone
+// says what holds it and what moves it: the variant's Manual policy, or its
+// set's rollout.
+func TestHeldOnGoneMessage(t *testing.T) {
+	pv := variant("ns", "pv", "uid-1", [2]string{"blueprints", "app"}, [2]string{"deploy", "app"})
+	manual := pv.DeepCopy()
+	manual.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
+	p := progress{kind: progressHeldOnGone, revision: withLock(revision("ns", "deploy", "app", "d1", pv), "app/v4"),
+		upstream: upstreamRev("v3", 3, porchv1alpha1.PackageRevisionLifecyclePublished)}
+	const gone = "draft deploy.app.d1 is based on upstream app/v4, which is not a published revision of blueprints/app any more; "
+	for name, tc := range map[string]struct {
+		pv   *configv1alpha1.PackageVariant
+		st   *state
+		want string
+	}{
+		"Manual": {manual, &state{rolloutSet: "edge"},
+			gone + "spec.upgradePolicy is Manual, so the variant does not move the draft to blueprints.app.v3 (revision 3) by itself: set spec.upstream.revision to 3, or delete the draft"},
+		"Rollout": {pv, &state{rolloutSet: "edge"},
+			gone + "PackageVariantSet edge rolls upstream changes out in waves, so the variant does not move the draft to blueprints.app.v3 (revision 3) by itself: its wave sets spec.upstream.revision when it opens, or delete the draft"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reason, msg := readiness(tc.pv, &outcome{progress: p, st: tc.st})
+			if reason != ReasonError || msg != tc.want {
+				t.Errorf("Ready %s: %s\nwant %s: %s", reason, msg, ReasonError, tc.want)
+			}
+		})
+	}
+}
+
 // TestReadinessOfProgress: the Ready condition a sync reports for each
 // place the act phase can leave the downstream in (every case but the
 // first is a wait or a block a person resolves).
