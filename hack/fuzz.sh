@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # make fuzz: every fuzz target of the module (a `func FuzzX(f *testing.F)`
 # in a _test.go file), one after another, each for FUZZTIME (1m unless
-# given). `go test` runs only their seeds; this searches further. A target that fails stops the
-# run: go test has written the input to the package's testdata/fuzz/, where
-# `go test -run 'FuzzX/NAME' ./PKG` replays it.
+# given). `go test` runs only their seeds; this searches further. A target
+# that fails stops the run: go test has written the input to the package's
+# testdata/fuzz/, where `go test -run 'FuzzX/NAME' ./PKG` replays it.
 #
 # Do not stop a target by killing its worker process: go then records the
 # input in flight as a failure.
