@@ -28,6 +28,9 @@ func TestRandomPlansKeepTheRules(t *testing.T) {
 		if r.IntN(3) == 0 {
 			pv.Spec.UpgradePolicy = configv1alpha1.UpgradePolicyManual
 		}
+		// Up to five revisions of the downstream package, the variant's,
+		// another variant's or nobody's, each locked to upstream v1..v4:
+		// planOf publishes v1..v3, so v4 stands for a revision gone.
 		var ds []*porchv1alpha1.PackageRevision
 		for i := range r.IntN(6) {
 			owner := []*configv1alpha1.PackageVariant{pv, pv, pv, other, nil}[r.IntN(5)]
