@@ -229,7 +229,8 @@ func (a action) ends() bool {
 }
 
 // decide turns the plan's steps, and what observe read of them (reads, by
-// revision name), into its actions. It reads and writes nothing.
+// revision name), into its actions, up to the first that ends the pass:
+// the actions are what act takes. It reads and writes nothing.
 func (p *plan) decide(st *state, reads map[string]*reading) {
 	p.actions, p.done = nil, progress{kind: progressReady}
 	switch p.kind {
@@ -250,7 +251,11 @@ func (p *plan) decide(st *state, reads map[string]*reading) {
 		p.add(proposedAction(st, s, reads[s.rev.Name]))
 	case planDrafts:
 		for _, s := range p.steps {
-			p.add(draftAction(st.pv, s, reads[s.rev.Name]))
+			a := draftAction(st.pv, s, reads[s.rev.Name])
+			p.add(a)
+			if a.ends() { // what follows waits for the next sync
+				break
+			}
 		}
 	}
 }

@@ -17,8 +17,7 @@ import (
 // acts only on its own revisions, writes only into drafts, makes at most
 // one draft and none beside another owner's open one, replaces only a
 // stale draft, edits only a published revision, never upgrades what
-// spec.upgradePolicy: Manual or a rollout holds. The rules hold for the
-// actions act takes: those up to the first that ends the pass.
+// spec.upgradePolicy: Manual or a rollout holds.
 func TestRandomPlansKeepTheRules(t *testing.T) {
 	lifecycles := []porchv1alpha1.PackageRevisionLifecycle{draftLC, proposedLC, publishedLC, porchv1alpha1.PackageRevisionLifecycleDeletionProposed}
 	other := variant("ns", "other", "uid-2", [2]string{"b", "a"}, [2]string{"deploy", "app"})
@@ -84,7 +83,7 @@ func breaksARule(st *state, p plan) string {
 	othersOpen := len(otherOpenDrafts(st.pv, st.dsRevs)) > 0
 	own := slices.ContainsFunc(st.dsRevs, func(pr *porchv1alpha1.PackageRevision) bool { return controllerUID(pr) == st.pv.UID })
 	makes := 0
-	for _, a := range taken(p) {
+	for _, a := range p.actions {
 		if a.rev != nil && controllerUID(a.rev) != st.pv.UID {
 			return fmt.Sprintf("%s acts on %s, which is not the variant's", a.kind, a.rev.Name)
 		}
@@ -119,17 +118,6 @@ func breaksARule(st *state, p plan) string {
 		return "no action: a plan always says what it did or why it waits"
 	}
 	return ""
-}
-
-// taken are the actions act takes of plan p: up to the first that ends
-// the pass (actOn).
-func taken(p plan) []action {
-	for i, a := range p.actions {
-		if a.ends() {
-			return p.actions[:i+1]
-		}
-	}
-	return p.actions
 }
 
 func describeRevs(prs []*porchv1alpha1.PackageRevision) string {

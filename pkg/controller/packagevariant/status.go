@@ -251,7 +251,7 @@ func readiness(pv *configv1alpha1.PackageVariant, o *outcome) (string, string) {
 // gone is kept (progressHeldOnGone), and what moves it.
 func heldOnGoneMessage(pv *configv1alpha1.PackageVariant, st *state, p progress) string {
 	why, next := "spec.upgradePolicy is Manual", fmt.Sprintf("set spec.upstream.revision to %d", p.upstream.Spec.Revision)
-	if !manualUpgrades(pv) && st != nil && st.rolloutSet != "" {
+	if !manualUpgrades(pv) { // held by the set's rollout, as heldUpgrade decides
 		why, next = fmt.Sprintf("PackageVariantSet %s rolls upstream changes out in waves", st.rolloutSet), "its wave sets spec.upstream.revision when it opens"
 	}
 	return fmt.Sprintf("draft %s is based on upstream %s, which is not a published revision of %s any more; %s, so the variant does not move the draft to %s (revision %d) by itself: %s, or delete the draft",
